@@ -1,0 +1,50 @@
+"""Errors that name what is wrong: the column (or spec key) and the rule it breaks."""
+
+from __future__ import annotations
+
+
+class PrivfairError(Exception):
+    """Base class of every error privfair raises on purpose."""
+
+
+class InputError(PrivfairError, ValueError):
+    """A table or a parameter breaks a rule of the component that received it.
+
+    ``column`` names the offending column (or parameter), ``rule`` the rule in a few words.
+    """
+
+    def __init__(self, column: str | None, rule: str, detail: str = "") -> None:
+        self.column = column
+        self.rule = rule
+        self.detail = detail
+        where = f"column '{column}'" if column is not None else "table"
+        msg = f"{where}: {rule}"
+        if detail:
+            msg += f" ({detail})"
+        super().__init__(msg)
+
+
+class SpecError(PrivfairError, ValueError):
+    """A pipeline spec is malformed. ``key`` is the dotted path of the offending key."""
+
+    def __init__(self, key: str, rule: str, source: str | None = None) -> None:
+        self.key = key
+        self.rule = rule
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        super().__init__(f"{prefix}spec key '{key}': {rule}")
+
+
+class DataSourceError(PrivfairError, RuntimeError):
+    """A raw dataset file could not be found, downloaded or verified."""
+
+
+class ContractViolation(PrivfairError):
+    """One or more declared guarantees do not hold on a candidate release."""
+
+    def __init__(self, failed: list[str], detail: str = "") -> None:
+        self.failed = failed
+        msg = "guarantees failed: " + ", ".join(failed)
+        if detail:
+            msg += "\n" + detail
+        super().__init__(msg)

@@ -1,0 +1,215 @@
+"""Column roles carried in Arrow field metadata, so a table keeps its roles wherever it goes.
+
+One role per column and pipeline. The role vocabulary covers the four components:
+
+- Fair-MDAV / MDAV: quasi-identifiers, a binary protected attribute, a binary label;
+- dMondrian / dSabre: quasi-identifiers (PND attributes, with an ordered domain), protected (PD), label (decision);
+- transparency reports: public and private attributes, label (decision);
+- PreFair: protected, admissible, label (outcome); everything else is unlabelled (``ignored``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+import pyarrow as pa
+
+from schemas.errors import InputError
+
+META_ROLE = b"privfair.role"
+META_KIND = b"privfair.kind"
+META_FAVOURED = b"privfair.favoured"
+META_POSITIVE = b"privfair.positive"
+META_DOMAIN = b"privfair.domain"
+META_SOURCE = b"privfair.source_column"
+META_LEVEL = b"privfair.level"
+
+
+class Role(StrEnum):
+    QUASI_IDENTIFIER = "quasi_identifier"
+    PROTECTED = "protected"
+    LABEL = "label"
+    SENSITIVE = "sensitive"
+    ADMISSIBLE = "admissible"
+    PUBLIC = "public"
+    PRIVATE = "private"
+    IGNORED = "ignored"
+
+
+class Kind(StrEnum):
+    """Measurement level: how a column is encoded for distances and generalisation."""
+
+    NUMERIC = "numeric"
+    NOMINAL = "nominal"
+    ORDINAL = "ordinal"
+    BINARY = "binary"
+
+
+Scalar = str | int | float | bool
+
+
+@dataclass(frozen=True)
+class ColumnRole:
+    """The role of one column.
+
+    ``favoured`` is the favoured value of a protected attribute; ``positive`` the positive
+    (desirable) value of a label; ``domain`` the ordered domain of an ordinal attribute.
+    ``source``/``level`` name the original column and level of a one-hot column.
+    """
+
+    name: str
+    role: Role
+    kind: Kind = Kind.NUMERIC
+    favoured: Scalar | None = None
+    positive: Scalar | None = None
+    domain: tuple[Scalar, ...] | None = None
+    source: str | None = None
+    level: Scalar | None = None
+
+    def to_metadata(self) -> dict[bytes, bytes]:
+        meta = {META_ROLE: self.role.value.encode(), META_KIND: self.kind.value.encode()}
+        if self.favoured is not None:
+            meta[META_FAVOURED] = json.dumps(self.favoured).encode()
+        if self.positive is not None:
+            meta[META_POSITIVE] = json.dumps(self.positive).encode()
+        if self.domain is not None:
+            meta[META_DOMAIN] = json.dumps(list(self.domain)).encode()
+        if self.source is not None:
+            meta[META_SOURCE] = self.source.encode()
+        if self.level is not None:
+            meta[META_LEVEL] = json.dumps(self.level).encode()
+        return meta
+
+    @classmethod
+    def from_field(cls, f: pa.Field) -> ColumnRole | None:
+        meta = f.metadata or {}
+        if META_ROLE not in meta:
+            return None
+        domain = meta.get(META_DOMAIN)
+        return cls(
+            name=f.name,
+            role=Role(meta[META_ROLE].decode()),
+            kind=Kind(meta.get(META_KIND, b"numeric").decode()),
+            favoured=json.loads(meta[META_FAVOURED]) if META_FAVOURED in meta else None,
+            positive=json.loads(meta[META_POSITIVE]) if META_POSITIVE in meta else None,
+            domain=tuple(json.loads(domain)) if domain is not None else None,
+            source=meta[META_SOURCE].decode() if META_SOURCE in meta else None,
+            level=json.loads(meta[META_LEVEL]) if META_LEVEL in meta else None,
+        )
+
+
+@dataclass(frozen=True)
+class TableRoles:
+    """The roles of a table's columns, in column order."""
+
+    columns: tuple[ColumnRole, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        seen: set[str] = set()
+        for c in self.columns:
+            if c.name in seen:
+                raise InputError(c.name, "a column may have only one role")
+            seen.add(c.name)
+
+    @classmethod
+    def of(cls, columns: Iterable[ColumnRole]) -> TableRoles:
+        return cls(tuple(columns))
+
+    def __iter__(self):
+        return iter(self.columns)
+
+    def __getitem__(self, name: str) -> ColumnRole:
+        for c in self.columns:
+            if c.name == name:
+                return c
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(c.name == name for c in self.columns)
+
+    @property
+    def names(self) -> list[str]:
+        return [c.name for c in self.columns]
+
+    def with_role(self, role: Role) -> list[ColumnRole]:
+        return [c for c in self.columns if c.role is role]
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        return [c.name for c in self.with_role(Role.QUASI_IDENTIFIER)]
+
+    def single(self, role: Role) -> ColumnRole:
+        """The one column with ``role``; an error naming the role if there is none or several."""
+        found = self.with_role(role)
+        if len(found) != 1:
+            names = ", ".join(c.name for c in found) or "none"
+            raise InputError(None, f"exactly one {role.value} column is required", f"found: {names}")
+        return found[0]
+
+    @property
+    def protected(self) -> ColumnRole:
+        return self.single(Role.PROTECTED)
+
+    @property
+    def label(self) -> ColumnRole:
+        return self.single(Role.LABEL)
+
+    def select(self, names: Iterable[str]) -> TableRoles:
+        keep = list(names)
+        return TableRoles(tuple(self[n] for n in keep if n in self))
+
+    def replace(self, column: ColumnRole) -> TableRoles:
+        return TableRoles(tuple(column if c.name == column.name else c for c in self.columns))
+
+
+def attach_roles(table: pa.Table, roles: TableRoles) -> pa.Table:
+    """Return ``table`` with each role written into its field's metadata.
+
+    Every column named in ``roles`` must exist; columns without a role keep no role metadata.
+    """
+    names = table.schema.names
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(dup[0], "column names must be unique", f"duplicated: {', '.join(dup)}")
+    for c in roles:
+        if c.name not in names:
+            raise InputError(c.name, "column named in the roles is not in the table")
+    fields = []
+    for f in table.schema:
+        meta = dict(f.metadata or {})
+        for key in (META_ROLE, META_KIND, META_FAVOURED, META_POSITIVE, META_DOMAIN, META_SOURCE, META_LEVEL):
+            meta.pop(key, None)
+        if f.name in roles:
+            meta.update(roles[f.name].to_metadata())
+        fields.append(f.with_metadata(meta or None))
+    schema = pa.schema(fields, metadata=table.schema.metadata)
+    return table.cast(schema)
+
+
+def read_roles(table_or_schema: pa.Table | pa.Schema) -> TableRoles:
+    """The roles stored in a table's (or schema's) field metadata."""
+    schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
+    found = [ColumnRole.from_field(f) for f in schema]
+    return TableRoles(tuple(c for c in found if c is not None))
+
+
+def roles_from_mapping(mapping: Mapping[str, Mapping[str, Any]]) -> TableRoles:
+    """Build roles from a plain mapping ``{column: {role: ..., kind: ..., favoured: ...}}``."""
+    cols = []
+    for name, spec in mapping.items():
+        domain = spec.get("domain")
+        cols.append(
+            ColumnRole(
+                name=name,
+                role=Role(spec["role"]),
+                kind=Kind(spec.get("kind", "numeric")),
+                favoured=spec.get("favoured"),
+                positive=spec.get("positive"),
+                domain=tuple(domain) if domain is not None else None,
+            )
+        )
+    return TableRoles(tuple(cols))
