@@ -1,0 +1,222 @@
+"""Quasi-identifier encoding (Fair-MDAV spec section 1.2) and binary role normalisation.
+
+QIs are held in a *mixed* form: a float block of numeric columns and an integer block of nominal
+codes (-1 = missing). That form is exactly the one-hot encoding of the paper's cleanup
+(``pd.get_dummies``, missing -> all-zero block) without materialising the one-hot matrix, so a
+distance costs one subtraction per numeric column and one comparison per nominal attribute.
+
+Squared Euclidean distance in the one-hot space, per nominal attribute j:
+    x, y both present and different: 2;  one missing: 1;  equal or both missing: 0.
+and to a fractional centre c_j (a distribution over levels):
+    ||c_j||^2 + [x_j present] * (1 - 2 c_j[x_j]).
+
+Numeric columns are min-max scaled to [0, 1] on the table being anonymised (z-score optional);
+one-hot columns are already 0/1 and are not rescaled.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.errors import InputError
+from schemas.roles import ColumnRole, Kind, Role, TableRoles
+
+
+@dataclass(frozen=True)
+class NominalAttribute:
+    name: str
+    levels: tuple  # sorted distinct non-null values
+
+
+@dataclass
+class EncodedQIs:
+    """QIs of one table in mixed form, plus the published (one-hot) column layout."""
+
+    numeric_names: list[str]
+    numeric: np.ndarray  # (N, q) float64, original units
+    nominal: list[NominalAttribute]
+    codes: np.ndarray  # (N, r) int32, -1 = missing
+    offset: np.ndarray  # (q,) scaling: scaled = (x - offset) / scale
+    scale: np.ndarray  # (q,)
+    roles: list[ColumnRole]  # role of each QI in the input table
+
+    @property
+    def n_rows(self) -> int:
+        return self.numeric.shape[0] if self.numeric.size or not self.codes.size else self.codes.shape[0]
+
+    @property
+    def scaled(self) -> np.ndarray:
+        return (self.numeric - self.offset) / self.scale
+
+    @property
+    def onehot_names(self) -> list[str]:
+        return [f"{a.name}={lvl}" for a in self.nominal for lvl in a.levels]
+
+    @property
+    def column_names(self) -> list[str]:
+        """Published column names: numeric QIs, then one column per nominal level."""
+        return self.numeric_names + self.onehot_names
+
+    @property
+    def n_columns(self) -> int:
+        return len(self.column_names)
+
+    def onehot(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Dense one-hot block (N, sum of level counts), float64."""
+        codes = self.codes if rows is None else self.codes[rows]
+        blocks = []
+        for j, a in enumerate(self.nominal):
+            block = np.zeros((codes.shape[0], len(a.levels)))
+            present = codes[:, j] >= 0
+            block[np.flatnonzero(present), codes[present, j]] = 1.0
+            blocks.append(block)
+        return np.hstack(blocks) if blocks else np.zeros((codes.shape[0], 0))
+
+    def dense(self, rows: np.ndarray | None = None, scaled: bool = False) -> np.ndarray:
+        num = self.scaled if scaled else self.numeric
+        if rows is not None:
+            num = num[rows]
+        return np.hstack([num, self.onehot(rows)])
+
+    def published_roles(self) -> list[ColumnRole]:
+        out = [ColumnRole(name, Role.QUASI_IDENTIFIER, Kind.NUMERIC) for name in self.numeric_names]
+        for a in self.nominal:
+            out += [
+                ColumnRole(f"{a.name}={lvl}", Role.QUASI_IDENTIFIER, Kind.NUMERIC, source=a.name, level=lvl)
+                for lvl in a.levels
+            ]
+        return out
+
+    def attribute_of_column(self) -> list[str]:
+        """For each published column, the original QI attribute it encodes."""
+        return self.numeric_names + [a.name for a in self.nominal for _ in a.levels]
+
+
+def _is_numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)
+
+
+def _numeric_column(table: pa.Table, name: str) -> np.ndarray:
+    col = table.column(name)
+    if not _is_numeric(col.type):
+        raise InputError(name, "a numeric quasi-identifier must have a numeric type", f"found {col.type}")
+    if col.null_count:
+        raise InputError(name, "a numeric quasi-identifier must not contain nulls", f"{col.null_count} nulls")
+    arr = col.to_numpy(zero_copy_only=False).astype(np.float64)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise InputError(name, "a numeric quasi-identifier must be finite (no NaN or inf)", f"{int(bad.sum())} rows")
+    return arr
+
+
+def encode_qis(
+    table: pa.Table,
+    roles: TableRoles,
+    scaling: str = "minmax",
+    levels: dict[str, tuple] | None = None,
+    fit: EncodedQIs | None = None,
+) -> EncodedQIs:
+    """Encode the QI columns of ``table``.
+
+    ``fit`` reuses another encoding's nominal levels and scaling (e.g. to encode a published
+    table exactly as its input was); values outside the fitted levels are an error.
+    """
+    numeric_names: list[str] = []
+    numeric_cols: list[np.ndarray] = []
+    nominal: list[NominalAttribute] = []
+    code_cols: list[np.ndarray] = []
+    qi_roles = [roles[n] for n in roles.quasi_identifiers]
+    for r in qi_roles:
+        if r.name not in table.column_names:
+            raise InputError(r.name, "quasi-identifier is not a column of the table")
+        col = table.column(r.name)
+        as_number = r.kind is Kind.NUMERIC or (r.kind is Kind.BINARY and _is_numeric(col.type))
+        if r.kind is Kind.ORDINAL:
+            domain = r.domain or tuple(sorted(pc.unique(col.drop_null()).to_pylist()))
+            idx = pc.index_in(col, value_set=pa.array(list(domain)))
+            if idx.null_count != col.null_count:
+                raise InputError(r.name, "ordinal value outside the declared domain")
+            if col.null_count:
+                raise InputError(r.name, "an ordinal quasi-identifier must not contain nulls")
+            numeric_names.append(r.name)
+            numeric_cols.append(idx.to_numpy(zero_copy_only=False).astype(np.float64))
+        elif as_number:
+            numeric_names.append(r.name)
+            numeric_cols.append(_numeric_column(table, r.name))
+        else:
+            if fit is not None:
+                lv = next(a.levels for a in fit.nominal if a.name == r.name)
+            elif levels and r.name in levels:
+                lv = levels[r.name]
+            else:
+                lv = tuple(sorted(pc.unique(col.drop_null()).to_pylist(), key=lambda v: (str(type(v)), v)))
+            idx = pc.index_in(col, value_set=pa.array(list(lv), type=col.type))
+            unknown = pc.sum(pc.and_(pc.is_null(idx), pc.is_valid(col))).as_py() or 0
+            if unknown:
+                raise InputError(r.name, "value outside the fitted levels", f"{unknown} rows")
+            nominal.append(NominalAttribute(r.name, tuple(lv)))
+            code_cols.append(pc.fill_null(idx, -1).to_numpy(zero_copy_only=False).astype(np.int32))
+    n = table.num_rows
+    numeric = np.column_stack(numeric_cols) if numeric_cols else np.zeros((n, 0))
+    codes = np.column_stack(code_cols) if code_cols else np.zeros((n, 0), dtype=np.int32)
+    if fit is not None:
+        offset, scale = fit.offset, fit.scale
+    elif scaling == "minmax":
+        lo = numeric.min(axis=0) if n else np.zeros(numeric.shape[1])
+        hi = numeric.max(axis=0) if n else np.ones(numeric.shape[1])
+        offset, scale = lo, np.where(hi > lo, hi - lo, 1.0)
+    elif scaling == "zscore":
+        mu = numeric.mean(axis=0) if n else np.zeros(numeric.shape[1])
+        sd = numeric.std(axis=0) if n else np.ones(numeric.shape[1])
+        offset, scale = mu, np.where(sd > 0, sd, 1.0)
+    else:
+        raise InputError("scaling", "must be 'minmax' or 'zscore'", scaling)
+    return EncodedQIs(numeric_names, numeric, nominal, codes, offset, scale, qi_roles)
+
+
+def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, list]:
+    """The column's values and its two distinct values, or an error naming the column."""
+    col = table.column(name)
+    if col.null_count:
+        raise InputError(name, f"the {what} must not contain nulls", f"{col.null_count} nulls")
+    distinct = pc.unique(col).to_pylist()
+    if len(distinct) != 2:
+        shown = sorted(distinct, key=str)[:5]
+        raise InputError(name, f"the {what} must have exactly two distinct values", f"found {len(distinct)}: {shown}")
+    return col.to_numpy(zero_copy_only=False), sorted(distinct, key=lambda v: (str(type(v)), v))
+
+
+def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
+    """Label as int8 0/1, 1 = the declared positive value (default: the larger of the two values)."""
+    values, distinct = binary_values(table, label.name, "label")
+    positive = label.positive if label.positive is not None else distinct[1]
+    if positive not in distinct:
+        raise InputError(label.name, "the declared positive value does not occur", repr(positive))
+    return (values == positive).astype(np.int8)
+
+
+def favoured_value(pa_values: np.ndarray, distinct: list, y: np.ndarray, declared) -> object:
+    """The favoured value of a binary protected attribute: the one with the higher positive ratio
+    PR = #positives / #rows (Fair-MDAV spec 1.3). On a tie, the declared favoured value (or the
+    larger value) is kept."""
+    pr = []
+    for v in distinct:
+        mask = pa_values == v
+        pr.append(float(y[mask].mean()))
+    if pr[0] > pr[1]:
+        return distinct[0]
+    if pr[1] > pr[0]:
+        return distinct[1]
+    return declared if declared in distinct else distinct[1]
+
+
+def protected_01(table: pa.Table, protected: ColumnRole, y: np.ndarray) -> tuple[np.ndarray, object, object]:
+    """Protected attribute as int8 0/1 with 1 = favoured (higher PR). Returns (pa01, favoured,
+    declared-or-None) so callers can report a disagreement with the declared favoured value."""
+    values, distinct = binary_values(table, protected.name, "protected attribute")
+    fav = favoured_value(values, distinct, y, protected.favoured)
+    return (values == fav).astype(np.int8), fav, protected.favoured

@@ -1,0 +1,193 @@
+"""Loading the input table of a pipeline: a built-in dataset or a user file, with roles.
+
+``load_dataset`` returns the typed Arrow table (roles in the field metadata) and an ``input``
+record of where it came from: the dataset name or file path, the sha256 of every raw file, one
+fingerprint over them, and the row count. ``validate_table`` holds the generic bad-input rules
+every component relies on.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from pipelines.sources import fingerprint_digests, locate, sha256_file
+from schemas.datasets import DATASETS
+from schemas.errors import DataSourceError, InputError, SpecError
+from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from schemas.spec import DatasetSpec
+
+_MAX_SHOWN = 10
+
+
+def load_dataset(
+    ds: DatasetSpec, data_dir: str | Path | None = None
+) -> tuple[pa.Table, dict[str, Any]]:
+    """The table a spec's ``dataset`` names, with roles attached, and its ``input`` record.
+
+    - built-in (``name``): every raw file is located and verified (``pipelines.sources.locate``,
+      searching ``data_dir`` first), then prepared by its ``DatasetDefinition``;
+    - file (``path``, relative to the current directory): read as ``format`` (csv or parquet,
+      else inferred from the suffix) and given the roles in ``columns``; columns not listed
+      there are dropped;
+    - ``quasi_identifiers`` keeps only those QIs (the others are demoted to ``ignored``);
+      ``exclude`` drops columns; columns with role ``ignored`` are dropped;
+    - the result is checked by ``validate_table``.
+    """
+    if ds.name is not None:
+        table, label, digests = _load_builtin(ds.name, data_dir)
+    else:
+        table, label, digests = _load_file(ds)
+    table = _select(table, ds, label)
+    validate_table(table)
+    record = {
+        "dataset": label,
+        "files": digests,
+        "fingerprint": fingerprint_digests(digests),
+        "rows": table.num_rows,
+    }
+    return table, record
+
+
+def _load_builtin(name: str, data_dir: str | Path | None) -> tuple[pa.Table, str, dict[str, str]]:
+    definition = DATASETS.get(name)
+    if definition is None:
+        known = ", ".join(sorted(DATASETS))
+        raise SpecError("dataset.name", f"unknown built-in dataset '{name}'; known: {known}")
+    paths = {raw.name: locate(raw, data_dir) for raw in definition.files}
+    table = definition.prepare(paths)
+    return table, name, {raw.name: raw.sha256 for raw in definition.files}
+
+
+def _load_file(ds: DatasetSpec) -> tuple[pa.Table, str, dict[str, str]]:
+    assert ds.path is not None and ds.columns is not None
+    path = Path(ds.path).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    if not path.is_file():
+        raise DataSourceError(f"dataset file not found: {path}")
+    fmt = ds.format or {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(
+        path.suffix.lower()
+    )
+    if fmt is None:
+        raise SpecError(
+            "dataset.format", f"cannot tell the format of '{path.name}'; give csv or parquet"
+        )
+    try:
+        table = pacsv.read_csv(path) if fmt == "csv" else pq.read_table(path)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise InputError(None, f"cannot read {path.name} as {fmt}", str(e)) from None
+    names = table.column_names
+    if len(set(names)) != len(names):
+        _raise_duplicates(names)
+    roles = []
+    for col, spec in ds.columns.items():
+        if col not in names:
+            raise InputError(col, f"not a column of {path.name}", f"columns: {', '.join(names)}")
+        roles.append(
+            ColumnRole(
+                name=col,
+                role=spec.role,
+                kind=spec.kind,
+                favoured=spec.favoured,
+                positive=spec.positive,
+                domain=tuple(spec.domain) if spec.domain is not None else None,
+            )
+        )
+    listed = [n for n in names if n in ds.columns]
+    table = attach_roles(table.select(listed), TableRoles.of(roles).select(listed))
+    label = str(path)
+    return table, label, {path.name: sha256_file(path)}
+
+
+def _select(table: pa.Table, ds: DatasetSpec, label: str) -> pa.Table:
+    """Apply ``quasi_identifiers`` and ``exclude``, then drop every ``ignored`` column."""
+    roles = read_roles(table)
+    names = table.column_names
+    for n in [*(ds.quasi_identifiers or []), *ds.exclude]:
+        if n not in names:
+            raise InputError(n, f"not a column of dataset {label}")
+    if ds.quasi_identifiers is not None:
+        keep = set(ds.quasi_identifiers)
+        for n in ds.quasi_identifiers:
+            c = next((r for r in roles if r.name == n), None)
+            if c is None or c.role is not Role.QUASI_IDENTIFIER:
+                found = c.role.value if c is not None else "none"
+                raise InputError(
+                    n, f"not a quasi-identifier of dataset {label}", f"its role is {found}"
+                )
+            if n in ds.exclude:
+                raise InputError(n, "listed in both quasi_identifiers and exclude")
+        for c in roles.with_role(Role.QUASI_IDENTIFIER):
+            if c.name not in keep:
+                roles = roles.replace(
+                    ColumnRole(name=c.name, role=Role.IGNORED, kind=c.kind, domain=c.domain)
+                )
+    excluded = set(ds.exclude)
+    kept = [c.name for c in roles if c.role is not Role.IGNORED and c.name not in excluded]
+    return attach_roles(table.select(kept), roles.select(kept))
+
+
+def _raise_duplicates(names: list[str]) -> None:
+    dup = sorted({n for n in names if names.count(n) > 1})
+    raise InputError(dup[0], "column names must be unique", f"duplicated: {', '.join(dup)}")
+
+
+def _shown(values: list[Any]) -> str:
+    try:
+        values = sorted(values)
+    except TypeError:
+        values = sorted(values, key=repr)
+    text = ", ".join(repr(v) for v in values[:_MAX_SHOWN])
+    return f"[{text}{', ...' if len(values) > _MAX_SHOWN else ''}]"
+
+
+def validate_table(table: pa.Table) -> None:
+    """Raise ``InputError(column, rule)`` for the first generic bad-input rule ``table`` breaks.
+
+    - it has no rows or no columns (column ``None``, "table is empty");
+    - two columns share a name;
+    - a protected attribute or label has nulls, or not exactly two distinct values;
+    - a NUMERIC quasi-identifier has a non-numeric Arrow type, or NaN / +-inf values.
+    """
+    if table.num_rows == 0 or table.num_columns == 0:
+        raise InputError(None, "table is empty")
+    names = table.column_names
+    if len(set(names)) != len(names):
+        _raise_duplicates(names)
+    for c in read_roles(table):
+        col = table[c.name]
+        if c.role in (Role.PROTECTED, Role.LABEL):
+            what = "a protected attribute" if c.role is Role.PROTECTED else "a label"
+            if col.null_count:
+                raise InputError(
+                    c.name, f"{what} must not contain nulls", f"{col.null_count} null values"
+                )
+            distinct = pc.unique(col).to_pylist()
+            if len(distinct) != 2:
+                raise InputError(
+                    c.name,
+                    f"must have exactly two distinct values, found {len(distinct)}: "
+                    f"{_shown(distinct)}",
+                    f"{what} must be binary",
+                )
+        elif c.role is Role.QUASI_IDENTIFIER and c.kind is Kind.NUMERIC:
+            t = col.type
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+                raise InputError(
+                    c.name, "a numeric quasi-identifier must have a numeric type", f"found {t}"
+                )
+            if pa.types.is_floating(t):
+                n_nan = pc.sum(pc.is_nan(col)).as_py() or 0
+                n_inf = pc.sum(pc.is_inf(col)).as_py() or 0
+                if n_nan or n_inf:
+                    raise InputError(
+                        c.name,
+                        "a numeric quasi-identifier must not contain NaN or infinite values",
+                        f"{n_nan} NaN, {n_inf} infinite",
+                    )

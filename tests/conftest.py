@@ -1,0 +1,22 @@
+"""Shared test setup: the real benchmark files, and no test touching the user's cache.
+
+``PRIVFAIR_DATA_DIR`` defaults to ``<repo>/../shared/data`` unless already set.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault(
+    "PRIVFAIR_DATA_DIR", str((Path(__file__).parents[1] / ".." / "shared" / "data").resolve())
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """Point the download cache at a fresh temp dir and forget any mirror, for every test."""
+    monkeypatch.setenv("PRIVFAIR_CACHE_DIR", str(tmp_path_factory.mktemp("privfair-cache")))
+    monkeypatch.delenv("PRIVFAIR_DATA_MIRROR", raising=False)

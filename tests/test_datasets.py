@@ -1,0 +1,354 @@
+"""The built-in datasets (``schemas.datasets``) and loading/validating tables (``pipelines.ingest``).
+
+Counts are those of fair-mdav.md section 4.1 and /work/shared/data/README.md.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.ingest import load_dataset, validate_table
+from schemas.datasets import DATASETS
+from schemas.errors import InputError, SpecError
+from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from schemas.spec import DatasetSpec
+
+_CACHE: dict[str, pa.Table] = {}
+
+
+def prepared(name: str) -> pa.Table:
+    """The prepared built-in dataset, computed once per test session."""
+    if name not in _CACHE:
+        d = DATASETS[name]
+        data = Path(os.environ["PRIVFAIR_DATA_DIR"])
+        _CACHE[name] = d.prepare({f.name: data / f.name for f in d.files})
+    return _CACHE[name]
+
+
+def count(table: pa.Table, column: str, value: object) -> int:
+    return pc.sum(pc.equal(table[column], value)).as_py()
+
+
+# --- the three datasets ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "rows", "protected", "unfavoured", "label", "positives", "n_qi"),
+    [
+        ("adult", 48_842, "sex", 16_192, "income", 11_687, 12),
+        ("compas", 6_907, "race", 4_529, "no_recid", 3_711, 6),
+        ("german", 1_000, "sex", 310, "credit", 700, 20),
+    ],
+)
+def test_counts(name, rows, protected, unfavoured, label, positives, n_qi) -> None:
+    t = prepared(name)
+    roles = read_roles(t)
+    assert t.num_rows == rows
+    assert roles.protected.name == protected and roles.protected.favoured == 1
+    assert roles.label.name == label and roles.label.positive == 1
+    assert count(t, protected, 0) == unfavoured
+    assert count(t, protected, 1) == rows - unfavoured
+    assert count(t, label, 1) == positives
+    assert count(t, label, 0) == rows - positives
+    assert len(roles.quasi_identifiers) == n_qi
+    assert t.schema.field(protected).type == pa.int8()
+    assert t.schema.field(label).type == pa.int8()
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_every_column_has_its_role_in_order(name: str) -> None:
+    t = prepared(name)
+    roles = read_roles(t)
+    assert roles == DATASETS[name].roles
+    assert roles.names == t.column_names
+    # QIs first, then protected, then label.
+    assert [c.role for c in roles][-2:] == [Role.PROTECTED, Role.LABEL]
+    assert all(c.role is Role.QUASI_IDENTIFIER for c in list(roles)[:-2])
+    for c in roles:
+        t_ = t.schema.field(c.name).type
+        if c.kind is Kind.NUMERIC:
+            assert t_ in (pa.int64(), pa.float64()), c.name
+        elif c.kind is Kind.NOMINAL:
+            assert t_ == pa.string(), c.name
+        else:
+            assert c.kind is Kind.BINARY and t_ == pa.int8(), c.name
+            assert set(t[c.name].to_pylist()) == {0, 1}
+    validate_table(t)
+
+
+@pytest.mark.parametrize("name", sorted(DATASETS))
+def test_roles_survive_parquet_round_trip(name: str, tmp_path: Path) -> None:
+    t = prepared(name)
+    pq.write_table(t, tmp_path / f"{name}.parquet")
+    back = pq.read_table(tmp_path / f"{name}.parquet")
+    assert read_roles(back) == read_roles(t)
+    assert back.equals(t)
+
+
+def test_adult_columns_and_missing_values() -> None:
+    t = prepared("adult")
+    assert t.column_names == [
+        "age",
+        "workclass",
+        "education",
+        "education-num",
+        "marital-status",
+        "occupation",
+        "relationship",
+        "race",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+        "native-country",
+        "sex",
+        "income",
+    ]
+    roles = read_roles(t)
+    assert [c.name for c in roles if c.kind is Kind.NUMERIC] == [
+        "age",
+        "education-num",
+        "capital-gain",
+        "capital-loss",
+        "hours-per-week",
+    ]
+    # '?' -> null only in the three nominal columns; rows with nulls are kept.
+    nulls = {c: t[c].null_count for c in t.column_names if t[c].null_count}
+    assert nulls == {"workclass": 2_799, "occupation": 2_809, "native-country": 857}
+    assert "?" not in set(t["workclass"].to_pylist())
+    # Test-file labels lose their trailing '.'; train 7,841 + test 3,846 positives.
+    assert count(t.slice(0, 32_561), "income", 1) == 7_841
+    assert count(t.slice(32_561), "income", 1) == 3_846
+    assert t["age"][32_561].as_py() == 25  # first row of adult.test, after its header line
+
+
+def test_compas_preparation() -> None:
+    t = prepared("compas")
+    assert t.column_names == [
+        "sex",
+        "age",
+        "priors_count",
+        "days_b_screening_arrest",
+        "jailtime",
+        "c_charge_degree",
+        "race",
+        "no_recid",
+    ]
+    p_u = count(t, "race", 0) / t.num_rows
+    assert math.isclose(p_u, 0.6557, abs_tol=5e-5)
+    pr = {
+        g: count(t.filter(pc.equal(t["race"], g)), "no_recid", 1) / count(t, "race", g)
+        for g in (0, 1)
+    }
+    assert math.isclose(pr[0], 0.5056, abs_tol=5e-5)
+    assert math.isclose(pr[1], 0.5976, abs_tol=5e-5)
+    assert count(t, "sex", 1) == 5_579 and count(t, "c_charge_degree", 1) == 4_506
+    # .dt.days floors: 206 records leave jail earlier on the day they entered -> -1.
+    assert pc.min(t["jailtime"]).as_py() == -1 and count(t, "jailtime", -1) == 206
+    assert pc.max(t["jailtime"]).as_py() == 799
+
+
+def test_german_preparation() -> None:
+    t = prepared("german")
+    status = pc.value_counts(t["status"]).to_pylist()
+    assert {d["values"]: d["counts"] for d in status} == {
+        "single": 548,
+        "divorced": 360,
+        "married": 92,
+    }
+    assert t["checking"][0].as_py() == "A11"  # nominal QIs keep their codes
+    assert count(t, "phone", 1) == 404 and count(t, "foreigner", 1) == 963
+    roles = read_roles(t)
+    nominal = [c.name for c in roles if c.kind is Kind.NOMINAL]
+    assert nominal == [
+        "checking",
+        "credit_history",
+        "purpose",
+        "savings",
+        "employment",
+        "status",
+        "other_debtors",
+        "property",
+        "other_inst",
+        "housing",
+        "job",
+    ]
+    assert [c.name for c in roles if c.kind is Kind.BINARY and c.role is Role.QUASI_IDENTIFIER] == [
+        "phone",
+        "foreigner",
+    ]
+
+
+def test_prepare_is_deterministic() -> None:
+    d = DATASETS["german"]
+    data = Path(os.environ["PRIVFAIR_DATA_DIR"])
+    assert d.prepare({"german.data": data / "german.data"}).equals(prepared("german"))
+
+
+# --- load_dataset ----------------------------------------------------------------------------
+
+
+def test_load_builtin_records_its_input() -> None:
+    table, record = load_dataset(DatasetSpec(name="compas"))
+    assert table.equals(prepared("compas"))
+    raw = DATASETS["compas"].files[0]
+    assert record["dataset"] == "compas"
+    assert record["files"] == {raw.name: raw.sha256}
+    assert record["rows"] == 6_907
+    assert len(record["fingerprint"]) == 64
+
+
+def test_unknown_builtin_is_a_spec_error() -> None:
+    with pytest.raises(SpecError, match="dataset.name"):
+        load_dataset(DatasetSpec(name="census"))
+
+
+def test_quasi_identifier_subset_and_exclude() -> None:
+    spec = DatasetSpec(name="compas", quasi_identifiers=["age", "sex", "jailtime"])
+    table, _ = load_dataset(spec)
+    assert table.column_names == ["sex", "age", "jailtime", "race", "no_recid"]
+    assert read_roles(table).quasi_identifiers == ["sex", "age", "jailtime"]
+    table, _ = load_dataset(DatasetSpec(name="compas", exclude=["jailtime", "sex"]))
+    assert read_roles(table).quasi_identifiers == [
+        "age",
+        "priors_count",
+        "days_b_screening_arrest",
+        "c_charge_degree",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "column", "rule"),
+    [
+        ({"quasi_identifiers": ["age", "salary"]}, "salary", "not a column of dataset compas"),
+        ({"quasi_identifiers": ["age", "race"]}, "race", "not a quasi-identifier"),
+        ({"exclude": ["nope"]}, "nope", "not a column of dataset compas"),
+        ({"quasi_identifiers": ["age"], "exclude": ["age"]}, "age", "both"),
+    ],
+)
+def test_bad_selection(kwargs: dict, column: str, rule: str) -> None:
+    with pytest.raises(InputError) as e:
+        load_dataset(DatasetSpec(name="compas", **kwargs))
+    assert e.value.column == column
+    assert rule in str(e.value)
+
+
+_COLUMNS = {
+    "x": {"role": "quasi_identifier"},
+    "colour": {"role": "quasi_identifier", "kind": "nominal"},
+    "g": {"role": "protected", "kind": "binary", "favoured": 1},
+    "y": {"role": "label", "kind": "binary", "positive": 1},
+    "note": {"role": "ignored", "kind": "nominal"},
+}
+
+
+@pytest.mark.parametrize("fmt", ["csv", "parquet"])
+def test_load_custom_file_relative_to_cwd(
+    fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    raw = pa.table(
+        {
+            "id": [1, 2, 3, 4],
+            "x": [1.5, 2.0, 3.5, 4.0],
+            "colour": ["red", "blue", "red", "green"],
+            "note": ["a", "b", "c", "d"],
+            "g": [0, 1, 1, 0],
+            "y": [1, 0, 1, 1],
+        }
+    )
+    (tmp_path / "d").mkdir()
+    path = tmp_path / "d" / f"t.{fmt}"
+    if fmt == "csv":
+        pacsv.write_csv(raw, path)
+    else:
+        pq.write_table(raw, path)
+    monkeypatch.chdir(tmp_path)
+    table, record = load_dataset(DatasetSpec(path=f"d/t.{fmt}", format=fmt, columns=_COLUMNS))
+    assert table.column_names == ["x", "colour", "g", "y"]  # file order; id unlisted, note ignored
+    roles = read_roles(table)
+    assert roles.quasi_identifiers == ["x", "colour"]
+    assert roles["colour"].kind is Kind.NOMINAL and roles.protected.favoured == 1
+    assert record["dataset"] == str(path)
+    assert record["rows"] == 4 and list(record["files"]) == [f"t.{fmt}"]
+
+
+def test_custom_file_missing_column(tmp_path: Path) -> None:
+    pacsv.write_csv(pa.table({"x": [1, 2], "g": [0, 1], "y": [0, 1]}), tmp_path / "t.csv")
+    spec = DatasetSpec(path=str(tmp_path / "t.csv"), format="csv", columns=_COLUMNS)
+    with pytest.raises(InputError) as e:
+        load_dataset(spec)
+    assert e.value.column == "colour"
+
+
+# --- validate_table --------------------------------------------------------------------------
+
+
+def _table(columns: dict[str, list], roles: list[ColumnRole]) -> pa.Table:
+    return attach_roles(pa.table(columns), TableRoles.of(roles))
+
+
+_G = ColumnRole("g", Role.PROTECTED, Kind.BINARY, favoured=1)
+_Y = ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1)
+_X = ColumnRole("x", Role.QUASI_IDENTIFIER, Kind.NUMERIC)
+
+
+def test_valid_small_table_passes() -> None:
+    validate_table(_table({"x": [1.0, 2.0], "g": [0, 1], "y": [1, 0]}, [_X, _G, _Y]))
+
+
+def test_empty_table() -> None:
+    t = _table({"x": pa.array([], pa.float64()), "g": pa.array([], pa.int8())}, [_X, _G])
+    with pytest.raises(InputError, match="table is empty") as e:
+        validate_table(t)
+    assert e.value.column is None
+
+
+def test_duplicate_column_names() -> None:
+    t = pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4])], names=["dup", "dup"])
+    with pytest.raises(InputError, match="unique") as e:
+        validate_table(t)
+    assert e.value.column == "dup" and "'dup'" in str(e.value)
+
+
+@pytest.mark.parametrize("bad", ["g", "y"])
+def test_nulls_in_protected_or_label(bad: str) -> None:
+    cols = {"x": [1.0, 2.0, 3.0], "g": [0, 1, 1], "y": [1, 0, 1]}
+    cols[bad] = [0, None, 1]
+    with pytest.raises(InputError, match="nulls") as e:
+        validate_table(_table(cols, [_X, _G, _Y]))
+    assert e.value.column == bad and f"'{bad}'" in str(e.value)
+
+
+def test_numeric_qi_of_non_numeric_type() -> None:
+    t = _table({"x": ["1", "2"], "g": [0, 1], "y": [1, 0]}, [_X, _G, _Y])
+    with pytest.raises(InputError, match="numeric type") as e:
+        validate_table(t)
+    assert e.value.column == "x" and "'x'" in str(e.value)
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), float("-inf")])
+def test_nan_or_inf_in_numeric_qi(value: float) -> None:
+    t = _table({"x": [1.0, value], "g": [0, 1], "y": [1, 0]}, [_X, _G, _Y])
+    with pytest.raises(InputError, match="NaN or infinite") as e:
+        validate_table(t)
+    assert e.value.column == "x" and "'x'" in str(e.value)
+
+
+@pytest.mark.parametrize(
+    ("bad", "values", "found"),
+    [("g", [1, 1, 1], "found 1: [1]"), ("y", [0, 1, 2], "found 3: [0, 1, 2]")],
+)
+def test_protected_or_label_not_binary(bad: str, values: list[int], found: str) -> None:
+    cols = {"x": [1.0, 2.0, 3.0], "g": [0, 1, 1], "y": [1, 0, 1]}
+    cols[bad] = values
+    with pytest.raises(InputError, match="must have exactly two distinct values") as e:
+        validate_table(_table(cols, [_X, _G, _Y]))
+    assert e.value.column == bad and f"'{bad}'" in str(e.value)
+    assert found in str(e.value)
