@@ -19,7 +19,9 @@ from fractions import Fraction
 import numpy as np
 
 
-def group_counts(group: np.ndarray, pa01: np.ndarray, y: np.ndarray, n_groups: int) -> tuple[np.ndarray, ...]:
+def group_counts(
+    group: np.ndarray, pa01: np.ndarray, y: np.ndarray, n_groups: int
+) -> tuple[np.ndarray, ...]:
     """(m_g, n_g, a, b) per group: unfavoured rows, favoured rows, positives among each."""
     u = pa01 == 0
     m_g = np.bincount(group[u], minlength=n_groups).astype(np.int64)
@@ -46,7 +48,9 @@ def relabel_counts(m_g, n_g, a, b, tau: Fraction, direction: str) -> np.ndarray:
     return out
 
 
-def relabel_counts_by_loop(m_g: int, n_g: int, a: int, b: int, tau: Fraction, direction: str) -> int:
+def relabel_counts_by_loop(
+    m_g: int, n_g: int, a: int, b: int, tau: Fraction, direction: str
+) -> int:
     """The paper's loop, one relabel at a time with exact comparison; the reference the closed
     form is tested against."""
     count = 0

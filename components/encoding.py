@@ -46,7 +46,11 @@ class EncodedQIs:
 
     @property
     def n_rows(self) -> int:
-        return self.numeric.shape[0] if self.numeric.size or not self.codes.size else self.codes.shape[0]
+        return (
+            self.numeric.shape[0]
+            if self.numeric.size or not self.codes.size
+            else self.codes.shape[0]
+        )
 
     @property
     def scaled(self) -> np.ndarray:
@@ -86,7 +90,9 @@ class EncodedQIs:
         out = [ColumnRole(name, Role.QUASI_IDENTIFIER, Kind.NUMERIC) for name in self.numeric_names]
         for a in self.nominal:
             out += [
-                ColumnRole(f"{a.name}={lvl}", Role.QUASI_IDENTIFIER, Kind.NUMERIC, source=a.name, level=lvl)
+                ColumnRole(
+                    f"{a.name}={lvl}", Role.QUASI_IDENTIFIER, Kind.NUMERIC, source=a.name, level=lvl
+                )
                 for lvl in a.levels
             ]
         return out
@@ -97,19 +103,32 @@ class EncodedQIs:
 
 
 def _is_numeric(t: pa.DataType) -> bool:
-    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t) or pa.types.is_decimal(t)
+    return (
+        pa.types.is_integer(t)
+        or pa.types.is_floating(t)
+        or pa.types.is_boolean(t)
+        or pa.types.is_decimal(t)
+    )
 
 
 def _numeric_column(table: pa.Table, name: str) -> np.ndarray:
     col = table.column(name)
     if not _is_numeric(col.type):
-        raise InputError(name, "a numeric quasi-identifier must have a numeric type", f"found {col.type}")
+        raise InputError(
+            name, "a numeric quasi-identifier must have a numeric type", f"found {col.type}"
+        )
     if col.null_count:
-        raise InputError(name, "a numeric quasi-identifier must not contain nulls", f"{col.null_count} nulls")
+        raise InputError(
+            name, "a numeric quasi-identifier must not contain nulls", f"{col.null_count} nulls"
+        )
     arr = col.to_numpy(zero_copy_only=False).astype(np.float64)
     bad = ~np.isfinite(arr)
     if bad.any():
-        raise InputError(name, "a numeric quasi-identifier must be finite (no NaN or inf)", f"{int(bad.sum())} rows")
+        raise InputError(
+            name,
+            "a numeric quasi-identifier must be finite (no NaN or inf)",
+            f"{int(bad.sum())} rows",
+        )
     return arr
 
 
@@ -153,7 +172,9 @@ def encode_qis(
             elif levels and r.name in levels:
                 lv = levels[r.name]
             else:
-                lv = tuple(sorted(pc.unique(col.drop_null()).to_pylist(), key=lambda v: (str(type(v)), v)))
+                lv = tuple(
+                    sorted(pc.unique(col.drop_null()).to_pylist(), key=lambda v: (str(type(v)), v))
+                )
             idx = pc.index_in(col, value_set=pa.array(list(lv), type=col.type))
             unknown = pc.sum(pc.and_(pc.is_null(idx), pc.is_valid(col))).as_py() or 0
             if unknown:
@@ -186,7 +207,11 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, li
     distinct = pc.unique(col).to_pylist()
     if len(distinct) != 2:
         shown = sorted(distinct, key=str)[:5]
-        raise InputError(name, f"the {what} must have exactly two distinct values", f"found {len(distinct)}: {shown}")
+        raise InputError(
+            name,
+            f"the {what} must have exactly two distinct values",
+            f"found {len(distinct)}: {shown}",
+        )
     return col.to_numpy(zero_copy_only=False), sorted(distinct, key=lambda v: (str(type(v)), v))
 
 
@@ -214,7 +239,9 @@ def favoured_value(pa_values: np.ndarray, distinct: list, y: np.ndarray, declare
     return declared if declared in distinct else distinct[1]
 
 
-def protected_01(table: pa.Table, protected: ColumnRole, y: np.ndarray) -> tuple[np.ndarray, object, object]:
+def protected_01(
+    table: pa.Table, protected: ColumnRole, y: np.ndarray
+) -> tuple[np.ndarray, object, object]:
     """Protected attribute as int8 0/1 with 1 = favoured (higher PR). Returns (pa01, favoured,
     declared-or-None) so callers can report a disagreement with the declared favoured value."""
     values, distinct = binary_values(table, protected.name, "protected attribute")

@@ -44,7 +44,9 @@ def _pr(y: np.ndarray, pa01: np.ndarray) -> dict[str, float]:
     return {"unfavoured": pr.get(0, float("nan")), "favoured": pr.get(1, float("nan"))}
 
 
-def fair_mdav(table: pa.Table, params: FairMDAVParams, roles: TableRoles | None = None) -> ComponentResult:
+def fair_mdav(
+    table: pa.Table, params: FairMDAVParams, roles: TableRoles | None = None
+) -> ComponentResult:
     """Run Fair-MDAV on ``table`` (roles from its metadata unless given)."""
     t0 = time.perf_counter()
     roles = table_roles(table, roles)
@@ -84,7 +86,14 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams, roles: TableRoles | None 
     gid = grouping.group_ids()
     tau = params.tau_fraction
     y_out, flags = correct_fairness(
-        gid, pa01[order], y[order], grouping.n_groups, tau, params.correction, params.relabel_order, params.seed
+        gid,
+        pa01[order],
+        y[order],
+        grouping.n_groups,
+        tau,
+        params.correction,
+        params.relabel_order,
+        params.seed,
     )
     t3 = time.perf_counter()
 
@@ -96,7 +105,12 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams, roles: TableRoles | None 
         cols.update(qi_cols)
         out_roles += enc.published_roles()
     else:
-        il = {"il": 0.0, "il_attr": 0.0, "sse": 0.0, "per_attribute": dict.fromkeys(roles.quasi_identifiers, 0.0)}
+        il = {
+            "il": 0.0,
+            "il_attr": 0.0,
+            "sse": 0.0,
+            "per_attribute": dict.fromkeys(roles.quasi_identifiers, 0.0),
+        }
         take = pa.array(order)
         for q in roles.quasi_identifiers:
             cols[q] = table.column(q).take(take)
@@ -148,7 +162,9 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams, roles: TableRoles | None 
         contract.append(C.DemographicParityBound(id="C10", ratio=params.tau))
     contract += [
         C.SeedNearest(id="C11", grouping=params.grouping),
-        C.ParameterValidity(id="C14", k=k, m=m, n=n, tau=params.tau, derived_from_k=params.m is None),
+        C.ParameterValidity(
+            id="C14", k=k, m=m, n=n, tau=params.tau, derived_from_k=params.m is None
+        ),
     ]
     p_dump = params.model_dump(mode="json")
     out = stamp(out, "fair_mdav", p_dump, contract)
@@ -171,12 +187,16 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams, roles: TableRoles | None 
         "positive_ratio_before": _pr(y, pa01),
         "positive_ratio_after": _pr(y_out, pa_out) if len(order) else {},
         "dpar_before": demographic_parity_difference(y, sensitive_features=pa01),
-        "dpar_after": demographic_parity_difference(y_out, sensitive_features=pa_out) if len(order) else None,
+        "dpar_after": demographic_parity_difference(y_out, sensitive_features=pa_out)
+        if len(order)
+        else None,
         "t_pa_exact": float(t_groups.max()) if len(t_groups) else 0.0,
         "t_pa_bound": 0.5 / k,
         "information_loss": il,
         "group_sizes": np.bincount(np.bincount(gid)).tolist() if len(gid) else [],
     }
-    lineage = lineage_table(order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64))
+    lineage = lineage_table(
+        order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
+    )
     timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "correct_s": t3 - t2, "assemble_s": t4 - t3}
     return ComponentResult("fair_mdav", out, lineage, contract, p_dump, metrics, timings, warnings)

@@ -45,7 +45,11 @@ class Grouping:
         return np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
 
     def ranks(self) -> np.ndarray:
-        return np.concatenate([np.arange(len(m)) for m in self.members]) if self.members else np.zeros(0, dtype=np.int64)
+        return (
+            np.concatenate([np.arange(len(m)) for m in self.members])
+            if self.members
+            else np.zeros(0, dtype=np.int64)
+        )
 
     def dropped(self) -> np.ndarray:
         keep = np.zeros(self.n_rows, dtype=bool)
@@ -54,77 +58,168 @@ class Grouping:
 
 
 class _Space:
-    """Scaled numeric block + flattened nominal codes shared by every working set."""
+    """Scaled numeric block + nominal codes shared by every working set.
+
+    Nominal attributes are packed into *blocks* whose joint code spaces have at most
+    ``_BLOCK_LIMIT`` slots; a per-query lookup table over each block (the outer sum of its
+    attributes' tables) turns the nominal part of a distance into one gather per block.
+    """
+
+    _BLOCK_LIMIT = 2048
 
     def __init__(self, enc: EncodedQIs) -> None:
         self.num = np.ascontiguousarray(enc.scaled)
         self.codes = enc.codes
         self.sizes = np.array([len(a.levels) for a in enc.nominal], dtype=np.int64)
-        # Lookup slot of (attribute j, code) in a flat table: slot 0 of each block = missing.
-        self.offsets = (np.cumsum(self.sizes + 1) - (self.sizes + 1)).astype(np.int64)
-        self.flat = (self.codes + 1 + self.offsets).astype(np.int64)
-        self.table_size = int((self.sizes + 1).sum())
-        self.present = (self.codes >= 0).astype(np.float64)
+        self.blocks: list[list[int]] = []
+        for j, size in enumerate(self.sizes):
+            if (
+                self.blocks
+                and np.prod([self.sizes[i] + 1 for i in self.blocks[-1]]) * (size + 1)
+                <= self._BLOCK_LIMIT
+            ):
+                self.blocks[-1].append(j)
+            else:
+                self.blocks.append([j])
+        cols = []
+        for block in self.blocks:
+            code = np.zeros(self.codes.shape[0], dtype=np.int64)
+            for j in block:
+                code = code * (self.sizes[j] + 1) + (self.codes[:, j] + 1)
+            cols.append(code)
+        self.block_codes = (
+            np.column_stack(cols) if cols else np.zeros((self.codes.shape[0], 0), dtype=np.int64)
+        )
 
-    def point_table(self, row: int) -> np.ndarray:
+    def _block_tables(self, per_attribute: list[np.ndarray]) -> list[np.ndarray]:
+        """Joint lookup tables: slot (c_1+1, ..., c_b+1) -> sum of the attributes' entries."""
+        out = []
+        for block in self.blocks:
+            t = per_attribute[block[0]]
+            for j in block[1:]:
+                t = (t[:, None] + per_attribute[j][None, :]).ravel()
+            out.append(t)
+        return out
+
+    def point_tables(self, row: int) -> list[np.ndarray]:
         """Per-slot squared distance to ``row`` on the nominal part: [x != s]([x present]+[s present])."""
-        t = np.zeros(self.table_size)
-        for j, (off, size) in enumerate(zip(self.offsets, self.sizes, strict=True)):
+        per = []
+        for j, size in enumerate(self.sizes):
             s = self.codes[row, j]
             s_present = 1.0 if s >= 0 else 0.0
-            block = np.full(size + 1, 1.0 + s_present)
-            block[0] = s_present  # x missing
-            block[s + 1] = 0.0  # same level (or both missing)
-            t[off : off + size + 1] = block
-        return t
+            t = np.full(size + 1, 1.0 + s_present)
+            t[0] = s_present  # x missing
+            t[s + 1] = 0.0  # same level (or both missing)
+            per.append(t)
+        return self._block_tables(per)
 
-    def mean_table(self, counts: list[np.ndarray], n: int) -> tuple[np.ndarray, float]:
+    def mean_tables(self, counts: list[np.ndarray], n: int) -> tuple[list[np.ndarray], float]:
         """Per-slot term and constant for the distance to a centre with level shares c_j:
         ||c_j||^2 + [x present](1 - 2 c_j[x])."""
-        t = np.zeros(self.table_size)
+        per = []
         const = 0.0
-        for off, size, cnt in zip(self.offsets, self.sizes, counts, strict=True):
+        for cnt in counts:
             c = cnt / n
             const += float(c @ c)
-            t[off + 1 : off + size + 1] = 1.0 - 2.0 * c
-        return t, const
+            per.append(np.concatenate([[0.0], 1.0 - 2.0 * c]))
+        return self._block_tables(per), const
 
 
 class _WorkingSet:
-    """A set of rows still to be grouped; rows are kept in ascending row order."""
+    """A set of rows still to be grouped; rows are kept in ascending row order.
+
+    The farthest-from-centre query is pruned with a cached *anchor*: distances D_a(x) to an
+    earlier centre c_a. For the current centre c and delta = ||c - c_a||, the triangle inequality
+    gives |d(x, c) - D_a(x)| <= delta, so only rows with D_a(x) >= L - 2 delta (L = the exact
+    distance of the row with the largest D_a) can be farthest. Those are a prefix of the rows
+    sorted by D_a; the anchor is refreshed when that prefix grows large.
+    """
+
+    _SLACK = 1e-9
 
     def __init__(self, space: _Space, rows: np.ndarray) -> None:
         self.space = space
         self.rows = np.asarray(rows, dtype=np.int64)
-        self.num = space.num[self.rows]
-        self.flat = space.flat[self.rows]
-        self.alive = np.ones(len(self.rows), dtype=bool)
-        self.n_alive = len(self.rows)
+        self._load()
         self.num_sum = self.num.astype(np.longdouble).sum(axis=0)
         self.counts = [
-            np.bincount(space.codes[self.rows, j][space.codes[self.rows, j] >= 0], minlength=int(size)).astype(np.int64)
+            np.bincount(
+                space.codes[self.rows, j][space.codes[self.rows, j] >= 0], minlength=int(size)
+            ).astype(np.int64)
             for j, size in enumerate(space.sizes)
         ]
+        self.n_alive = len(self.rows)
 
-    def _nominal(self, table: np.ndarray) -> np.ndarray:
-        if self.flat.shape[1] == 0:
-            return np.zeros(len(self.rows))
-        return table[self.flat].sum(axis=1)
+    def _load(self) -> None:
+        self.num = np.ascontiguousarray(self.space.num[self.rows])
+        self.sq = np.einsum("ij,ij->i", self.num, self.num)
+        self.num_m2 = -2.0 * self.num
+        self.codes_t = np.ascontiguousarray(self.space.block_codes[self.rows].T)
+        self.alive = np.ones(len(self.rows), dtype=bool)
+        self.dead = np.empty(len(self.rows), dtype=np.int64)
+        self.n_dead = 0
+        self.anchor: tuple | None = None
+
+    def _dist2(
+        self, v: np.ndarray, tables: list[np.ndarray], const: float, idx: np.ndarray | None = None
+    ) -> np.ndarray:
+        """||x_num - v||^2 (expanded: ||x||^2 - 2 x.v + ||v||^2) + nominal lookups + const."""
+        if idx is None:
+            out = self.num_m2 @ v
+            out += self.sq
+            for col, table in zip(self.codes_t, tables, strict=True):
+                out += table[col]
+        else:
+            out = self.num_m2[idx] @ v
+            out += self.sq[idx]
+            for col, table in zip(self.codes_t, tables, strict=True):
+                out += table[col[idx]]
+        out += float(v @ v) + const
+        return out
+
+    def _mark_dead(self, d: np.ndarray, value: float) -> np.ndarray:
+        d[self.dead[: self.n_dead]] = value
+        return d
 
     def dist2_to_row(self, row: int) -> np.ndarray:
-        v = self.space.num[row]
-        d = np.einsum("ij,ij->i", self.num - v, self.num - v) + self._nominal(self.space.point_table(row))
-        d[~self.alive] = np.inf
-        return d
+        """Squared distance of every position to input row ``row`` (dead positions: +inf)."""
+        d = self._dist2(self.space.num[row], self.space.point_tables(row), 0.0)
+        return self._mark_dead(d, np.inf)
 
-    def dist2_to_centre(self, centre: np.ndarray, table: np.ndarray, const: float) -> np.ndarray:
-        diff = self.num - centre
-        d = np.einsum("ij,ij->i", diff, diff) + self._nominal(table) + const
-        d[~self.alive] = -np.inf
-        return d
+    def farthest_from(
+        self, centre: tuple[np.ndarray, np.ndarray, float, np.ndarray]
+    ) -> tuple[int, float]:
+        """(position, squared distance) of the alive row farthest from ``centre``; ties -> lowest row."""
+        num_c, table, const, shares = centre
+        if self.anchor is not None:
+            a_num, a_shares, order, neg_sorted = self.anchor
+            delta = float(np.sqrt(((num_c - a_num) ** 2).sum() + ((shares - a_shares) ** 2).sum()))
+            while not self.alive[order[self.anchor_top]]:
+                self.anchor_top += 1  # dead rows never revive, so the pointer only moves forward
+            top = order[self.anchor_top : self.anchor_top + 1]
+            d_top = self._dist2(num_c, table, const, top)
+            lower = float(np.sqrt(max(d_top[0], 0.0)))
+            cut = np.searchsorted(neg_sorted, -(lower - 2.0 * delta - self._SLACK), side="right")
+            if cut <= max(64, len(self.rows) // 20):
+                cand = order[:cut]
+                cand = np.sort(cand[self.alive[cand]])
+                d = self._dist2(num_c, table, const, cand)
+                i = int(np.argmax(d))
+                return int(cand[i]), float(d[i])
+        d = self._dist2(num_c, table, const)
+        self._mark_dead(d, -np.inf)
+        dist = np.sqrt(np.maximum(d, 0.0))
+        order = np.lexsort((np.arange(len(d)), -dist))
+        self.anchor = (num_c.copy(), shares.copy(), order, -dist[order])
+        self.anchor_top = 0
+        i = int(np.argmax(d))
+        return i, float(d[i])
 
     def remove(self, positions: np.ndarray) -> None:
+        positions = np.asarray(positions, dtype=np.int64)
         self.alive[positions] = False
+        self.dead[self.n_dead : self.n_dead + len(positions)] = positions
+        self.n_dead += len(positions)
         self.n_alive -= len(positions)
         self.num_sum -= self.num[positions].astype(np.longdouble).sum(axis=0)
         codes = self.space.codes[self.rows[positions]]
@@ -136,32 +231,35 @@ class _WorkingSet:
         """Drop dead rows from the working arrays once half are dead. Invalidates positions."""
         if self.n_alive >= len(self.rows) // 2 or len(self.rows) <= 256:
             return
-        keep = self.alive
-        self.rows, self.num, self.flat = self.rows[keep], self.num[keep], self.flat[keep]
-        self.alive = np.ones(len(self.rows), dtype=bool)
+        self.rows = self.rows[self.alive]
+        self._load()
 
     def alive_positions(self) -> np.ndarray:
         return np.flatnonzero(self.alive)
 
 
-def _centre(sets: list[_WorkingSet], space: _Space) -> tuple[np.ndarray, np.ndarray, float]:
+def _centre(
+    sets: list[_WorkingSet], space: _Space
+) -> tuple[np.ndarray, np.ndarray, float, np.ndarray]:
+    """Mean of the alive rows of ``sets``: numeric part, nominal lookup table and constant, and the
+    concatenated level shares (for anchor distances)."""
     n = sum(s.n_alive for s in sets)
     num = (sum(s.num_sum for s in sets) / n).astype(np.float64)
     counts = [sum(s.counts[j] for s in sets) for j in range(len(space.sizes))]
-    table, const = space.mean_table(counts, n)
-    return num, table, const
+    table, const = space.mean_tables(counts, n)
+    shares = np.concatenate(counts) / n if counts else np.zeros(0)
+    return num, table, const, shares
 
 
 def _farthest(sets: list[_WorkingSet], space: _Space) -> tuple[int, int]:
     """(set index, position) of the alive record farthest from the centre; ties -> lowest row."""
-    centre, table, const = _centre(sets, space)
+    centre = _centre(sets, space)
     best: tuple[float, int, int, int] | None = None
     for si, s in enumerate(sets):
         if s.n_alive == 0:
             continue
-        d = s.dist2_to_centre(centre, table, const)
-        pos = int(np.argmax(d))
-        cand = (-float(d[pos]), int(s.rows[pos]), si, pos)
+        pos, d = s.farthest_from(centre)
+        cand = (-d, int(s.rows[pos]), si, pos)
         if best is None or cand[:2] < best[:2]:
             best = cand
     assert best is not None
@@ -174,11 +272,19 @@ def nearest(d: np.ndarray, k: int) -> np.ndarray:
         return np.zeros(0, dtype=np.int64)
     if k >= len(d):
         idx = np.arange(len(d))
+        return idx[np.lexsort((idx, d))]
+    # An upper bound on the k-th smallest from a sample narrows the exact selection.
+    sample = d[:: max(1, len(d) // (64 * k))]
+    if len(sample) > k:
+        bound = np.partition(sample, k - 1)[k - 1]
+        pool = np.flatnonzero(d <= bound)
     else:
-        kth = np.partition(d, k - 1)[k - 1]
-        less = np.flatnonzero(d < kth)
-        equal = np.flatnonzero(d == kth)[: k - len(less)]
-        idx = np.concatenate([less, equal])
+        pool = np.arange(len(d))
+    dp = d[pool]
+    kth = np.partition(dp, k - 1)[k - 1]
+    less = pool[dp < kth]
+    equal = pool[dp == kth][: k - len(less)]
+    idx = np.concatenate([less, equal])
     return idx[np.lexsort((idx, d[idx]))]
 
 
@@ -187,7 +293,10 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
     unfavoured (pa=0) and n favoured (pa=1). Stops when fewer than m unfavoured or n favoured
     records remain; those are left over (dropped)."""
     space = _Space(enc)
-    sets = [_WorkingSet(space, np.flatnonzero(pa01 == 0)), _WorkingSet(space, np.flatnonzero(pa01 == 1))]
+    sets = [
+        _WorkingSet(space, np.flatnonzero(pa01 == 0)),
+        _WorkingSet(space, np.flatnonzero(pa01 == 1)),
+    ]
     need = (m, n)
     out = Grouping(n_rows=len(pa01))
     while sets[0].n_alive >= m and sets[1].n_alive >= n:
@@ -215,7 +324,9 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
     [k, 2k-1]. While >= 3k remain: x_r = farthest from the centre, x_s = farthest from x_r; groups
     around both. Then one more group if >= 2k remain, and the rest form the last group."""
     space = _Space(enc)
-    s = _WorkingSet(space, np.arange(enc.codes.shape[0] if enc.codes.size else enc.numeric.shape[0]))
+    s = _WorkingSet(
+        space, np.arange(enc.codes.shape[0] if enc.codes.size else enc.numeric.shape[0])
+    )
     out = Grouping(n_rows=len(s.rows))
 
     def grow(pos: int, d: np.ndarray) -> np.ndarray:
@@ -236,7 +347,7 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
         grow(pos, d)
         # x_s: farthest from x_r among the records left after the first group.
         d[~s.alive] = -np.inf
-        pos_s = int(np.argmax(d))
+        pos_s = int(np.argmax(d))  # first maximum = lowest row
         grow(pos_s, s.dist2_to_row(int(s.rows[pos_s])))
     if s.n_alive >= 2 * k:
         _, pos = _farthest([s], space)

@@ -34,4 +34,8 @@ def table_roles(table: pa.Table, roles: TableRoles | None) -> TableRoles:
 
 def require_rows(table: pa.Table, k: int) -> None:
     if table.num_rows < k:
-        raise InputError(None, f"fewer rows than k: a group needs at least k = {k} rows", f"{table.num_rows} rows")
+        raise InputError(
+            None,
+            f"fewer rows than k: a group needs at least k = {k} rows",
+            f"{table.num_rows} rows",
+        )

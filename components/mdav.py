@@ -77,6 +77,8 @@ def mdav(table: pa.Table, params: MDAVParams, roles: TableRoles | None = None) -
             dpar_before=demographic_parity_difference(y, sensitive_features=pa01),
             dpar_after=demographic_parity_difference(y, sensitive_features=pa01),
         )
-    lineage = lineage_table(order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64))
+    lineage = lineage_table(
+        order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
+    )
     timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "assemble_s": time.perf_counter() - t2}
     return ComponentResult("mdav", out, lineage, contract, p_dump, metrics, timings)

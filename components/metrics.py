@@ -36,16 +36,25 @@ def _rate(y_true, y_pred, s, v, cls) -> float:
     return float((y_pred[mask] == cls).mean()) if mask.any() else float("nan")
 
 
-def equalized_odds_sum(y_true: np.ndarray, y_pred: np.ndarray, *, sensitive_features: np.ndarray) -> float:
+def equalized_odds_sum(
+    y_true: np.ndarray, y_pred: np.ndarray, *, sensitive_features: np.ndarray
+) -> float:
     """eOdds = |TPR_U - TPR_F| + |TNR_U - TNR_F| (Fair-MDAV Eq. 2: the sum, not fairlearn's max)."""
     y_true, y_pred, s = map(np.asarray, (y_true, y_pred, sensitive_features))
     v = np.unique(s)
     if len(v) != 2:
         raise ValueError("equalized_odds_sum needs exactly two groups")
-    return float(sum(abs(_rate(y_true, y_pred, s, v[0], c) - _rate(y_true, y_pred, s, v[1], c)) for c in (1, 0)))
+    return float(
+        sum(
+            abs(_rate(y_true, y_pred, s, v[0], c) - _rate(y_true, y_pred, s, v[1], c))
+            for c in (1, 0)
+        )
+    )
 
 
-def equal_opportunity_difference(y_true: np.ndarray, y_pred: np.ndarray, *, sensitive_features: np.ndarray) -> float:
+def equal_opportunity_difference(
+    y_true: np.ndarray, y_pred: np.ndarray, *, sensitive_features: np.ndarray
+) -> float:
     """|TPR_U - TPR_F|."""
     y_true, y_pred, s = map(np.asarray, (y_true, y_pred, sensitive_features))
     v = np.unique(s)
@@ -62,7 +71,9 @@ def k_anonymity(frame: pd.DataFrame, quasi_identifiers: Sequence[str]) -> int:
     return int(sizes.min())
 
 
-def t_closeness_binary(groups: np.ndarray, attribute01: np.ndarray, reference_share: float) -> np.ndarray:
+def t_closeness_binary(
+    groups: np.ndarray, attribute01: np.ndarray, reference_share: float
+) -> np.ndarray:
     """Per group g: t_g = |share of attribute = 0 in g - reference share|. For a binary attribute
     this equals the EMD with equal ground distance and the total-variation distance."""
     n_groups = int(groups.max()) + 1 if len(groups) else 0

@@ -49,7 +49,9 @@ def stamp(table: pa.Table, component: str, params: dict, contract: list) -> pa.T
     return table.replace_schema_metadata(meta)
 
 
-def lineage_table(row_id: np.ndarray, group: np.ndarray, rank: np.ndarray, seeds: np.ndarray) -> pa.Table:
+def lineage_table(
+    row_id: np.ndarray, group: np.ndarray, rank: np.ndarray, seeds: np.ndarray
+) -> pa.Table:
     return pa.table(
         {
             "row_id": pa.array(row_id, pa.int64()),

@@ -147,7 +147,9 @@ class TableRoles:
         found = self.with_role(role)
         if len(found) != 1:
             names = ", ".join(c.name for c in found) or "none"
-            raise InputError(None, f"exactly one {role.value} column is required", f"found: {names}")
+            raise InputError(
+                None, f"exactly one {role.value} column is required", f"found: {names}"
+            )
         return found[0]
 
     @property
@@ -181,7 +183,15 @@ def attach_roles(table: pa.Table, roles: TableRoles) -> pa.Table:
     fields = []
     for f in table.schema:
         meta = dict(f.metadata or {})
-        for key in (META_ROLE, META_KIND, META_FAVOURED, META_POSITIVE, META_DOMAIN, META_SOURCE, META_LEVEL):
+        for key in (
+            META_ROLE,
+            META_KIND,
+            META_FAVOURED,
+            META_POSITIVE,
+            META_DOMAIN,
+            META_SOURCE,
+            META_LEVEL,
+        ):
             meta.pop(key, None)
         if f.name in roles:
             meta.update(roles[f.name].to_metadata())

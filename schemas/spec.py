@@ -54,7 +54,9 @@ class DatasetSpec(_Model):
         if (self.name is None) == (self.path is None):
             raise ValueError("give exactly one of 'name' (a built-in dataset) or 'path' (a file)")
         if self.path is not None and not self.columns:
-            raise ValueError("a dataset given by 'path' needs 'columns' with the role of each column")
+            raise ValueError(
+                "a dataset given by 'path' needs 'columns' with the role of each column"
+            )
         return self
 
 
@@ -66,7 +68,9 @@ class ComponentSpec(_Model):
     @classmethod
     def _known(cls, v: str) -> str:
         if v not in COMPONENT_PARAMS:
-            raise ValueError(f"unknown component '{v}'; known: {', '.join(sorted(COMPONENT_PARAMS))}")
+            raise ValueError(
+                f"unknown component '{v}'; known: {', '.join(sorted(COMPONENT_PARAMS))}"
+            )
         return v
 
     def typed_params(self):
@@ -95,7 +99,9 @@ class PipelineSpec(_Model):
         if v is None or v in _CRON_PRESETS:
             return v
         if len(v.split()) != 5:
-            raise ValueError("must be a 5-field cron expression or one of " + ", ".join(sorted(_CRON_PRESETS)))
+            raise ValueError(
+                "must be a 5-field cron expression or one of " + ", ".join(sorted(_CRON_PRESETS))
+            )
         return v
 
     @property
