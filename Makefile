@@ -1,0 +1,23 @@
+# The two commands a newcomer needs: `make demo` (main job) and `make test`.
+SHARED_DATA := $(abspath ../shared/data)
+export PRIVFAIR_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/SHA256SUMS),$(SHARED_DATA),)
+export DAGSTER_HOME ?= $(abspath .dagster_home)
+export AIRFLOW_HOME ?= $(abspath .airflow_home)
+
+.PHONY: install demo test lint bench
+
+install:
+	bash .ci/deps
+	uv sync --frozen
+
+demo: install
+	uv run python -m pipelines.demo --store releases
+
+test: install
+	uv run pytest -q
+
+lint: install
+	uv run ruff check . && uv run ruff format --check .
+
+bench: install
+	uv run python benchmarks/bench_microaggregation.py
