@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
+from components.result import META_CONTRACT
 from pipelines.stages import ingest
 from pipelines.validate import Validation, validate_release
 from schemas.contracts import GUARANTEE_LIST, contract_from_json
 from schemas.errors import DataSourceError, PrivfairError
 from schemas.spec import parse_spec
-from components.result import META_CONTRACT
 
 
 def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
@@ -34,5 +34,9 @@ def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
     contract = GUARANTEE_LIST.validate_python(man["contract"])
     declared = (published.schema.metadata or {}).get(META_CONTRACT)
     if declared is None or contract_from_json(declared) != contract:
-        raise PrivfairError(f"{release}: the contract in data.parquet does not match the manifest's")
-    return validate_release(ing.table, published, lineage, contract, man["params"].get("scaling", "minmax"))
+        raise PrivfairError(
+            f"{release}: the contract in data.parquet does not match the manifest's"
+        )
+    return validate_release(
+        ing.table, published, lineage, contract, man["params"].get("scaling", "minmax")
+    )
