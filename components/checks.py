@@ -422,9 +422,9 @@ def check_seed_nearest(
     grp = audit["__group"].to_numpy()
     order_key = np.where(grp < 0, np.iinfo(np.int64).max, grp)
     n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
-    seeds = audit.loc[audit["__is_seed"].to_numpy(), ["__row_id", "__group"]].set_index("__group")[
-        "__row_id"
-    ]
+    seed_rows = audit.loc[audit["__is_seed"].to_numpy(), ["__row_id", "__group"]]
+    seed_count = seed_rows["__group"].value_counts()
+    seeds = seed_rows.drop_duplicates("__group").set_index("__group")["__row_id"]
     pa_in = (
         audit["__pa_in"].to_numpy()
         if "__pa_in" in audit.columns
@@ -460,6 +460,9 @@ def check_seed_nearest(
         members = grp[rows] == gi
         if gi not in seeds.index:
             bad.append({"group": int(gi), "reason": "no seed recorded"})
+            continue
+        if seed_count.loc[gi] > 1:
+            bad.append({"group": int(gi), "reason": f"{int(seed_count.loc[gi])} seeds recorded"})
             continue
         seed = int(seeds.loc[gi])
         if kinds[gi] == "rest":
@@ -517,6 +520,7 @@ def check_parameter_validity(g: C.ParameterValidity, audit: pd.DataFrame) -> Che
         if g.derived_from_k:
             u, n_in = int((audit["__pa_in"] == 0).sum()), len(audit)
             m_rule = int(Fraction(g.k * u, n_in) + Fraction(1, 2))
+            m_rule = min(max(m_rule, 1), g.k - 1)  # spec 1.3: clamped so both groups occur
             if m_rule != g.m:
                 off.append({"rule": "m = floor(k |U|/|D| + 1/2)", "m": g.m, "expected": m_rule})
     if not 0 <= g.tau <= 1:

@@ -69,6 +69,7 @@ def fair_mdav(
         if clamped:
             warnings.append(f"m clamped to {m} so that every fairlet holds both protected groups")
         k = m + n
+        require_rows(table, k)  # the plainer rule first: fewer rows than k can form no fairlet
         if n_u < m or n_f < n:
             raise InputError(
                 prot.name,
@@ -147,7 +148,7 @@ def fair_mdav(
     else:
         contract.append(C.QIsUnchanged(id="C4''", quasi_identifiers=qi_names))
     if params.grouping == "fairlet":
-        t_in = 0.5 / k if params.m is None else abs(m / k - n_u / n_rows)
+        t_in = 0.5 / k if params.m is None and not clamped else abs(m / k - n_u / n_rows)
         contract += [
             C.TCloseness(id="C5", attribute=prot.name, t=0.0, reference="output"),
             C.TCloseness(id="C5", attribute=prot.name, t=float(t_in), reference="input"),

@@ -11,7 +11,9 @@ implementation keeps it vectorised and cheap:
 - removed records are masked and the working arrays compacted when half of them are dead.
 
 Ties are broken by the smallest original row index, both for the farthest record and among the
-nearest ones (distance first, then row index), so the result is deterministic.
+nearest ones (distance first, then row index), so the result is deterministic. Squared distances
+within ``TIE_TOL`` of each other count as ties: the expanded-form arithmetic above rounds two
+equal distances of distinct records differently (~1e-14), which must not decide a tie.
 """
 
 from __future__ import annotations
@@ -21,6 +23,13 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from components.encoding import EncodedQIs
+
+TIE_TOL = 1e-11  # squared scaled distances closer than this are equal (float noise is ~1e-14)
+
+
+def first_max(d: np.ndarray) -> int:
+    """Position of the first entry within ``TIE_TOL`` of the maximum (lowest row on a tie)."""
+    return int(np.flatnonzero(d >= d.max() - TIE_TOL)[0])
 
 
 @dataclass
@@ -135,7 +144,7 @@ class _WorkingSet:
     sorted by D_a; the anchor is refreshed when that prefix grows large.
     """
 
-    _SLACK = 1e-9
+    _SLACK = 1e-6
 
     def __init__(self, space: _Space, rows: np.ndarray) -> None:
         self.space = space
@@ -204,7 +213,7 @@ class _WorkingSet:
                 cand = order[:cut]
                 cand = np.sort(cand[self.alive[cand]])
                 d = self._dist2(num_c, table, const, cand)
-                i = int(np.argmax(d))
+                i = first_max(d)
                 return int(cand[i]), float(d[i])
         d = self._dist2(num_c, table, const)
         self._mark_dead(d, -np.inf)
@@ -212,7 +221,7 @@ class _WorkingSet:
         order = np.lexsort((np.arange(len(d)), -dist))
         self.anchor = (num_c.copy(), shares.copy(), order, -dist[order])
         self.anchor_top = 0
-        i = int(np.argmax(d))
+        i = first_max(d)
         return i, float(d[i])
 
     def remove(self, positions: np.ndarray) -> None:
@@ -254,38 +263,39 @@ def _centre(
 def _farthest(sets: list[_WorkingSet], space: _Space) -> tuple[int, int]:
     """(set index, position) of the alive record farthest from the centre; ties -> lowest row."""
     centre = _centre(sets, space)
-    best: tuple[float, int, int, int] | None = None
+    found = []
     for si, s in enumerate(sets):
         if s.n_alive == 0:
             continue
         pos, d = s.farthest_from(centre)
-        cand = (-d, int(s.rows[pos]), si, pos)
-        if best is None or cand[:2] < best[:2]:
-            best = cand
-    assert best is not None
+        found.append((d, int(s.rows[pos]), si, pos))
+    assert found
+    d_max = max(f[0] for f in found)
+    best = min((f for f in found if f[0] >= d_max - TIE_TOL), key=lambda f: f[1])
     return best[2], best[3]
 
 
 def nearest(d: np.ndarray, k: int) -> np.ndarray:
-    """Positions of the k smallest entries of ``d``, ordered by (distance, position)."""
+    """Positions of the k smallest entries of ``d``, ordered by (distance, position); distances
+    within ``TIE_TOL`` of each other (chained in sorted order) are ties, ordered by position."""
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
     if k >= len(d):
-        idx = np.arange(len(d))
-        return idx[np.lexsort((idx, d))]
-    # An upper bound on the k-th smallest from a sample narrows the exact selection.
-    sample = d[:: max(1, len(d) // (64 * k))]
-    if len(sample) > k:
-        bound = np.partition(sample, k - 1)[k - 1]
-        pool = np.flatnonzero(d <= bound)
-    else:
         pool = np.arange(len(d))
-    dp = d[pool]
-    kth = np.partition(dp, k - 1)[k - 1]
-    less = pool[dp < kth]
-    equal = pool[dp == kth][: k - len(less)]
-    idx = np.concatenate([less, equal])
-    return idx[np.lexsort((idx, d[idx]))]
+    else:
+        # An upper bound on the k-th smallest from a sample narrows the exact selection.
+        sample = d[:: max(1, len(d) // (64 * k))]
+        if len(sample) > k:
+            bound = np.partition(sample, k - 1)[k - 1]
+            pool = np.flatnonzero(d <= bound + TIE_TOL)
+        else:
+            pool = np.arange(len(d))
+        dp = d[pool]
+        kth = np.partition(dp, k - 1)[k - 1]
+        pool = pool[dp <= kth + TIE_TOL]  # every entry that may tie with the k-th
+    idx = pool[np.lexsort((pool, d[pool]))]
+    tie_block = np.concatenate([[0], np.cumsum(np.diff(d[idx]) > TIE_TOL)])
+    return idx[np.lexsort((idx, tie_block))][:k]
 
 
 def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping:
@@ -347,7 +357,7 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
         grow(pos, d)
         # x_s: farthest from x_r among the records left after the first group.
         d[~s.alive] = -np.inf
-        pos_s = int(np.argmax(d))  # first maximum = lowest row
+        pos_s = first_max(d)  # first maximum = lowest row
         grow(pos_s, s.dist2_to_row(int(s.rows[pos_s])))
     if s.n_alive >= 2 * k:
         _, pos = _farthest([s], space)

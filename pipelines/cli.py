@@ -40,11 +40,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{out.status}: {out.pipeline} {out.version}")
     print(f"  release: {out.path}")
     if out.validation is not None:
-        v = out.validation
-        print(f"  guarantees: {len(v.results) - len(v.failed)}/{len(v.results)} hold")
+        print(_tally(out.validation))
     if m:
-        keys = ("input_rows", "output_rows", "dropped_rows", "groups", "relabelled", "dpar_before", "dpar_after")
-        print("  " + ", ".join(f"{k}={m[k]:.4f}" if isinstance(m.get(k), float) else f"{k}={m.get(k)}" for k in keys if k in m))
+        keys = (
+            "input_rows",
+            "output_rows",
+            "dropped_rows",
+            "groups",
+            "relabelled",
+            "dpar_before",
+            "dpar_after",
+        )
+        print(
+            "  "
+            + ", ".join(
+                f"{k}={m[k]:.4f}" if isinstance(m.get(k), float) else f"{k}={m.get(k)}"
+                for k in keys
+                if k in m
+            )
+        )
         if "information_loss" in m:
             print(f"  information loss (per attribute): {m['information_loss']['il_attr']:.4f}")
     return 0
@@ -54,10 +68,20 @@ def cmd_validate(args: argparse.Namespace) -> int:
     from pipelines.revalidate import revalidate
 
     v = revalidate(Path(args.release), args.data_dir)
-    for r in v.results:
+    for r in v.guarantees:
         print(f"{'PASS' if r.passed else 'FAIL'}  {r.id:<6} {r.kind:<26} {r.message}")
-    print(f"{len(v.results) - len(v.failed)}/{len(v.results)} guarantees hold")
+    for r in v.schema_checks:
+        if not r.passed:
+            print(f"FAIL  schema {r.kind:<26} {r.message}")
+    print(_tally(v).strip())
     return 0 if v.passed else 1
+
+
+def _tally(v) -> str:
+    g, s = v.guarantees, v.schema_checks
+    g_ok = sum(r.passed for r in g)
+    s_ok = sum(r.passed for r in s)
+    return f"  guarantees: {g_ok}/{len(g)} hold; schema checks: {s_ok}/{len(s)} pass"
 
 
 def cmd_releases(args: argparse.Namespace) -> int:
@@ -73,7 +97,9 @@ def cmd_releases(args: argparse.Namespace) -> int:
     print(f"{'pipeline':<24} {'version':<18} {'published_at':<22} {'rows':>8}  status")
     for r in rows:
         mark = "  (latest)" if r["latest"] else ""
-        print(f"{r['pipeline']:<24} {r['version']:<18} {r['published_at']:<22} {r['rows'] or 0:>8}  {r['status']}{mark}")
+        print(
+            f"{r['pipeline']:<24} {r['version']:<18} {r['published_at']:<22} {r['rows'] or 0:>8}  {r['status']}{mark}"
+        )
     return 0
 
 
@@ -82,9 +108,23 @@ def parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     r = sub.add_parser("run", help="ingest, protect, validate and publish one release")
     r.add_argument("spec", help="pipeline spec (YAML)")
-    r.add_argument("--store", default=DEFAULT_STORE, help="release store: folder or pyarrow.fs URI (default: %(default)s)")
-    r.add_argument("--data-dir", default=None, help="folder with the raw dataset files (default: $PRIVFAIR_DATA_DIR)")
-    r.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a component parameter")
+    r.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        help="release store: folder or pyarrow.fs URI (default: %(default)s)",
+    )
+    r.add_argument(
+        "--data-dir",
+        default=None,
+        help="folder with the raw dataset files (default: $PRIVFAIR_DATA_DIR)",
+    )
+    r.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a component parameter",
+    )
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="re-check a published release from its files")
     v.add_argument("release", help="release folder <store>/<pipeline>/<version>")

@@ -177,10 +177,15 @@ def list_versions(store: Store, pipeline: str) -> list[dict]:
         if not store.exists(pipeline, name, "manifest.json"):
             continue
         m = json.loads(store.read_text(pipeline, name, "manifest.json"))
-        out.append({
-            "pipeline": pipeline, "version": name, "published_at": m.get("published_at", ""),
-            "rows": m.get("metrics", {}).get("output_rows"), "status": m.get("validation", {}).get("status", "?"),
-        })
+        out.append(
+            {
+                "pipeline": pipeline,
+                "version": name,
+                "published_at": m.get("published_at", ""),
+                "rows": m.get("metrics", {}).get("output_rows"),
+                "status": m.get("validation", {}).get("status", "?"),
+            }
+        )
     return out
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +53,14 @@ class Outcome:
     metrics: dict = field(default_factory=dict)
 
 
-def manifest(spec: PipelineSpec, ing: Ingested, result: ComponentResult, validation: Validation, version: str) -> dict:
+def manifest(
+    spec: PipelineSpec, ing: Ingested, result: ComponentResult, validation: Validation, version: str
+) -> dict:
     return {
         "pipeline": spec.name,
         "version": version,
-        "published_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        # microseconds: repair_latest orders releases by this stamp
+        "published_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "code_version": code_version(),
         "spec": spec.model_dump(mode="json"),
         "spec_fingerprint": spec.fingerprint(),
@@ -69,7 +72,12 @@ def manifest(spec: PipelineSpec, ing: Ingested, result: ComponentResult, validat
         "timings": result.timings,
         "warnings": result.warnings,
         "input": ing.input,
-        "files": {"data": "data.parquet", "lineage": "lineage.parquet", "report": "report.html"},
+        "files": {
+            "data": "data.parquet",
+            "lineage": "lineage.parquet",
+            "report": "report.html",
+            **validation.artefacts,
+        },
     }
 
 
@@ -85,11 +93,18 @@ def build_candidate(
         published = pq.read_table(cand.local_dir / "data.parquet")
         lineage = pq.read_table(cand.local_dir / "lineage.parquet")
     validation = validate_release(
-        ing.table, published, lineage, result.contract, result.params.get("scaling", "minmax"),
+        ing.table,
+        published,
+        lineage,
+        result.contract,
+        result.params.get("scaling", "minmax"),
         cand.local_dir if cand.store.local else None,
     )
     man = manifest(spec, ing, result, validation, cand.version)
     cand.write("manifest.json", dumps(man))
+    from pipelines.report import render_report
+
+    cand.write("report.html", render_report(man, published, ing.table, lineage).encode())
     return validation, man
 
 
@@ -106,7 +121,8 @@ def run_release(
     version = version_id(spec, ing.input["fingerprint"])
     sweep_staging(store, spec.name, older_than_s=3600)
     if store.exists(spec.name, version, "manifest.json"):
-        repair_latest(store, spec.name) if latest(store, spec.name) is None else None
+        if latest(store, spec.name) != version:  # a crash between rename and `latest`
+            repair_latest(store, spec.name)  # may have left it missing or behind
         return Outcome("exists", spec.name, version, store.path(spec.name, version))
     result = protect(spec, ing.table)
     cand = Candidate(store, spec.name, version)
@@ -117,7 +133,9 @@ def run_release(
             details = "\n".join(
                 f"  {r.id} {r.kind}: {r.message}" for r in validation.results if not r.passed
             )
-            raise ContractViolation(validation.failed, f"{details}\ncandidate quarantined at {where}")
+            raise ContractViolation(
+                validation.failed, f"{details}\ncandidate quarantined at {where}"
+            )
         if crash_after == "validate":
             import os
 
@@ -127,4 +145,6 @@ def run_release(
         cand.discard()
         raise
     status = "published" if published else "exists"
-    return Outcome(status, spec.name, version, store.path(spec.name, version), validation, result.metrics)
+    return Outcome(
+        status, spec.name, version, store.path(spec.name, version), validation, result.metrics
+    )

@@ -1,9 +1,9 @@
 """The release flow as plain functions; the CLI, Dagster and Airflow all drive these.
 
-    ingest   -> typed Arrow table with roles, input fingerprint
-    protect  -> the component's result (table, lineage sidecar, declared contract, metrics)
-    validate -> every guarantee recomputed from the output (Great Expectations)
-    publish  -> immutable versioned release, atomically
+ingest   -> typed Arrow table with roles, input fingerprint
+protect  -> the component's result (table, lineage sidecar, declared contract, metrics)
+validate -> every guarantee recomputed from the output (Great Expectations)
+publish  -> immutable versioned release, atomically
 """
 
 from __future__ import annotations

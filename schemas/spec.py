@@ -9,7 +9,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -126,7 +126,10 @@ def _key(loc: tuple) -> str:
     return ".".join(parts) or "<root>"
 
 
-_UNION_TAGS: set[str] = set()
+# Guarantee kinds appear in pydantic error locations as union tags; they are not spec keys.
+_UNION_TAGS: set[str] = {
+    get_args(m.model_fields["kind"].annotation)[0] for m in get_args(get_args(Guarantee)[0])
+}
 
 
 def _first_error(e: ValidationError) -> dict:

@@ -20,3 +20,23 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
     """Point the download cache at a fresh temp dir and forget any mirror, for every test."""
     monkeypatch.setenv("PRIVFAIR_CACHE_DIR", str(tmp_path_factory.mktemp("privfair-cache")))
     monkeypatch.delenv("PRIVFAIR_DATA_MIRROR", raising=False)
+
+
+@pytest.fixture(scope="session")
+def builtin_table():
+    """Load a built-in dataset (``pipelines.ingest.load_dataset``) once per session.
+
+    Returns a callable ``name -> pa.Table``; call it inside the test, so the isolated cache
+    above is already in place.
+    """
+    from pipelines.ingest import load_dataset
+    from schemas.spec import DatasetSpec
+
+    cache: dict = {}
+
+    def load(name: str):
+        if name not in cache:
+            cache[name] = load_dataset(DatasetSpec(name=name))[0]
+        return cache[name]
+
+    return load

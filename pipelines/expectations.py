@@ -1,0 +1,738 @@
+"""Great Expectations (1.x) form of a release's contract: one expectation per declared guarantee,
+plus built-in expectations for what GX covers natively (schema, nulls, value sets, row count).
+
+One source of truth. Every guarantee expectation calls the same pure checker the CLI uses
+(``components.checks.check_guarantee``) through ONE generic table metric, ``privfair.guarantee``,
+whose value kwargs carry the guarantee as JSON (and the checker options, e.g. ``scaling``). Each
+guarantee kind has its own ``BatchExpectation`` subclass (``expect_table_k_anonymous``,
+``expect_fairlet_composition``, ...) whose pydantic fields mirror the guarantee model of
+``schemas.contracts`` field for field (the guarantee's ``id`` becomes ``guarantee_id``, because
+``id`` is taken by GX). The expectation's result holds ``observed_value``, the checker's
+``message``, ``expected``, ``n_offending`` and the ``offending`` groups.
+
+Which batch an expectation runs on follows ``components.checks.CHECKS``: ``published`` is the
+published table (``data.parquet``) as pandas, ``audit`` is ``components.audit.build_audit``.
+``compile_suites`` builds one suite per batch. Because GX silently drops expectations whose class
+is not registered when a persisted suite is reloaded, ``round_trip`` serialises the suites to
+JSON, reloads them in a fresh context and raises ``PrivfairError`` if a suite holds fewer
+guarantee expectations than the contract declares (``count_declared``).
+
+Adding a guarantee kind (e.g. ``alpha_protection``, ``differential_privacy``,
+``justifiable_fairness``, ``report_fidelity``):
+
+1. add its checker to ``components.checks.CHECKS`` (``kind -> ("published"|"audit", fn)``);
+2. register one expectation class here, the same way as the others::
+
+       @register
+       class ExpectAlphaProtection(GuaranteeExpectation):
+           \"\"\"<what it checks>\"\"\"
+
+           guarantee_model: ClassVar[type] = C.AlphaProtection
+           measure: Literal["RD", "RR", "RC", "OR"]
+           alpha: float
+
+   ``register`` refuses a class whose fields do not mirror the guarantee model or whose kind
+   has no checker; nothing else (metric, suites, validation, Data Docs) changes.
+
+Importing this module registers the expectations with GX; import it before loading any
+persisted suite (``pipelines.validate`` does).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from abc import abstractmethod
+from collections import Counter
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import numpy as np
+import pyarrow as pa
+from great_expectations.compatibility import pydantic
+from great_expectations.core.expectation_suite import ExpectationSuite
+from great_expectations.core.metric_domain_types import MetricDomainTypes
+from great_expectations.execution_engine import PandasExecutionEngine
+from great_expectations.expectations import core as gxe
+from great_expectations.expectations.expectation import BatchExpectation
+from great_expectations.expectations.metrics.metric_provider import metric_value
+from great_expectations.expectations.metrics.table_metric_provider import TableMetricProvider
+from great_expectations.expectations.registry import get_metric_kwargs
+from great_expectations.render import (
+    LegacyDiagnosticRendererType,
+    LegacyRendererType,
+    RenderedStringTemplateContent,
+)
+from great_expectations.render.renderer.renderer import renderer
+from great_expectations.validator.metric_configuration import MetricConfiguration
+from pydantic import TypeAdapter
+
+from components.checks import CHECKS, CheckResult, check_guarantee
+from schemas import contracts as C
+from schemas.errors import PrivfairError
+from schemas.roles import Role, read_roles
+
+if TYPE_CHECKING:
+    from great_expectations.core.expectation_validation_result import (
+        ExpectationValidationResult,
+    )
+    from great_expectations.data_context import AbstractDataContext
+    from great_expectations.expectations.expectation import Expectation
+
+GUARANTEE_METRIC = "privfair.guarantee"
+BATCHES = ("published", "audit")
+BUILTIN_ID = "schema"
+META_KEY = "privfair"
+
+_GUARANTEE = TypeAdapter(C.Guarantee)
+_BASE_FIELDS = {"id", "kind"}
+
+
+def _jsonable(obj: Any) -> Any:
+    """Plain JSON types (numpy scalars -> Python, tuples -> lists, NaN -> None)."""
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return _jsonable(obj.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+# --- the one generic metric -----------------------------------------------------------------
+class GuaranteeMetric(TableMetricProvider):
+    """Runs the guarantee's pure checker on the batch; the value is ``CheckResult.to_dict()``."""
+
+    metric_name = GUARANTEE_METRIC
+    value_keys = ("guarantee", "options")
+
+    @metric_value(engine=PandasExecutionEngine)
+    def _pandas(
+        cls,
+        execution_engine: PandasExecutionEngine,
+        metric_domain_kwargs: dict,
+        metric_value_kwargs: dict,
+        metrics: dict,
+        runtime_configuration: dict,
+    ) -> dict:
+        df, _, _ = execution_engine.get_compute_domain(
+            metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
+        )
+        g = _GUARANTEE.validate_json(metric_value_kwargs["guarantee"])
+        options = json.loads(metric_value_kwargs.get("options") or "{}")
+        # the batch is the frame the checker needs (CHECKS); pass it for both roles
+        return _jsonable(check_guarantee(g, df, df, **options).to_dict())
+
+
+# --- the generic guarantee expectation --------------------------------------------------------
+class GuaranteeExpectation(BatchExpectation):
+    """Base of every guarantee expectation: subclasses set ``guarantee_model`` and declare the
+    guarantee's fields; everything else is generic."""
+
+    guarantee_id: str = ""
+    checker_options: dict | None = None
+
+    args_keys: ClassVar[tuple[str, ...]] = ()
+    success_keys: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    @abstractmethod
+    def guarantee_model(self) -> type:  # pragma: no cover - overridden by a ClassVar
+        """The ``schemas.contracts`` model this expectation mirrors."""
+
+    @classmethod
+    def guarantee_kind(cls) -> str:
+        return cls.guarantee_model.model_fields["kind"].default  # type: ignore[attr-defined]
+
+    @classmethod
+    def mirrored_fields(cls) -> list[str]:
+        return [f for f in cls.guarantee_model.model_fields if f not in _BASE_FIELDS]  # type: ignore[attr-defined]
+
+    @classmethod
+    def batch(cls) -> str:
+        return CHECKS[cls.guarantee_kind()][0]
+
+    @classmethod
+    def from_guarantee(cls, g, **kwargs: Any) -> GuaranteeExpectation:
+        data = g.model_dump(exclude=_BASE_FIELDS)
+        return cls(guarantee_id=g.id, **data, **kwargs)
+
+    def to_guarantee(self):
+        data = {f: getattr(self, f) for f in self.mirrored_fields()}
+        return self.guarantee_model.model_validate({"id": self.guarantee_id, **data})  # type: ignore[attr-defined]
+
+    @pydantic.root_validator(skip_on_failure=True)
+    def _valid_guarantee(cls, values: dict) -> dict:
+        model = cls.guarantee_model
+        data = {f: values.get(f) for f in cls.mirrored_fields() if f in values}
+        model.model_validate({"id": values.get("guarantee_id", ""), **data})  # type: ignore[attr-defined]
+        return values
+
+    def get_validation_dependencies(self, execution_engine=None, runtime_configuration=None):
+        deps = super().get_validation_dependencies(
+            execution_engine=execution_engine, runtime_configuration=runtime_configuration
+        )
+        domain = get_metric_kwargs(
+            GUARANTEE_METRIC, configuration=self.configuration, runtime_configuration=None
+        )["metric_domain_kwargs"]
+        deps.set_metric_configuration(
+            GUARANTEE_METRIC,
+            MetricConfiguration(
+                metric_name=GUARANTEE_METRIC,
+                metric_domain_kwargs=domain,
+                metric_value_kwargs={
+                    "guarantee": self.to_guarantee().model_dump_json(),
+                    "options": json.dumps(self.checker_options or {}, sort_keys=True),
+                },
+            ),
+        )
+        return deps
+
+    # Data Docs: a readable line per guarantee instead of GX's generic kwargs dump
+    @classmethod
+    @renderer(renderer_type=LegacyRendererType.PRESCRIPTIVE)
+    def _prescriptive_renderer(cls, configuration=None, result=None, runtime_configuration=None):
+        kwargs = dict(configuration.kwargs) if configuration is not None else {}
+        args = []
+        for f in cls.mirrored_fields():
+            v = kwargs[f] if f in kwargs else cls.__fields__[f].default
+            if isinstance(v, list | tuple) and len(v) > 4:
+                v = f"<{len(v)} columns>"
+            args.append(f"{f}={v}")
+        styling = (runtime_configuration or {}).get("styling", {})
+        return [
+            RenderedStringTemplateContent(
+                content_block_type="string_template",
+                string_template={
+                    "template": "Guarantee $guarantee_id $kind ($args): $doc",
+                    "params": {
+                        "guarantee_id": kwargs.get("guarantee_id") or "-",
+                        "kind": cls.guarantee_kind(),
+                        "args": ", ".join(args),
+                        "doc": (cls.__doc__ or "").strip(),
+                    },
+                    "styling": styling,
+                },
+            )
+        ]
+
+    @classmethod
+    @renderer(renderer_type=LegacyDiagnosticRendererType.OBSERVED_VALUE)
+    def _diagnostic_observed_value_renderer(
+        cls, configuration=None, result=None, runtime_configuration=None
+    ) -> str:
+        r = (result.result if result is not None else None) or {}
+        if not r:
+            return "--"
+        text = f"{r.get('message', '')} (observed: {r.get('observed_value')})"
+        offending, n = r.get("offending") or [], int(r.get("n_offending") or 0)
+        if offending and not result.success:
+            more = f" and {n - 5} more" if n > 5 else ""
+            text += f"; offending: {offending[:5]}{more}"
+        return text
+
+    def _validate(self, metrics: dict, runtime_configuration=None, execution_engine=None) -> dict:
+        r = metrics[GUARANTEE_METRIC]
+        return {
+            "success": bool(r["passed"]),
+            "result": {
+                "observed_value": r["observed"],
+                "expected": r["expected"],
+                "message": r["message"],
+                "n_offending": r["n_offending"],
+                "offending": r["offending"],
+                "guarantee_id": r["id"],
+                "kind": r["kind"],
+            },
+        }
+
+
+EXPECTATIONS: dict[str, type[GuaranteeExpectation]] = {}
+"""Guarantee kind -> its expectation class (filled by ``register``)."""
+
+
+def register(cls: type[GuaranteeExpectation]) -> type[GuaranteeExpectation]:
+    """Add ``cls`` to ``EXPECTATIONS`` after checking it mirrors its guarantee model."""
+    model = cls.guarantee_model
+    kind = cls.guarantee_kind()
+    if kind not in CHECKS:
+        raise PrivfairError(f"{cls.__name__}: no checker for guarantee kind '{kind}' in CHECKS")
+    own = set(cls.__fields__) - set(GuaranteeExpectation.__fields__)
+    want = set(cls.mirrored_fields())
+    if own != want:
+        raise PrivfairError(
+            f"{cls.__name__} must declare exactly the fields of {model.__name__}: "
+            f"missing {sorted(want - own)}, extra {sorted(own - want)}"
+        )
+    for f in want:
+        mine, theirs = cls.__fields__[f], model.model_fields[f]
+        if mine.required != theirs.is_required() or (
+            not mine.required and mine.default != theirs.default
+        ):
+            raise PrivfairError(f"{cls.__name__}.{f}: default differs from {model.__name__}.{f}")
+    if kind in EXPECTATIONS and EXPECTATIONS[kind] is not cls:
+        raise PrivfairError(
+            f"{cls.__name__}: kind '{kind}' already has {EXPECTATIONS[kind].__name__}"
+        )
+    EXPECTATIONS[kind] = cls
+    return cls
+
+
+# --- one class per guarantee kind -------------------------------------------------------------
+@register
+class ExpectTableKAnonymous(GuaranteeExpectation):
+    """Every equivalence class over the quasi-identifiers has at least k rows."""
+
+    guarantee_model: ClassVar[type] = C.KAnonymity
+    k: int
+    quasi_identifiers: tuple[str, ...] = ()
+
+
+@register
+class ExpectPartition(GuaranteeExpectation):
+    """Published rows and dropped rows partition the input rows (via the lineage sidecar)."""
+
+    guarantee_model: ClassVar[type] = C.Partition
+    allow_drops: bool = True
+
+
+@register
+class ExpectFairletComposition(GuaranteeExpectation):
+    """Every group holds exactly m unfavoured and n favoured rows."""
+
+    guarantee_model: ClassVar[type] = C.FairletComposition
+    m: int
+    n: int
+
+
+@register
+class ExpectFairletCount(GuaranteeExpectation):
+    """The number of fairlets is the largest the input allows."""
+
+    guarantee_model: ClassVar[type] = C.FairletCount
+    m: int
+    n: int
+
+
+@register
+class ExpectGroupSizeRange(GuaranteeExpectation):
+    """Every group has between min_size and max_size rows."""
+
+    guarantee_model: ClassVar[type] = C.GroupSizeRange
+    min_size: int
+    max_size: int | None = None
+
+
+@register
+class ExpectGroupMeans(GuaranteeExpectation):
+    """Every group's published QIs are one vector, the mean of its members' input QIs."""
+
+    guarantee_model: ClassVar[type] = C.GroupMeans
+    quasi_identifiers: tuple[str, ...] = ()
+    rtol: float = 1e-9
+
+
+@register
+class ExpectQisUnchanged(GuaranteeExpectation):
+    """Published QI values equal the input values of the same rows."""
+
+    guarantee_model: ClassVar[type] = C.QIsUnchanged
+    quasi_identifiers: tuple[str, ...] = ()
+
+
+@register
+class ExpectMeanPreservation(GuaranteeExpectation):
+    """Per QI column, the published sum equals the sum over the retained input rows."""
+
+    guarantee_model: ClassVar[type] = C.MeanPreservation
+    quasi_identifiers: tuple[str, ...] = ()
+    rtol: float = 1e-9
+
+
+@register
+class ExpectTCloseness(GuaranteeExpectation):
+    """Per group, the share of the protected value is within t of the reference share."""
+
+    guarantee_model: ClassVar[type] = C.TCloseness
+    attribute: str
+    t: float
+    reference: Literal["input", "output"] = "output"
+
+
+@register
+class ExpectAttributesPreserved(GuaranteeExpectation):
+    """The listed sensitive columns equal their input values row by row."""
+
+    guarantee_model: ClassVar[type] = C.AttributesPreserved
+    columns: tuple[str, ...]
+
+
+@register
+class ExpectCorrectionDirection(GuaranteeExpectation):
+    """Labels change only in the declared direction."""
+
+    guarantee_model: ClassVar[type] = C.CorrectionDirection
+    direction: Literal["positive", "negative", "none"]
+
+
+@register
+class ExpectLocalFairness(GuaranteeExpectation):
+    """In every group with both protected values, upr >= tau * fpr (exactly)."""
+
+    guarantee_model: ClassVar[type] = C.LocalFairness
+    tau: float
+
+
+@register
+class ExpectMinimalCorrection(GuaranteeExpectation):
+    """Per group, the number of relabels is the minimum that achieves local fairness."""
+
+    guarantee_model: ClassVar[type] = C.MinimalCorrection
+    tau: float
+    direction: Literal["positive", "negative"]
+
+
+@register
+class ExpectDemographicParityBound(GuaranteeExpectation):
+    """PR(unfavoured) >= ratio * PR(favoured) on the published labels."""
+
+    guarantee_model: ClassVar[type] = C.DemographicParityBound
+    ratio: float
+    max_difference: float | None = None
+
+
+@register
+class ExpectSeedNearest(GuaranteeExpectation):
+    """Replaying the greedy trace: seeds are farthest rows, members the seed's nearest rows."""
+
+    guarantee_model: ClassVar[type] = C.SeedNearest
+    grouping: Literal["fairlet", "mdav"] = "fairlet"
+
+
+@register
+class ExpectParameterValidity(GuaranteeExpectation):
+    """The component's parameters obey the paper's rules."""
+
+    guarantee_model: ClassVar[type] = C.ParameterValidity
+    k: int
+    m: int | None = None
+    n: int | None = None
+    tau: float = 0.0
+    derived_from_k: bool = True
+
+
+GUARANTEE_TYPES: dict[str, str] = {cls.expectation_type: k for k, cls in EXPECTATIONS.items()}
+"""GX expectation type -> guarantee kind."""
+
+
+# --- suites -----------------------------------------------------------------------------------
+def expectation_for(g, index: int | None = None, **options: Any) -> GuaranteeExpectation:
+    """The expectation of guarantee ``g``; ``index`` (its contract position) goes in ``meta``."""
+    if g.kind not in EXPECTATIONS:
+        raise PrivfairError(f"no expectation for guarantee kind '{g.kind}' in this version")
+    meta = {META_KEY: {"index": index}} if index is not None else None
+    return EXPECTATIONS[g.kind].from_guarantee(g, checker_options=dict(options) or None, meta=meta)
+
+
+def expected_columns(contract: list, input_table: pa.Table) -> list[str]:
+    """The columns a release must publish: the quasi-identifiers its contract names (the input's
+    QIs when none is named) followed by every non-QI role column of the input (protected
+    attribute, label, sensitive columns), which components pass through."""
+    roles = read_roles(input_table)
+    qis: list[str] = []
+    for g in contract:
+        for q in getattr(g, "quasi_identifiers", ()) or ():
+            if q not in qis:
+                qis.append(q)
+    if not qis:
+        qis = list(roles.quasi_identifiers)
+    rest = [c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER and c.name not in qis]
+    return qis + rest
+
+
+def builtin_expectations(
+    contract: list, published_table: pa.Table, input_table: pa.Table, lineage: pa.Table
+) -> list[Expectation]:
+    """Built-in GX expectations on the published batch: the column set, no nulls in the role
+    columns, the protected attribute's and the label's values within those of the input, their
+    types equal to the input's, and one published row per lineage row."""
+    roles = read_roles(input_table)
+    cols = expected_columns(contract, input_table)
+    meta = {META_KEY: {"builtin": True}}
+    out: list[Expectation] = [
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True, meta=meta),
+        gxe.ExpectTableRowCountToEqual(value=int(lineage.num_rows), meta=meta),
+    ]
+    role_cols = [
+        c
+        for c in cols
+        if c not in roles or roles[c].role in (Role.QUASI_IDENTIFIER, Role.PROTECTED, Role.LABEL)
+    ]
+    out += [gxe.ExpectColumnValuesToNotBeNull(column=c, meta=meta) for c in role_cols]
+    for c in roles:
+        if c.role not in (Role.PROTECTED, Role.LABEL):
+            continue
+        values = sorted({v for v in input_table.column(c.name).to_pylist() if v is not None})
+        out.append(gxe.ExpectColumnValuesToBeInSet(column=c.name, value_set=values, meta=meta))
+        dtype = input_table.schema.field(c.name).type
+        if pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_boolean(dtype):
+            out.append(
+                gxe.ExpectColumnValuesToBeOfType(
+                    column=c.name, type_=dtype.to_pandas_dtype().__name__, meta=meta
+                )
+            )
+    return out
+
+
+def compile_suites(
+    contract: list,
+    published_table: pa.Table,
+    input_table: pa.Table,
+    lineage: pa.Table,
+    **options: Any,
+) -> dict[str, ExpectationSuite]:
+    """``{"published": suite, "audit": suite}``: one expectation per guarantee of ``contract``
+    on the batch its checker reads, plus the built-ins on the published batch. ``options`` go to
+    the checkers (e.g. ``scaling``). Raises ``PrivfairError`` for a kind with no expectation."""
+    missing = sorted({g.kind for g in contract if g.kind not in EXPECTATIONS})
+    if missing:
+        raise PrivfairError(f"no expectation for guarantee kind(s) {missing} in this version")
+    per_batch: dict[str, list] = {b: [] for b in BATCHES}
+    for i, g in enumerate(contract):
+        e = expectation_for(g, i, **options)
+        per_batch[e.batch()].append(e)
+    per_batch["published"] += builtin_expectations(contract, published_table, input_table, lineage)
+    return {
+        b: ExpectationSuite(name=f"privfair_{b}", expectations=exps)
+        for b, exps in per_batch.items()
+    }
+
+
+def count_declared(contract: list) -> dict[str, Counter]:
+    """Per batch, how many guarantee expectations of each kind the contract requires."""
+    out: dict[str, Counter] = {b: Counter() for b in BATCHES}
+    for g in contract:
+        if g.kind not in CHECKS:
+            raise PrivfairError(f"no checker for guarantee kind '{g.kind}' in this version")
+        out[CHECKS[g.kind][0]][g.kind] += 1
+    return out
+
+
+def count_held(suite: ExpectationSuite) -> Counter:
+    """Guarantee expectations in ``suite``, by guarantee kind."""
+    return Counter(
+        GUARANTEE_TYPES[e.expectation_type]
+        for e in suite.expectations
+        if e.expectation_type in GUARANTEE_TYPES
+    )
+
+
+def check_suites(
+    contract: list, suites: dict[str, ExpectationSuite], dropped: dict[str, list] | None = None
+) -> None:
+    """Raise ``PrivfairError`` when a suite holds fewer guarantee expectations than ``contract``
+    declares for its batch. ``dropped``: GX's messages about expectations it dropped, per suite."""
+    declared = count_declared(contract)
+    for b in BATCHES:
+        want = declared[b]
+        held = count_held(suites[b]) if b in suites else Counter()
+        missing = sorted(k for k, n in want.items() if held[k] < n)
+        if missing:
+            n_held = sum(min(held[k], n) for k, n in want.items())
+            why = "; ".join((dropped or {}).get(b, [])) or (
+                "is pipelines.expectations imported and every kind registered?"
+            )
+            raise PrivfairError(
+                f"suite {b} holds {n_held} of {sum(want.values())} declared guarantees: "
+                f"missing kinds {missing} ({why})"
+            )
+
+
+def suites_to_json(suites: dict[str, ExpectationSuite]) -> dict[str, str]:
+    """Each suite as the JSON GX persists."""
+    return {b: json.dumps(s.to_json_dict(), sort_keys=True) for b, s in suites.items()}
+
+
+def load_suites(
+    texts: dict[str, str],
+    context: AbstractDataContext | None = None,
+    dropped: dict[str, list] | None = None,
+) -> dict[str, ExpectationSuite]:
+    """Reload suites from their JSON the way GX loads a persisted suite (its expectations store,
+    which drops an expectation whose type is not registered with only a log line). Those log
+    lines are collected into ``dropped`` (per suite) instead of being printed."""
+    if context is None:
+        context = new_context()
+    store = context.expectations_store
+    suites = {}
+    for b, text in texts.items():
+        with _captured_drops() as messages:
+            suites[b] = store.deserialize_suite_dict(store.deserialize(text))
+        if dropped is not None:
+            dropped[b] = messages
+    return suites
+
+
+def round_trip(
+    contract: list,
+    suites: dict[str, ExpectationSuite],
+    context: AbstractDataContext | None = None,
+) -> dict[str, ExpectationSuite]:
+    """Serialise ``suites``, reload them in ``context`` (a fresh one by default), check that
+    nothing was lost or changed, and return the reloaded suites."""
+    dropped: dict[str, list] = {}
+    reloaded = load_suites(suites_to_json(suites), context, dropped)
+    check_suites(contract, reloaded, dropped)
+    for b, s in reloaded.items():
+        if len(s.expectations) != len(suites[b].expectations):
+            raise PrivfairError(
+                f"suite {b} holds {len(s.expectations)} of {len(suites[b].expectations)} "
+                f"expectations after reloading ({'; '.join(dropped.get(b, []))})"
+            )
+        for e in s.expectations:
+            index = ((e.meta or {}).get(META_KEY) or {}).get("index")
+            changed = (
+                isinstance(e, GuaranteeExpectation)
+                and index is not None
+                and e.to_guarantee() != contract[index]
+            )
+            if changed:
+                raise PrivfairError(
+                    f"suite {b}: guarantee {contract[index].title} changed in the round "
+                    f"trip: {e.to_guarantee()!r}"
+                )
+    return reloaded
+
+
+class _Capture(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+@contextmanager
+def _captured_drops():
+    """Collect (instead of printing) GX's log lines about expectations it drops on load."""
+    log = logging.getLogger("great_expectations.core.expectation_suite")
+    handler, propagate = _Capture(), log.propagate
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        yield handler.messages
+    finally:
+        log.removeHandler(handler)
+        log.propagate = propagate
+
+
+def new_context() -> AbstractDataContext:
+    """An ephemeral GX context with progress bars off."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    ctx = gx.get_context(mode="ephemeral")
+    ctx.variables.progress_bars = ProgressBarsConfig(globally=False)
+    return ctx
+
+
+# --- results back to CheckResults -------------------------------------------------------------
+def _error(evr: ExpectationValidationResult) -> str:
+    """The exception message GX recorded for ``evr`` ('' if none). GX 1.x keys
+    ``exception_info`` by metric id when a metric raised, or holds one flat record."""
+    info = evr.exception_info or {}
+    records = [info] if "raised_exception" in info else list(info.values())
+    messages = [
+        str(r.get("exception_message"))
+        for r in records
+        if isinstance(r, dict) and r.get("raised_exception")
+    ]
+    return "; ".join(dict.fromkeys(messages))
+
+
+def _distinct(values: list) -> list:
+    out: list = []
+    for v in values:
+        if v not in out:
+            out.append(v)
+    return out
+
+
+def to_check_result(evr: ExpectationValidationResult, guarantee=None) -> CheckResult:
+    """A GX expectation result as a ``CheckResult``: guarantee expectations carry the checker's
+    fields; built-ins get id ``schema``, their expectation type as kind and a message built from
+    GX's result (or the exception GX recorded)."""
+    cfg = evr.expectation_config
+    res = dict(evr.result or {})
+    error = _error(evr)
+    if cfg.type in GUARANTEE_TYPES:
+        gid = guarantee.id if guarantee is not None else cfg.kwargs.get("guarantee_id", "")
+        kind = GUARANTEE_TYPES[cfg.type]
+        if error or not res:
+            return CheckResult(gid, kind, False, message=f"checker raised: {error or 'no result'}")
+        return CheckResult(
+            res.get("guarantee_id", gid),
+            res.get("kind", kind),
+            bool(evr.success),
+            res.get("observed_value"),
+            res.get("expected"),
+            res.get("message", ""),
+            list(res.get("offending") or []),
+            int(res.get("n_offending") or 0),
+        )
+
+    kw = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
+    column = kw.pop("column", None)
+    where = f"column '{column}': " if column else ""
+    observed = _jsonable(res.get("observed_value"))
+    offending: list[dict] = []
+    n_offending = 0
+    if error:
+        message = f"{where}{error}"
+    elif cfg.type == "expect_table_columns_to_match_set":
+        mismatched = (res.get("details") or {}).get("mismatched") or {}
+        missing, unexpected = mismatched.get("missing", []), mismatched.get("unexpected", [])
+        offending = [{"missing": c} for c in missing] + [{"unexpected": c} for c in unexpected]
+        n_offending = len(offending)
+        message = (
+            f"columns missing from the published table: {missing}; not in its schema: {unexpected}"
+            if offending
+            else f"the {len(observed or [])} published columns match the schema"
+        )
+    elif "unexpected_count" in res:
+        n_offending = int(res.get("unexpected_count") or 0)
+        observed = {
+            "unexpected_count": n_offending,
+            "unexpected_percent": _jsonable(res.get("unexpected_percent")),
+        }
+        values = _distinct(_jsonable(list(res.get("partial_unexpected_list") or [])))
+        offending = [{"column": column, "value": v} for v in values] if n_offending else []
+        message = f"{where}{n_offending} of {res.get('element_count')} values unexpected" + (
+            f", e.g. {values[:5]}" if n_offending else ""
+        )
+    elif cfg.type == "expect_table_row_count_to_equal":
+        message = f"{observed} published rows; the lineage sidecar has {kw.get('value')}"
+    elif cfg.type == "expect_column_values_to_be_of_type":
+        message = f"{where}type {observed}, expected {kw.get('type_')}"
+    else:
+        message = f"{where}observed {observed!r}"
+    return CheckResult(
+        BUILTIN_ID,
+        cfg.type,
+        bool(evr.success) and not error,
+        observed,
+        _jsonable({"column": column, **kw} if column else kw) or None,
+        message,
+        offending,
+        n_offending,
+    )
+
+
+def contract_index(evr: ExpectationValidationResult) -> int | None:
+    """The contract position recorded in a guarantee expectation's meta (None for built-ins)."""
+    meta = (evr.expectation_config.meta or {}).get(META_KEY) or {}
+    return meta.get("index")

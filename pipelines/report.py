@@ -1,0 +1,586 @@
+"""The human report of a release: one self-contained HTML page (inline CSS and SVG, no scripts,
+no external URLs) written next to the manifest as ``report.html``.
+
+It shows what was released (pipeline, version, input checksums, rows, code version), every
+guarantee as a PASS/FAIL row (``<table id="contract">``), the warnings, the parameters and four
+plots: group sizes, positive ratio per protected group before/after, the protected attribute's
+share per group against the input share and the t-closeness bound, and information loss per
+attribute. The plots are recomputed from the published table and its lineage where possible
+(group sizes, shares per group), otherwise taken from the manifest's metrics.
+
+Everything that comes from data or the spec is HTML-escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from pipelines import plots
+from pipelines.plots import esc, fmt_num
+from schemas.roles import Role, read_roles
+
+MAX_LIST = 8
+MAX_OFFENDERS_SHOWN = 10
+
+CSS = """
+:root { --ink:#222; --muted:#555; --line:#d0d0d0; --pass:#1b7f3b; --fail:#b3261e; --bg:#fafafa; }
+* { box-sizing: border-box; }
+body { font-family: "DejaVu Sans", Verdana, Arial, Helvetica, sans-serif; color: var(--ink);
+       margin: 0; background: #fff; line-height: 1.45; font-size: 14px; }
+main { max-width: 980px; margin: 0 auto; padding: 24px 28px 48px; }
+h1 { font-size: 24px; margin: 0 0 4px; }
+h2 { font-size: 18px; margin: 32px 0 10px; padding-bottom: 4px; border-bottom: 2px solid var(--line); }
+.subtitle { color: var(--muted); margin: 0 0 16px; }
+.banner { padding: 10px 14px; border-radius: 6px; font-weight: bold; margin: 12px 0 8px; }
+.banner.pass { background: #e6f4ea; color: var(--pass); border: 1px solid #a8d5b5; }
+.banner.fail { background: #fce8e6; color: var(--fail); border: 1px solid #f1aaa4; }
+table { border-collapse: collapse; width: 100%; margin: 6px 0 12px; }
+th, td { text-align: left; vertical-align: top; padding: 5px 8px; border-bottom: 1px solid var(--line); }
+th { background: var(--bg); font-weight: bold; }
+table.kv th { width: 250px; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+code, .mono { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12px; word-break: break-all; }
+.badge { display: inline-block; min-width: 44px; text-align: center; padding: 1px 6px; border-radius: 4px;
+         font-weight: bold; font-size: 12px; color: #fff; }
+.badge.pass { background: var(--pass); }
+.badge.fail { background: var(--fail); }
+tr.fail td { background: #fff5f4; }
+tr.group th { background: #eef2f7; font-weight: bold; padding-top: 10px; }
+#contract { table-layout: fixed; }
+#contract td { overflow-wrap: break-word; }
+#contract col.result { width: 64px; } #contract col.id { width: 70px; }
+#contract col.kind { width: 190px; } #contract col.observed { width: 180px; }
+#contract col.expected { width: 160px; }
+tbody.schema td { font-size: 12px; padding: 3px 8px; }
+nav.toc { font-size: 13px; color: var(--muted); margin: 4px 0 0; }
+nav.toc a { color: #2a5599; margin-right: 10px; }
+ul.warnings li { color: #7a4d00; }
+figure { margin: 18px 0 26px; padding: 10px; border: 1px solid var(--line); border-radius: 6px; }
+figure svg { display: block; max-width: 100%; height: auto; margin: 0 auto; }
+figcaption { color: var(--muted); font-size: 13px; margin-top: 6px; }
+figcaption b { color: var(--ink); }
+details summary { cursor: pointer; color: var(--muted); }
+.unavailable { color: var(--fail); }
+footer { color: var(--muted); font-size: 12px; margin-top: 40px; border-top: 1px solid var(--line); padding-top: 8px; }
+"""
+
+
+# --- value formatting ----------------------------------------------------------------------
+
+
+def fmt_value(v: Any) -> str:
+    """Plain text for an observed/expected value (escaped later by the caller)."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return fmt_num(v)
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.6g}"
+    if isinstance(v, Mapping):
+        return "; ".join(f"{k} = {fmt_value(v[k])}" for k in sorted(v, key=str))
+    if isinstance(v, list | tuple):
+        shown = ", ".join(fmt_value(x) for x in v[:MAX_LIST])
+        more = f", … (+{len(v) - MAX_LIST} more)" if len(v) > MAX_LIST else ""
+        return f"[{shown}{more}]"
+    return str(v)
+
+
+def _kv_table(rows: list[tuple[str, str]], table_id: str) -> str:
+    """Rows of (escaped header text, already-escaped HTML cell)."""
+    body = "\n".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="kv" id="{table_id}">\n{body}\n</table>'
+
+
+# --- sections --------------------------------------------------------------------------------
+
+
+def _released(man: dict) -> str:
+    inp = man.get("input") or {}
+    m = man.get("metrics") or {}
+    files = inp.get("files") or {}
+    files_html = (
+        "<br>".join(f"{esc(name)}: <code>{esc(sha)}</code>" for name, sha in sorted(files.items()))
+        or "—"
+    )
+    spec = man.get("spec") or {}
+    rows_in = m.get("input_rows", inp.get("rows"))
+    rows = [
+        ("Pipeline", esc(man.get("pipeline", "?"))),
+        ("Description", esc((spec.get("description") or "").strip() or "—")),
+        ("Version", f"<code>{esc(man.get('version', '?'))}</code>"),
+        ("Component", esc(man.get("component", "?"))),
+        ("Dataset", esc(inp.get("dataset") or (spec.get("dataset") or {}).get("path") or "?")),
+        ("Input files (sha256)", files_html),
+        ("Input fingerprint", f"<code>{esc(inp.get('fingerprint', '—'))}</code>"),
+        (
+            "Rows in / out / dropped",
+            esc(
+                f"{fmt_value(rows_in)} / {fmt_value(m.get('output_rows'))} / "
+                f"{fmt_value(m.get('dropped_rows'))}"
+            ),
+        ),
+        ("Groups", esc(fmt_value(m.get("groups")))),
+        ("Code version", f"<code>{esc(man.get('code_version', '?'))}</code>"),
+        ("Spec fingerprint", f"<code>{esc(man.get('spec_fingerprint', '—'))}</code>"),
+        ("Created (UTC)", esc(man.get("published_at", "?"))),
+    ]
+    return _kv_table(rows, "release")
+
+
+def _offenders(r: dict) -> str:
+    rows = r.get("offending") or []
+    n = r.get("n_offending", len(rows))
+    if not rows:
+        return ""
+    cols: list[str] = []
+    for row in rows[:MAX_OFFENDERS_SHOWN]:
+        for k in row:
+            if k not in cols:
+                cols.append(k)
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{esc(fmt_value(row.get(c)))}</td>" for c in cols) + "</tr>"
+        for row in rows[:MAX_OFFENDERS_SHOWN]
+    )
+    return (
+        f"<details><summary>{esc(n)} offending item(s); first {min(len(rows), MAX_OFFENDERS_SHOWN)}"
+        f"</summary><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>"
+    )
+
+
+SCHEMA_ID = "schema"  # the validator's built-in checks of the published table's schema
+
+
+def _split(results: list[dict]) -> tuple[list[dict], list[dict]]:
+    """(declared/demanded guarantees, built-in schema checks), each in the validator's order."""
+    return (
+        [r for r in results if r.get("id") != SCHEMA_ID],
+        [r for r in results if r.get("id") == SCHEMA_ID],
+    )
+
+
+def _wbr(escaped: str) -> str:
+    """Allow line breaks after '_' in long identifiers (text content is unchanged)."""
+    return escaped.replace("_", "_<wbr>")
+
+
+def _result_row(r: dict) -> str:
+    ok = bool(r.get("passed"))
+    cls = "pass" if ok else "fail"
+    return (
+        f'<tr class="{cls}" data-passed="{"true" if ok else "false"}">'
+        f'<td><span class="badge {cls}">{"PASS" if ok else "FAIL"}</span></td>'
+        f"<td>{esc(r.get('id', ''))}</td><td>{_wbr(esc(r.get('kind', '')))}</td>"
+        f"<td>{_wbr(esc(fmt_value(r.get('observed'))))}</td>"
+        f"<td>{_wbr(esc(fmt_value(r.get('expected'))))}</td>"
+        f"<td>{esc(r.get('message', ''))}{_offenders(r)}</td></tr>"
+    )
+
+
+def _contract(man: dict) -> str:
+    """Every validation result, one row each: the guarantees first, then the schema checks
+    (each group in its own ``<tbody>``)."""
+    guarantees, schema = _split((man.get("validation") or {}).get("results") or [])
+    bodies = []
+    if guarantees:
+        bodies.append(
+            '<tbody class="guarantees">\n' + "\n".join(map(_result_row, guarantees)) + "\n</tbody>"
+        )
+    if schema:
+        n_fail = sum(1 for r in schema if not r.get("passed"))
+        head = (
+            f'<tr class="group"><th colspan="6">Schema of the published table: {len(schema)} '
+            f"built-in checks, {len(schema) - n_fail} pass</th></tr>"
+        )
+        bodies.append(
+            '<tbody class="schema">\n'
+            + head
+            + "\n"
+            + "\n".join(map(_result_row, schema))
+            + "\n</tbody>"
+        )
+    if not bodies:
+        bodies.append('<tbody><tr><td colspan="6">No guarantees were checked.</td></tr></tbody>')
+    return (
+        '<table id="contract">\n<colgroup><col class="result"><col class="id"><col class="kind">'
+        '<col class="observed"><col class="expected"><col class="message"></colgroup>\n'
+        "<thead><tr><th>Result</th><th>ID</th><th>Kind</th>"
+        "<th>Observed</th><th>Expected</th><th>Message</th></tr></thead>\n"
+        + "\n".join(bodies)
+        + "\n</table>"
+    )
+
+
+_SAFE_REL = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_./-]*")
+
+
+def _artefacts(man: dict) -> str:
+    """Links to the Great Expectations artefacts stored inside the release folder itself."""
+    names = {"ge_results": "Great Expectations validation results", "data_docs": "Data Docs"}
+    links = []
+    for key, rel in sorted(((man.get("validation") or {}).get("artefacts") or {}).items()):
+        rel = str(rel)
+        if not _SAFE_REL.fullmatch(rel) or ".." in rel.split("/"):
+            continue  # only plain relative paths inside the release
+        links.append(
+            f'<a href="{esc(rel)}">{esc(names.get(key, key))}</a> (<code>{esc(rel)}</code>)'
+        )
+    if not links:
+        return ""
+    return '<p id="artefacts">Stored with this release: ' + " · ".join(links) + ".</p>"
+
+
+def _banner(man: dict) -> str:
+    v = man.get("validation") or {}
+    results = v.get("results") or []
+    n_fail = sum(1 for r in results if not r.get("passed"))
+    passed = v.get("status") == "passed" and n_fail == 0 and bool(results)
+    if passed:
+        return (
+            f'<p class="banner pass" id="status" data-status="passed">Validation passed: all '
+            f"{len(results)} checks hold, recomputed from the published files.</p>"
+        )
+    failed = ", ".join(v.get("failed") or []) or "no guarantees were checked"
+    return (
+        f'<p class="banner fail" id="status" data-status="failed">Validation FAILED: '
+        f"{n_fail} of {len(results)} checks do not hold ({esc(failed)}). "
+        "This candidate is not published; it was moved to quarantine.</p>"
+    )
+
+
+def _warnings(man: dict) -> str:
+    warns = man.get("warnings") or []
+    if not warns:
+        return '<p id="warnings">No warnings.</p>'
+    items = "\n".join(f"<li>{esc(w)}</li>" for w in warns)
+    return f'<ul class="warnings" id="warnings">\n{items}\n</ul>'
+
+
+def _params(man: dict) -> str:
+    params = man.get("params") or {}
+    rows = [(k, f"<code>{esc(json.dumps(v))}</code>") for k, v in sorted(params.items())]
+    spec = man.get("spec") or {}
+    demanded = spec.get("guarantees") or []
+    out = _kv_table(rows, "params") if rows else '<p id="params">No parameters.</p>'
+    extra = [
+        ("Component", esc((spec.get("component") or {}).get("name", man.get("component", "?")))),
+        ("Schedule", esc(spec.get("schedule") or "—")),
+        (
+            "Guarantees demanded by the spec",
+            "<br>".join(esc(fmt_value(g)) for g in demanded) or "none (the component's own only)",
+        ),
+    ]
+    return out + "\n" + _kv_table(extra, "spec")
+
+
+_SCALAR_METRICS = (
+    ("k", "k (group size)"),
+    ("m", "m (unfavoured rows per fairlet)"),
+    ("n", "n (favoured rows per fairlet)"),
+    ("relabelled", "labels relabelled"),
+    ("dpar_before", "demographic parity difference, input"),
+    ("dpar_after", "demographic parity difference, published"),
+    ("unfavoured_share_input", "unfavoured share in the input"),
+    ("t_pa_exact", "t of the protected attribute (max over groups)"),
+    ("t_pa_bound", "t bound 1/(2k)"),
+)
+
+
+def _metrics(man: dict) -> str:
+    m = man.get("metrics") or {}
+    rows = [(label, esc(fmt_value(m[key]))) for key, label in _SCALAR_METRICS if key in m]
+    il = m.get("information_loss") or {}
+    for key, label in (("il", "information loss IL"), ("il_attr", "IL per attribute (IL_attr)")):
+        if key in il:
+            rows.append((label, esc(fmt_value(il[key]))))
+    timings = man.get("timings") or {}
+    for k, v in sorted(timings.items()):
+        rows.append((f"time: {k.removesuffix('_s')}", esc(f"{fmt_num(v * 1000.0)} ms")))
+    return _kv_table(rows, "metrics") if rows else '<p id="metrics">No metrics.</p>'
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def _figure(name: str, svg: str, caption: str) -> str:
+    return f'<figure id="fig-{name}">\n{svg}\n<figcaption>{caption}</figcaption>\n</figure>'
+
+
+def _protected(published: pa.Table | None, man: dict) -> str | None:
+    if published is not None:
+        prot = read_roles(published).with_role(Role.PROTECTED)
+        if len(prot) == 1:
+            return prot[0].name
+    for g in man.get("contract") or []:
+        if g.get("kind") == "t_closeness":
+            return g.get("attribute")
+    return None
+
+
+def _other_value(table: pa.Table | None, column: str, favoured: Any) -> Any:
+    if table is None or column not in table.column_names:
+        return None
+    others = [v for v in table.column(column).unique().to_pylist() if v != favoured]
+    return others[0] if len(others) == 1 else None
+
+
+def _fig_group_sizes(man: dict, published, input_table, lineage) -> str | None:
+    m = man.get("metrics") or {}
+    if lineage is not None and "group" in lineage.column_names and lineage.num_rows:
+        g = lineage.column("group").to_numpy(zero_copy_only=False).astype(np.int64)
+        per_group = np.bincount(g)
+        per_group = per_group[per_group > 0]
+        hist = np.bincount(per_group).tolist()
+        source = "counted from the lineage of the published rows"
+    elif m.get("group_sizes"):
+        hist = [int(x) for x in m["group_sizes"]]
+        source = "from the component's metrics"
+    else:
+        return None
+    sizes = [s for s, c in enumerate(hist) if c]
+    if not sizes:
+        return None
+    lo, hi = min(sizes), max(sizes)
+    cats = [str(s) for s in range(lo, hi + 1)]
+    counts = [hist[s] if s < len(hist) else 0 for s in range(lo, hi + 1)]
+    svg = plots.bar_chart(
+        cats,
+        counts,
+        title="Group sizes",
+        x_label="rows per group (equivalence class)",
+        y_label="groups",
+    )
+    k = m.get("k")
+    kpart = f" The declared group size is k = {esc(fmt_value(k))}." if k is not None else ""
+    caption = (
+        f"<b>Group-size distribution.</b> {sum(counts)} groups of {lo}"
+        f"{'' if lo == hi else f' to {hi}'} rows ({esc(source)}).{kpart}"
+    )
+    return _figure("group-sizes", svg, caption)
+
+
+def _fig_positive_ratio(man: dict, published, input_table, lineage) -> str | None:
+    m = man.get("metrics") or {}
+    before, after = m.get("positive_ratio_before") or {}, m.get("positive_ratio_after") or {}
+    if not before:
+        return None
+    prot = _protected(published, man) or "protected attribute"
+    fav = m.get("favoured_value")
+    unf = _other_value(input_table, prot, fav)
+    names = {
+        "unfavoured": f"unfavoured ({prot} = {fmt_value(unf)})"
+        if unf is not None
+        else "unfavoured",
+        "favoured": f"favoured ({prot} = {fmt_value(fav)})" if fav is not None else "favoured",
+    }
+    keys = [k for k in ("unfavoured", "favoured") if k in before]
+    nan = float("nan")
+    svg = plots.grouped_bar_chart(
+        [names[k] for k in keys],
+        [
+            ("input (before)", [float(before.get(k, nan)) for k in keys]),
+            ("published (after)", [float(after.get(k, nan)) for k in keys]),
+        ],
+        title="Positive ratio per protected group",
+        y_label="share with the positive label",
+        y_max=1.0,
+    )
+    dpar = ""
+    if "dpar_before" in m and m.get("dpar_after") is not None:
+        dpar = (
+            f" Demographic parity difference |PR(U) − PR(F)|: {esc(fmt_num(m['dpar_before']))} "
+            f"before, {esc(fmt_num(m['dpar_after']))} after."
+        )
+    caption = (
+        f"<b>Positive ratio PR = #positives / #rows of each group of <code>{esc(prot)}</code>,"
+        f" before and after protection.</b>{dpar}"
+    )
+    return _figure("positive-ratio", svg, caption)
+
+
+def _fig_protected_share(man: dict, published, input_table, lineage) -> str | None:
+    m = man.get("metrics") or {}
+    prot = _protected(published, man)
+    fav = m.get("favoured_value")
+    if (
+        prot is None
+        or fav is None
+        or published is None
+        or lineage is None
+        or prot not in published.column_names
+        or "group" not in lineage.column_names
+        or not lineage.num_rows
+    ):
+        return None
+    unf_out = np.array([v != fav for v in published.column(prot).to_pylist()], dtype=np.float64)
+    g = lineage.column("group").to_numpy(zero_copy_only=False).astype(np.int64)
+    size = np.bincount(g)
+    share = np.bincount(g, weights=unf_out, minlength=len(size))[size > 0] / size[size > 0]
+    if input_table is not None and prot in input_table.column_names:
+        share_in = float(np.mean([v != fav for v in input_table.column(prot).to_pylist()]))
+    elif "unfavoured_share_input" in m:
+        share_in = float(m["unfavoured_share_input"])
+    else:
+        return None
+    bound = next(
+        (
+            float(c["t"])
+            for c in man.get("contract") or []
+            if c.get("kind") == "t_closeness" and c.get("reference") == "input"
+        ),
+        m.get("t_pa_bound"),
+    )
+    t_max = float(np.max(np.abs(share - share_in))) if len(share) else 0.0
+    band = None
+    if bound is not None:
+        band = (share_in - bound, share_in + bound, f"input share ± bound t ≤ {fmt_num(bound)}")
+    svg = plots.histogram(
+        share.tolist(),
+        title=f"Unfavoured share of {prot} per group",
+        lo=0.0,
+        hi=1.0,
+        bins=40,
+        x_label=f"share of unfavoured {prot} in the group",
+        y_label="groups",
+        markers=[(share_in, f"input share {fmt_num(share_in)}")],
+        band=band,
+    )
+    outside = int(np.sum(np.abs(share - share_in) > bound + 1e-12)) if bound is not None else 0
+    bpart = (
+        f"; bound t ≤ {esc(fmt_num(bound))}; {outside} group(s) outside the bound"
+        if bound is not None
+        else ""
+    )
+    caption = (
+        f"<b>t-closeness of <code>{esc(prot)}</code>:</b> share of the unfavoured value in each of "
+        f"{len(share)} groups (from the published table and its lineage) against the input share "
+        f"{esc(fmt_num(share_in))}. Largest distance t = max |share − input share| = "
+        f"{esc(fmt_num(t_max))}{bpart}."
+    )
+    return _figure("protected-share", svg, caption)
+
+
+def _fig_information_loss(man: dict, published, input_table, lineage) -> str | None:
+    il = (man.get("metrics") or {}).get("information_loss") or {}
+    per = il.get("per_attribute") or {}
+    if not per:
+        return None
+    items = sorted(per.items(), key=lambda kv: (-float(kv[1]), kv[0]))
+    svg = plots.hbar_chart(
+        [k for k, _ in items],
+        [float(v) for _, v in items],
+        title="Information loss per attribute",
+        x_label="root-mean-square change in scaled units, sqrt(SSE_A / N)",
+    )
+    overall = (
+        f" Averaged over attributes: IL_attr = {esc(fmt_num(il['il_attr']))}."
+        if "il_attr" in il
+        else ""
+    )
+    caption = (
+        "<b>Information loss per quasi-identifier</b> (0 = published unchanged): the root-mean-"
+        "square distance between each original and published value in the scaled QI space, one-hot "
+        f"columns of an attribute summed.{overall}"
+    )
+    return _figure("information-loss", svg, caption)
+
+
+_FIGURES: tuple[tuple[str, Callable[..., str | None]], ...] = (
+    ("group sizes", _fig_group_sizes),
+    ("positive ratio", _fig_positive_ratio),
+    ("protected share", _fig_protected_share),
+    ("information loss", _fig_information_loss),
+)
+
+
+def _figures(man: dict, published, input_table, lineage) -> str:
+    out = []
+    for name, fn in _FIGURES:
+        try:
+            fig = fn(man, published, input_table, lineage)
+        except Exception as e:  # a broken plot must not hide the rest of the report
+            fig = (
+                f'<p class="unavailable">Plot "{esc(name)}" could not be drawn: {esc(repr(e))}</p>'
+            )
+        if fig:
+            out.append(fig)
+    return "\n".join(out) or "<p>No plots apply to this release.</p>"
+
+
+def _count_heading(results: list[dict]) -> str:
+    guarantees, schema = _split(results)
+    text = f"{len(guarantees)} guarantees"
+    return text + (f" + {len(schema)} schema checks" if schema else "")
+
+
+_TOC = (
+    '<nav class="toc">Contents: <a href="#release">Release</a><a href="#warnings">Warnings</a>'
+    '<a href="#contract">Guarantees</a><a href="#plots">Plots</a><a href="#metrics">Metrics</a>'
+    '<a href="#params">Parameters</a></nav>'
+)
+
+
+# --- the page --------------------------------------------------------------------------------
+
+
+def render_report(
+    manifest: dict,
+    published_table: pa.Table | None = None,
+    input_table: pa.Table | None = None,
+    lineage: pa.Table | None = None,
+) -> str:
+    """The release report as one self-contained HTML page (UTF-8 text)."""
+    man = manifest
+    name, version = man.get("pipeline", "?"), man.get("version", "?")
+    title = f"Release report: {name} {version}"
+    v = man.get("validation") or {}
+    sections = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(title)}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        "<main>",
+        f"<h1>Release report: {esc(name)}</h1>",
+        f'<p class="subtitle">version <code>{esc(version)}</code> · component '
+        f"{esc(man.get('component', '?'))} · created {esc(man.get('published_at', '?'))} UTC</p>",
+        _banner(man),
+        _TOC,
+        f"<h2>{'What was released' if v.get('status') == 'passed' else 'What this candidate holds'}</h2>",
+        _released(man),
+        "<h2>Warnings</h2>",
+        _warnings(man),
+        f"<h2>Guarantees ({_count_heading(v.get('results') or [])})</h2>",
+        "<p>Every guarantee the component declares (and every one the spec demands), recomputed "
+        "by the validator from the files of this release and the input, never from numbers the "
+        "component reported about itself.</p>",
+        _contract(man),
+        _artefacts(man),
+        '<h2 id="plots">Plots</h2>',
+        _figures(man, published_table, input_table, lineage),
+        "<h2>Metrics</h2>",
+        _metrics(man),
+        "<h2>Parameters</h2>",
+        _params(man),
+        f"<footer>privfair {esc(man.get('code_version', '?'))} · this page is self-contained: "
+        "no scripts, no external resources.</footer>",
+        "</main>",
+        "</body>",
+        "</html>",
+    ]
+    return "\n".join(sections) + "\n"

@@ -1,0 +1,495 @@
+"""Every checker in ``components.checks.CHECKS`` catches a corrupted release: a valid Fair-MDAV
+(or MDAV) result passes, then one targeted corruption of the published table, the lineage
+sidecar, the audit frame or the guarantee's parameters makes that check fail and name its
+offenders."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from components.audit import build_audit
+from components.checks import CHECKS, check_contract, check_guarantee
+from components.fair_mdav import fair_mdav
+from components.mdav import mdav
+from schemas import contracts as C
+from schemas.params import FairMDAVParams, MDAVParams
+from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+
+N_ROWS = 60
+
+
+def input_table(n_rows: int = N_ROWS) -> pa.Table:
+    rng = np.random.default_rng(11)
+    prot = (rng.random(n_rows) < 0.6).astype(np.int64)
+    y = np.where(prot == 1, rng.random(n_rows) < 0.7, rng.random(n_rows) < 0.3).astype(np.int64)
+    c = rng.choice(["a", "b", "c"], n_rows).astype(object)
+    c[::7] = None
+    roles = TableRoles.of(
+        [
+            ColumnRole("x", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
+            ColumnRole("z", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
+            ColumnRole("c", Role.QUASI_IDENTIFIER, Kind.NOMINAL),
+            ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured=1),
+            ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1),
+        ]
+    )
+    return attach_roles(
+        pa.table(
+            {
+                "x": rng.normal(size=n_rows),
+                "z": rng.normal(size=n_rows) * 100,
+                "c": pa.array(c.tolist(), pa.string()),
+                "PA": prot,
+                "y": y,
+            }
+        ),
+        roles,
+    )
+
+
+@dataclass
+class Case:
+    """A corrupted release to check against ``guarantees`` (every one must fail)."""
+
+    published: pa.Table
+    lineage: pa.Table
+    guarantees: list
+    audit_fn: Callable[[pd.DataFrame], pd.DataFrame] | None = None
+    offender: Callable[[list[dict]], bool] | None = None  # must accept the offending rows
+
+
+@pytest.fixture(scope="module")
+def table() -> pa.Table:
+    return input_table()
+
+
+@pytest.fixture(scope="module")
+def fair(table):
+    r = fair_mdav(table, FairMDAVParams(k=5, tau=1.0))
+    assert r.metrics["favoured_value"] == 1 and r.metrics["relabelled"] > 0
+    return r
+
+
+@pytest.fixture(scope="module")
+def fair_raw(table):
+    return fair_mdav(table, FairMDAVParams(k=5, tau=1.0, microaggregate=False))
+
+
+@pytest.fixture(scope="module")
+def plain(table):
+    return mdav(table, MDAVParams(k=4))
+
+
+def of_kind(result, kind: str) -> list:
+    found = [g for g in result.contract if g.kind == kind]
+    assert found, f"the component declares no {kind}"
+    return found
+
+
+def edit(t: pa.Table, fn: Callable[[pd.DataFrame], None]) -> pa.Table:
+    """Apply ``fn`` to a pandas copy of ``t`` and return it with the original schema."""
+    df = t.to_pandas()
+    fn(df)
+    return pa.Table.from_pandas(df, schema=t.schema, preserve_index=False)
+
+
+def run_checks(table: pa.Table, case: Case):
+    audit = build_audit(table, case.published, case.lineage)
+    if case.audit_fn is not None:
+        audit = case.audit_fn(audit.copy())
+    return check_contract(
+        case.guarantees, case.published.to_pandas(), audit, scaling="minmax", sample=None
+    )
+
+
+def lin(result) -> pd.DataFrame:
+    return result.lineage.to_pandas()
+
+
+def group_rows(result, g: int) -> np.ndarray:
+    """Published row positions of group ``g``."""
+    return np.flatnonzero(lin(result)["group"].to_numpy() == g)
+
+
+# --- one corruption per checker kind ------------------------------------------------------------
+
+
+def perturb_qi(fair, **_) -> Case:
+    """Move one published QI value: its equivalence class splits (k-anonymity), the group's
+    vector is no longer shared (group means) and the column sum changes (mean preservation)."""
+
+    def f(df):
+        df.loc[3, "x"] += 0.5
+
+    pub = edit(fair.table, f)
+    gs = of_kind(fair, "k_anonymity") + of_kind(fair, "group_means")
+    gs += of_kind(fair, "mean_preservation")
+    return Case(pub, fair.lineage, gs)
+
+
+def k_anonymity(fair, **_) -> Case:
+    case = perturb_qi(fair)
+    case.guarantees = of_kind(fair, "k_anonymity")
+    case.offender = lambda off: any(o["class_size"] == 1 for o in off)
+    return case
+
+
+def group_means(fair, **_) -> Case:
+    case = perturb_qi(fair)
+    case.guarantees = of_kind(fair, "group_means")
+    g = int(lin(fair)["group"][3])
+    case.offender = lambda off: [o["group"] for o in off] == [g]
+    return case
+
+
+def mean_preservation(fair, **_) -> Case:
+    case = perturb_qi(fair)
+    case.guarantees = of_kind(fair, "mean_preservation")
+    case.offender = lambda off: [o["column"] for o in off] == ["x"]
+    return case
+
+
+def qis_unchanged(fair_raw, **_) -> Case:
+    def f(df):
+        df.loc[4, "z"] += 1.0
+
+    row = int(lin(fair_raw)["row_id"][4])
+    return Case(
+        edit(fair_raw.table, f),
+        fair_raw.lineage,
+        of_kind(fair_raw, "qis_unchanged"),
+        offender=lambda off: [o["__row_id"] for o in off] == [row],
+    )
+
+
+def partition(fair, **_) -> Case:
+    """A lineage row claims the input row another published row already claims."""
+
+    def f(df):
+        df.loc[1, "row_id"] = df.loc[0, "row_id"]
+
+    dup = int(lin(fair)["row_id"][0])
+    return Case(
+        fair.table,
+        edit(fair.lineage, f),
+        of_kind(fair, "partition"),
+        offender=lambda off: any(o["__row_id"] == dup and o["__out_count"] == 2 for o in off),
+    )
+
+
+def partition_no_drops(plain, **_) -> Case:
+    """MDAV may not drop: remove one published row (and its lineage row)."""
+    dropped = int(lin(plain)["row_id"][0])
+    return Case(
+        plain.table.slice(1),
+        plain.lineage.slice(1),
+        of_kind(plain, "partition"),
+        offender=lambda off: any(o["__row_id"] == dropped for o in off),
+    )
+
+
+def change_pa(fair, **_) -> Case:
+    """Flip the protected attribute of published row 0 (an unfavoured member of group 0)."""
+    assert fair.table.column("PA")[0].as_py() == 0
+
+    def f(df):
+        df.loc[0, "PA"] = 1
+
+    return Case(edit(fair.table, f), fair.lineage, [])
+
+
+def fairlet_composition(fair, **_) -> Case:
+    case = change_pa(fair)
+    case.guarantees = of_kind(fair, "fairlet_composition")
+    m, n = fair.metrics["m"], fair.metrics["n"]
+    case.offender = lambda off: off == [{"group": 0, "m_g": m - 1, "n_g": n + 1}]
+    return case
+
+
+def fairlet_composition_moved_row(fair, **_) -> Case:
+    """Move one row of group 0 into group 1 in the lineage sidecar."""
+
+    def f(df):
+        df.loc[0, "group"] = 1
+
+    return Case(
+        fair.table,
+        edit(fair.lineage, f),
+        of_kind(fair, "fairlet_composition"),
+        offender=lambda off: {o["group"] for o in off} == {0, 1},
+    )
+
+
+def t_closeness(fair, **_) -> Case:
+    case = change_pa(fair)
+    case.guarantees = of_kind(fair, "t_closeness")  # against the output and the input
+    assert {g.reference for g in case.guarantees} == {"input", "output"}
+    case.offender = lambda off: 0 in [o["__group"] for o in off]
+    return case
+
+
+def attributes_preserved(fair, **_) -> Case:
+    case = change_pa(fair)
+    case.guarantees = of_kind(fair, "attributes_preserved")
+    case.offender = lambda off: off == [{"column": "PA", "changed_rows": 1}]
+    return case
+
+
+def fairlet_count(fair, **_) -> Case:
+    """Withhold the last fairlet: one group too few although enough rows were left."""
+    keep = fair.table.num_rows - (fair.metrics["m"] + fair.metrics["n"])
+    return Case(
+        fair.table.slice(0, keep), fair.lineage.slice(0, keep), of_kind(fair, "fairlet_count")
+    )
+
+
+def group_size_range(plain, **_) -> Case:
+    """Move one row of MDAV group 0 into group 1: group 0 has k-1 rows."""
+
+    def f(df):
+        df.loc[0, "group"] = 1
+
+    return Case(
+        plain.table,
+        edit(plain.lineage, f),
+        of_kind(plain, "group_size_range"),
+        offender=lambda off: any(o["__group"] == 0 and o["size"] == 3 for o in off),
+    )
+
+
+def flip_label(result, want_pa: int, want_y: int) -> tuple[pa.Table, int, int]:
+    """Flip the published label of the first row with protected value ``want_pa`` and label
+    ``want_y``; returns (table, published position, input row id)."""
+    df = result.table.to_pandas()
+    pos = int(np.flatnonzero((df["PA"] == want_pa).to_numpy() & (df["y"] == want_y).to_numpy())[0])
+    table = edit(
+        result.table, lambda d: d.__setitem__("y", d["y"].where(d.index != pos, 1 - want_y))
+    )
+    return table, pos, int(lin(result)["row_id"][pos])
+
+
+def correction_direction(fair, **_) -> Case:
+    """Positive correction may only turn unfavoured 0 -> 1; flip a favoured positive to 0."""
+    pub, _, row = flip_label(fair, want_pa=1, want_y=1)
+    return Case(
+        pub,
+        fair.lineage,
+        of_kind(fair, "correction_direction"),
+        offender=lambda off: [o["__row_id"] for o in off] == [row],
+    )
+
+
+def minimal_correction(fair, **_) -> Case:
+    """One relabel too many: an unfavoured negative turned positive (the right direction)."""
+    pub, pos, _ = flip_label(fair, want_pa=0, want_y=0)
+    g = int(lin(fair)["group"][pos])
+    return Case(
+        pub,
+        fair.lineage,
+        of_kind(fair, "minimal_correction"),
+        offender=lambda off: [o["group"] for o in off] == [g],
+    )
+
+
+def local_fairness(fair, **_) -> Case:
+    """In group 0 every unfavoured label becomes 0 and every favoured label 1: upr 0 < fpr."""
+    rows = group_rows(fair, 0)
+
+    def f(df):
+        in_g = df.index.isin(rows)
+        df.loc[in_g & (df["PA"] == 0), "y"] = 0
+        df.loc[in_g & (df["PA"] == 1), "y"] = 1
+
+    return Case(
+        edit(fair.table, f),
+        fair.lineage,
+        of_kind(fair, "local_fairness"),
+        offender=lambda off: off == [{"group": 0, "upr": 0.0, "fpr": 1.0}],
+    )
+
+
+def demographic_parity_bound(fair, **_) -> Case:
+    """Every published unfavoured label 0: PR_U = 0 < tau * PR_F."""
+
+    def f(df):
+        df.loc[df["PA"] == 0, "y"] = 0
+
+    return Case(edit(fair.table, f), fair.lineage, of_kind(fair, "demographic_parity_bound"))
+
+
+def demographic_parity_max_difference(fair, **_) -> Case:
+    """The released table holds PR_U >= PR_F, but a demanded max_difference of 0 does not."""
+    g = C.DemographicParityBound(id="spec", ratio=0.0, max_difference=0.0)
+    assert fair.metrics["dpar_after"] > 0
+    return Case(fair.table, fair.lineage, [g])
+
+
+def seed_nearest(fair, **_) -> Case:
+    """Claim the last member of group 0 was its seed."""
+    rows = group_rows(fair, 0)
+
+    def f(df):
+        df.loc[rows, "is_seed"] = False
+        df.loc[rows[-1], "is_seed"] = True
+
+    return Case(
+        fair.table,
+        edit(fair.lineage, f),
+        of_kind(fair, "seed_nearest"),
+        offender=lambda off: [o["group"] for o in off] == [0],
+    )
+
+
+def seed_nearest_swapped_members(fair, **_) -> Case:
+    """Swap the input rows behind an unfavoured member of group 0 and one of the last group."""
+    last = int(lin(fair)["group"].max())
+    a = group_rows(fair, 0)[1]
+    b = group_rows(fair, last)[0]
+    assert fair.table.column("PA")[int(a)].as_py() == fair.table.column("PA")[int(b)].as_py()
+
+    def f(df):
+        df.loc[[a, b], "row_id"] = df.loc[[b, a], "row_id"].to_numpy()
+
+    return Case(
+        fair.table,
+        edit(fair.lineage, f),
+        [C.SeedNearest(id="C11", grouping="fairlet")],
+        offender=lambda off: 0 in [o["group"] for o in off],
+    )
+
+
+def seed_nearest_mdav(plain, **_) -> Case:
+    rows = group_rows(plain, 0)
+
+    def f(df):
+        df.loc[rows, "is_seed"] = False
+        df.loc[rows[-1], "is_seed"] = True
+
+    return Case(
+        plain.table,
+        edit(plain.lineage, f),
+        of_kind(plain, "seed_nearest"),
+        # group 1 is built around the row farthest from group 0's seed, so it is caught too
+        offender=lambda off: [o["group"] for o in off][:1] == [0],
+    )
+
+
+def parameter_validity(fair, **_) -> Case:
+    """Declared parameters that break the rules: m not derived by rounding, m + n != k, tau > 1."""
+    (g,) = of_kind(fair, "parameter_validity")
+    bad = g.model_copy(update={"m": g.m + 1, "tau": 1.5})
+    return Case(
+        fair.table,
+        fair.lineage,
+        [bad],
+        offender=lambda off: (
+            {o["rule"] for o in off} == {"m + n = k", "m = floor(k |U|/|D| + 1/2)", "tau in [0, 1]"}
+        ),
+    )
+
+
+def parameter_validity_m_range(fair, **_) -> Case:
+    (g,) = of_kind(fair, "parameter_validity")
+    bad = g.model_copy(update={"m": g.k, "n": 0, "derived_from_k": False})
+    return Case(
+        fair.table, fair.lineage, [bad], offender=lambda off: off[0]["rule"] == "1 <= m <= k-1"
+    )
+
+
+def parameter_validity_non_binary(fair, **_) -> Case:
+    """A label that is not binary in the audit frame (one value only)."""
+
+    def f(audit):
+        audit["__y_in"] = 1
+        return audit
+
+    return Case(
+        fair.table,
+        fair.lineage,
+        of_kind(fair, "parameter_validity"),
+        audit_fn=f,
+        offender=lambda off: off == [{"rule": "binary", "column": "__y_in"}],
+    )
+
+
+CORRUPTIONS: dict[str, list[Callable[..., Case]]] = {
+    "k_anonymity": [k_anonymity],
+    "partition": [partition, partition_no_drops],
+    "fairlet_composition": [fairlet_composition, fairlet_composition_moved_row],
+    "fairlet_count": [fairlet_count],
+    "group_size_range": [group_size_range],
+    "group_means": [group_means],
+    "qis_unchanged": [qis_unchanged],
+    "mean_preservation": [mean_preservation],
+    "t_closeness": [t_closeness],
+    "attributes_preserved": [attributes_preserved],
+    "correction_direction": [correction_direction],
+    "local_fairness": [local_fairness],
+    "minimal_correction": [minimal_correction],
+    "demographic_parity_bound": [demographic_parity_bound, demographic_parity_max_difference],
+    "seed_nearest": [seed_nearest, seed_nearest_swapped_members, seed_nearest_mdav],
+    "parameter_validity": [
+        parameter_validity,
+        parameter_validity_m_range,
+        parameter_validity_non_binary,
+    ],
+}
+
+
+def test_every_checker_has_a_corruption():
+    assert set(CORRUPTIONS) == set(CHECKS)
+
+
+def test_valid_releases_pass(table, fair, fair_raw, plain):
+    for r in (fair, fair_raw, plain):
+        case = Case(r.table, r.lineage, r.contract)
+        failed = [(c.id, c.kind, c.message) for c in run_checks(table, case) if not c.passed]
+        assert not failed, failed
+
+
+@pytest.mark.parametrize(
+    "corrupt",
+    [(kind, fn) for kind, fns in CORRUPTIONS.items() for fn in fns],
+    ids=lambda kf: kf[1].__name__,
+)
+def test_corruption_fails_its_check(table, fair, fair_raw, plain, corrupt):
+    kind, fn = corrupt
+    case = fn(fair=fair, fair_raw=fair_raw, plain=plain)
+    assert case.guarantees and all(g.kind == kind for g in case.guarantees)
+    results = run_checks(table, case)
+    for r in results:
+        assert not r.passed, (r.id, r.kind, r.message)
+        assert r.message
+        if case.offender is not None:
+            assert r.n_offending >= 1 and r.offending, (r.kind, r.message)
+            assert case.offender(r.offending), r.offending
+
+
+def test_unknown_guarantee_kind_fails():
+    g = C.DifferentialPrivacy(id="dp", epsilon=1.0, delta=0.0)
+    r = check_guarantee(g, pd.DataFrame(), pd.DataFrame())
+    assert not r.passed
+    assert "no checker" in r.message and "differential_privacy" in r.message
+    (r2,) = check_contract([g], pd.DataFrame(), pd.DataFrame())
+    assert not r2.passed
+
+
+def test_offenders_are_capped():
+    """Many offending groups: n_offending counts all, ``offending`` lists at most 20."""
+    table = input_table(120)
+    pairs = fair_mdav(table, FairMDAVParams(m=1, n=1, tau=1.0))
+
+    def f(df):
+        df["y"] = np.where(df["PA"] == 0, 0, 1)
+
+    case = Case(edit(pairs.table, f), pairs.lineage, of_kind(pairs, "local_fairness"))
+    (r,) = run_checks(table, case)
+    assert not r.passed
+    assert r.n_offending == pairs.metrics["groups"] > 20
+    assert len(r.offending) == 20
