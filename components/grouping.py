@@ -60,11 +60,6 @@ class Grouping:
             else np.zeros(0, dtype=np.int64)
         )
 
-    def dropped(self) -> np.ndarray:
-        keep = np.zeros(self.n_rows, dtype=bool)
-        keep[self.row_order()] = True
-        return np.flatnonzero(~keep)
-
 
 class _Space:
     """Scaled numeric block + nominal codes shared by every working set.

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 import uuid
 from dataclasses import dataclass
@@ -202,7 +201,3 @@ def list_releases(store: Store) -> list[dict]:
             r["latest"] = r["version"] == cur
             rows.append(r)
     return sorted(rows, key=lambda r: (r["pipeline"], r["published_at"]), reverse=True)
-
-
-def copy_local(src: Path, dst: Path) -> None:
-    shutil.copytree(src, dst, dirs_exist_ok=True)

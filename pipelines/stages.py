@@ -23,7 +23,7 @@ from pipelines.ingest import load_dataset
 from pipelines.version import code_version
 from schemas import contracts as C
 from schemas.errors import SpecError
-from schemas.roles import Role, read_roles
+from schemas.roles import read_roles
 from schemas.spec import PipelineSpec
 
 
@@ -67,10 +67,3 @@ def version_id(spec: PipelineSpec, input_fingerprint: str) -> str:
     """Deterministic release version: input fingerprint + spec + code version."""
     h = hashlib.sha256(json.dumps([input_fingerprint, spec.fingerprint(), code_version()]).encode())
     return h.hexdigest()[:16]
-
-
-def label_and_protected(table: pa.Table) -> tuple[str | None, str | None]:
-    roles = read_roles(table)
-    lab = roles.with_role(Role.LABEL)
-    prot = roles.with_role(Role.PROTECTED)
-    return (prot[0].name if len(prot) == 1 else None, lab[0].name if len(lab) == 1 else None)

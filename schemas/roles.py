@@ -11,10 +11,9 @@ One role per column and pipeline. The role vocabulary covers the four components
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 import pyarrow as pa
 
@@ -205,21 +204,3 @@ def read_roles(table_or_schema: pa.Table | pa.Schema) -> TableRoles:
     schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
     found = [ColumnRole.from_field(f) for f in schema]
     return TableRoles(tuple(c for c in found if c is not None))
-
-
-def roles_from_mapping(mapping: Mapping[str, Mapping[str, Any]]) -> TableRoles:
-    """Build roles from a plain mapping ``{column: {role: ..., kind: ..., favoured: ...}}``."""
-    cols = []
-    for name, spec in mapping.items():
-        domain = spec.get("domain")
-        cols.append(
-            ColumnRole(
-                name=name,
-                role=Role(spec["role"]),
-                kind=Kind(spec.get("kind", "numeric")),
-                favoured=spec.get("favoured"),
-                positive=spec.get("positive"),
-                domain=tuple(domain) if domain is not None else None,
-            )
-        )
-    return TableRoles(tuple(cols))

@@ -1,0 +1,131 @@
+"""Metrics against independent computations, and the mixed-form distance identity."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pytest
+
+from components.encoding import encode_qis
+from components.grouping import _centre, _Space, _WorkingSet
+from components.metrics import (
+    demographic_parity_difference,
+    demographic_parity_ratio,
+    equal_opportunity_difference,
+    equalized_odds_sum,
+    information_loss,
+    k_anonymity,
+    positive_ratio,
+    t_closeness_binary,
+)
+from schemas.roles import ColumnRole, Kind, Role, TableRoles
+
+
+@pytest.fixture
+def preds() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(7)
+    s = rng.integers(0, 2, 500)
+    y = rng.integers(0, 2, 500)
+    yp = np.where(rng.random(500) < 0.8, y, 1 - y)
+    return y, yp, s
+
+
+def _rates(y, yp, s, g):
+    m = s == g
+    tpr = ((yp == 1) & (y == 1) & m).sum() / ((y == 1) & m).sum()
+    tnr = ((yp == 0) & (y == 0) & m).sum() / ((y == 0) & m).sum()
+    return tpr, tnr
+
+
+def test_equalized_odds_is_the_papers_sum(preds):
+    y, yp, s = preds
+    tpr0, tnr0 = _rates(y, yp, s, 0)
+    tpr1, tnr1 = _rates(y, yp, s, 1)
+    assert equalized_odds_sum(y, yp, sensitive_features=s) == pytest.approx(
+        abs(tpr0 - tpr1) + abs(tnr0 - tnr1)
+    )
+    assert equal_opportunity_difference(y, yp, sensitive_features=s) == pytest.approx(
+        abs(tpr0 - tpr1)
+    )
+
+
+def test_parity_difference_and_ratio(preds):
+    _, yp, s = preds
+    pr = pd.Series(yp).groupby(s).mean()
+    assert positive_ratio(yp, sensitive_features=s) == pytest.approx(pr.to_dict())
+    assert demographic_parity_difference(yp, sensitive_features=s) == pytest.approx(
+        abs(pr[0] - pr[1])
+    )
+    assert demographic_parity_ratio(yp, sensitive_features=s) == pytest.approx(pr.min() / pr.max())
+
+
+def test_k_anonymity_is_the_smallest_class():
+    df = pd.DataFrame({"a": [1, 1, 1, 2, 2, None], "b": ["x", "x", "x", "y", "y", "y"]})
+    assert k_anonymity(df, ["a", "b"]) == 1  # the null row is a class of its own
+    assert k_anonymity(df.iloc[:5], ["a", "b"]) == 2
+    assert k_anonymity(df.iloc[:0], ["a"]) == 0
+
+
+def test_t_closeness_binary():
+    groups = np.array([0, 0, 0, 1, 1, 1])
+    attr = np.array([0, 1, 1, 0, 0, 1])
+    np.testing.assert_allclose(
+        t_closeness_binary(groups, attr, 0.5), [abs(1 / 3 - 0.5), abs(2 / 3 - 0.5)]
+    )
+
+
+def test_information_loss_formula():
+    rng = np.random.default_rng(1)
+    x = rng.random((40, 3))
+    groups = np.repeat(np.arange(8), 5)
+    means = pd.DataFrame(x).groupby(groups).transform("mean").to_numpy()
+    il = information_loss(x, means, ["a", "a", "b"])
+    sse = ((x - means) ** 2).sum()
+    assert il["il"] == pytest.approx(np.sqrt(sse / 40))
+    assert il["il_attr"] == pytest.approx(np.sqrt(sse / (40 * 3)))
+    assert il["per_attribute"]["b"] == pytest.approx(
+        np.sqrt(((x[:, 2] - means[:, 2]) ** 2).sum() / 40)
+    )
+
+
+def _mixed_table(n: int, seed: int) -> tuple[pa.Table, TableRoles]:
+    rng = np.random.default_rng(seed)
+    cats = np.array(["a", "b", "c", None], dtype=object)
+    t = pa.table(
+        {
+            "x": rng.normal(size=n),
+            "z": rng.integers(0, 50, n),
+            "c1": pa.array(cats[rng.integers(0, 4, n)]),
+            "c2": pa.array(np.array(["p", "q", None], dtype=object)[rng.integers(0, 3, n)]),
+        }
+    )
+    roles = TableRoles.of(
+        [
+            ColumnRole("x", Role.QUASI_IDENTIFIER),
+            ColumnRole("z", Role.QUASI_IDENTIFIER),
+            ColumnRole("c1", Role.QUASI_IDENTIFIER, Kind.NOMINAL),
+            ColumnRole("c2", Role.QUASI_IDENTIFIER, Kind.NOMINAL),
+        ]
+    )
+    return t, roles
+
+
+@pytest.mark.parametrize("scaling", ["minmax", "zscore"])
+def test_mixed_distances_equal_dense_one_hot(scaling):
+    """The grouping engine never builds the one-hot matrix; its distances must equal the dense
+    squared Euclidean distances of the paper's encoding (missing -> all-zero block)."""
+    t, roles = _mixed_table(300, 3)
+    enc = encode_qis(t, roles, scaling)
+    dense = enc.dense(scaled=True)
+    ws = _WorkingSet(_Space(enc), np.arange(300))
+    for row in (0, 17, 299):
+        np.testing.assert_allclose(
+            ws.dist2_to_row(row), ((dense - dense[row]) ** 2).sum(axis=1), atol=1e-9
+        )
+    ws.remove(np.arange(0, 300, 3))
+    num_c, table, const, _ = _centre([ws], ws.space)
+    alive = ws.alive
+    centre = dense[alive].mean(axis=0)
+    d = ws._dist2(num_c, table, const)
+    np.testing.assert_allclose(d[alive], ((dense[alive] - centre) ** 2).sum(axis=1), atol=1e-9)
