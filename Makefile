@@ -4,7 +4,7 @@ export PRIVFAIR_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/SHA256SUMS),$(SHARED_
 export DAGSTER_HOME ?= $(abspath .dagster_home)
 export AIRFLOW_HOME ?= $(abspath .airflow_home)
 
-.PHONY: install demo test lint bench
+.PHONY: install demo test lint bench ui airflow-test
 
 install:
 	bash .ci/deps
@@ -21,3 +21,10 @@ lint: install
 
 bench: install
 	uv run python benchmarks/bench_microaggregation.py
+
+ui: install
+	uv run python -m pipelines.orchestrate dagster-dev -p 3000
+
+DAG ?= adult_fair_mdav
+airflow-test: install
+	uv run python -m pipelines.orchestrate airflow dags test $(DAG)

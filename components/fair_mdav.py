@@ -44,6 +44,67 @@ def _pr(y: np.ndarray, pa01: np.ndarray) -> dict[str, float]:
     return {"unfavoured": pr.get(0, float("nan")), "favoured": pr.get(1, float("nan"))}
 
 
+def declared_contract(
+    params: FairMDAVParams,
+    *,
+    k: int | None = None,
+    m: int | None = None,
+    n: int | None = None,
+    qis: tuple[str, ...] = (),
+    protected: str = "*",
+    t_input: float = 0.0,
+) -> list:
+    """The guarantees Fair-MDAV declares for ``params`` (spec section 3, C1-C11, C13, C14).
+
+    Data-dependent values (m, n from the input's unfavoured share, the published QI names, the
+    protected column, the input t bound) are passed by the component; called with the defaults
+    it gives the contract's shape (ids and kinds), which orchestrators use to name checks
+    before any data is read.
+    """
+    fairlet = params.grouping == "fairlet"
+    k = k or params.k or (params.m or 1) + (params.n or 1)
+    m, n = m or params.m or 1, n or params.n or 1
+    direction = "none" if params.tau == 0 else params.correction
+    contract: list = [C.Partition(id="C3", allow_drops=fairlet)]
+    if fairlet:
+        contract += [C.FairletComposition(id="C1", m=m, n=n), C.FairletCount(id="C2", m=m, n=n)]
+    else:
+        contract.append(C.GroupSizeRange(id="C4'", min_size=k, max_size=2 * k - 1))
+    if params.microaggregate:
+        contract += [
+            C.KAnonymity(id="C4", k=k, quasi_identifiers=qis),
+            C.GroupMeans(id="C4", quasi_identifiers=qis),
+            C.MeanPreservation(id="C13", quasi_identifiers=qis),
+        ]
+    else:
+        contract.append(C.QIsUnchanged(id="C4''", quasi_identifiers=qis))
+    if fairlet:
+        contract += [
+            C.TCloseness(id="C5", attribute=protected, t=0.0, reference="output"),
+            C.TCloseness(id="C5", attribute=protected, t=float(t_input), reference="input"),
+        ]
+    contract += [
+        C.AttributesPreserved(id="C6", columns=(protected,)),
+        C.CorrectionDirection(id="C7", direction=direction),
+        C.LocalFairness(id="C8", tau=params.tau),
+        C.MinimalCorrection(id="C9", tau=params.tau, direction=params.correction),
+    ]
+    if fairlet:
+        contract.append(C.DemographicParityBound(id="C10", ratio=params.tau))
+    contract += [
+        C.SeedNearest(id="C11", grouping=params.grouping),
+        C.ParameterValidity(
+            id="C14",
+            k=k,
+            m=m if fairlet else None,
+            n=n if fairlet else None,
+            tau=params.tau,
+            derived_from_k=params.m is None,
+        ),
+    ]
+    return contract
+
+
 def fair_mdav(
     table: pa.Table, params: FairMDAVParams, roles: TableRoles | None = None
 ) -> ComponentResult:
@@ -77,7 +138,7 @@ def fair_mdav(
                 f"{n_u} unfavoured, {n_f} favoured rows",
             )
     else:
-        k, m, n = params.k, None, None
+        k, m, n, clamped = params.k, None, None, False
     require_rows(table, k)
     enc = encode_qis(table, roles, params.scaling)
     t1 = time.perf_counter()
@@ -133,40 +194,12 @@ def fair_mdav(
 
     # --- declared contract ----------------------------------------------------------------
     qi_names = tuple(r.name for r in out_roles if r.role is Role.QUASI_IDENTIFIER)
-    direction = "none" if tau == 0 else params.correction
-    contract: list = [C.Partition(id="C3", allow_drops=params.grouping == "fairlet")]
-    if params.grouping == "fairlet":
-        contract += [C.FairletComposition(id="C1", m=m, n=n), C.FairletCount(id="C2", m=m, n=n)]
-    else:
-        contract.append(C.GroupSizeRange(id="C4'", min_size=k, max_size=2 * k - 1))
-    if params.microaggregate:
-        contract += [
-            C.KAnonymity(id="C4", k=k, quasi_identifiers=qi_names),
-            C.GroupMeans(id="C4", quasi_identifiers=qi_names),
-            C.MeanPreservation(id="C13", quasi_identifiers=qi_names),
-        ]
-    else:
-        contract.append(C.QIsUnchanged(id="C4''", quasi_identifiers=qi_names))
-    if params.grouping == "fairlet":
-        t_in = 0.5 / k if params.m is None and not clamped else abs(m / k - n_u / n_rows)
-        contract += [
-            C.TCloseness(id="C5", attribute=prot.name, t=0.0, reference="output"),
-            C.TCloseness(id="C5", attribute=prot.name, t=float(t_in), reference="input"),
-        ]
-    contract += [
-        C.AttributesPreserved(id="C6", columns=(prot.name,)),
-        C.CorrectionDirection(id="C7", direction=direction),
-        C.LocalFairness(id="C8", tau=params.tau),
-        C.MinimalCorrection(id="C9", tau=params.tau, direction=params.correction),
-    ]
-    if params.grouping == "fairlet":
-        contract.append(C.DemographicParityBound(id="C10", ratio=params.tau))
-    contract += [
-        C.SeedNearest(id="C11", grouping=params.grouping),
-        C.ParameterValidity(
-            id="C14", k=k, m=m, n=n, tau=params.tau, derived_from_k=params.m is None
-        ),
-    ]
+    fairlet = params.grouping == "fairlet"
+    derived = fairlet and params.m is None and not clamped
+    t_in = (0.5 / k if derived else abs(m / k - n_u / n_rows)) if fairlet else 0.0
+    contract = declared_contract(
+        params, k=k, m=m, n=n, qis=qi_names, protected=prot.name, t_input=t_in
+    )
     p_dump = params.model_dump(mode="json")
     out = stamp(out, "fair_mdav", p_dump, contract)
 

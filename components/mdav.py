@@ -23,6 +23,25 @@ from schemas.params import MDAVParams
 from schemas.roles import Role, TableRoles, attach_roles
 
 
+def declared_contract(
+    params: MDAVParams, *, qis: tuple[str, ...] = (), passthrough: tuple[str, ...] = ("*",)
+) -> list:
+    """The guarantees MDAV declares: every row kept once (C3), groups in [k, 2k-1] (C4'),
+    k-anonymity with group means (C4, C13), the greedy trace (C11), and every non-QI column
+    unchanged (C6, when there is one). With the defaults: the contract's shape."""
+    contract: list = [
+        C.Partition(id="C3", allow_drops=False),
+        C.GroupSizeRange(id="C4'", min_size=params.k, max_size=2 * params.k - 1),
+        C.KAnonymity(id="C4", k=params.k, quasi_identifiers=qis),
+        C.GroupMeans(id="C4", quasi_identifiers=qis),
+        C.MeanPreservation(id="C13", quasi_identifiers=qis),
+        C.SeedNearest(id="C11", grouping="mdav"),
+    ]
+    if passthrough:
+        contract.append(C.AttributesPreserved(id="C6", columns=passthrough))
+    return contract
+
+
 def mdav(table: pa.Table, params: MDAVParams, roles: TableRoles | None = None) -> ComponentResult:
     """Run MDAV on ``table`` (roles from its metadata unless given)."""
     t0 = time.perf_counter()
@@ -43,16 +62,9 @@ def mdav(table: pa.Table, params: MDAVParams, roles: TableRoles | None = None) -
         out_roles.append(c)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
     qi_names = tuple(r.name for r in enc.published_roles())
-    contract: list = [
-        C.Partition(id="C3", allow_drops=False),
-        C.GroupSizeRange(id="C4'", min_size=params.k, max_size=2 * params.k - 1),
-        C.KAnonymity(id="C4", k=params.k, quasi_identifiers=qi_names),
-        C.GroupMeans(id="C4", quasi_identifiers=qi_names),
-        C.MeanPreservation(id="C13", quasi_identifiers=qi_names),
-        C.SeedNearest(id="C11", grouping="mdav"),
-    ]
-    if passthrough:
-        contract.append(C.AttributesPreserved(id="C6", columns=tuple(c.name for c in passthrough)))
+    contract = declared_contract(
+        params, qis=qi_names, passthrough=tuple(c.name for c in passthrough)
+    )
     p_dump = params.model_dump(mode="json")
     out = stamp(out, "mdav", p_dump, contract)
     metrics: dict = {

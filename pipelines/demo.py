@@ -1,4 +1,13 @@
-"""The main job: build and publish every shipped release into the local store."""
+"""The main job: build, validate and publish every shipped release through Dagster, in process.
+
+    python -m pipelines.demo --store releases [--data-dir D]
+
+Materialises every asset of ``pipelines.definitions`` (raw table -> protected table -> blocking
+contract checks -> release, for each spec) in one Dagster run recorded in ``$DAGSTER_HOME``
+(default ``<repo>/.dagster_home``), so the run, its checks and metadata show up in the UI
+afterwards (``python -m pipelines.orchestrate dagster-dev``). Prints where each release and its
+report are. Exit code 0 when every release is published (or already was), 1 otherwise.
+"""
 
 from __future__ import annotations
 
@@ -6,28 +15,67 @@ import argparse
 import sys
 from pathlib import Path
 
-from pipelines.run import run_release
-from schemas.errors import ContractViolation, PrivfairError
-from schemas.spec import load_spec
 
-SPECS = Path(__file__).parent / "specs"
+def _failure_reasons(result, spec: str) -> list[str]:
+    """Why a spec's release was not materialised: failed checks first, then failed steps."""
+    reasons = [
+        f"{e.check_name}: {e.description or 'failed'}"
+        for e in result.get_asset_check_evaluations()
+        if not e.passed and e.asset_key.path[0] == spec and e.check_name != "contract"
+    ]
+    if reasons:
+        return reasons
+    for ev in result.get_step_failure_events():
+        if ev.step_key and ev.step_key.startswith(f"{spec}__"):
+            err = ev.event_specific_data.error if ev.event_specific_data else None
+            msg = err.message.strip().splitlines()[0] if err is not None else "step failed"
+            reasons.append(f"{ev.step_key}: {msg}")
+    return reasons or ["not materialised"]
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description="Publish every shipped release.")
-    p.add_argument("--store", default="releases")
-    p.add_argument("--data-dir", default=None)
+    p = argparse.ArgumentParser(description="Publish every shipped release (through Dagster).")
+    p.add_argument("--store", default="releases", help="release store (default: %(default)s)")
+    p.add_argument(
+        "--data-dir", default=None, help="raw dataset files (default: $PRIVFAIR_DATA_DIR)"
+    )
     args = p.parse_args(argv)
+
+    from pipelines.orchestrate import ensure_dagster_home
+
+    home = ensure_dagster_home()
+    import dagster as dg
+
+    from pipelines.definitions import build_defs
+    from pipelines.orchestrate import load_specs
+
+    store = args.store if "://" in args.store else str(Path(args.store).resolve())
+    data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
+    defs = build_defs(store=store, data_dir=data_dir)
+    job = defs.resolve_implicit_global_asset_job_def()
+    names = [spec.name for _, spec in load_specs()]
+    print(f"materialising {len(names)} releases through Dagster: {', '.join(names)}", flush=True)
+    result = job.execute_in_process(
+        instance=dg.DagsterInstance.get(),
+        raise_on_error=False,
+        run_config={"loggers": {"console": {"config": {"log_level": "WARNING"}}}},
+    )
+
     failed = 0
-    for path in sorted(SPECS.glob("*.yaml")):
-        try:
-            out = run_release(load_spec(path), args.store, args.data_dir)
-        except (ContractViolation, PrivfairError) as e:
-            print(f"{path.stem}: NOT published: {e}", file=sys.stderr)
+    for name in names:
+        if result.is_node_success(f"{name}__release"):
+            out = result.asset_value(dg.AssetKey([name, "release"]))
+            print(f"{out['status']:<10} {name:<20} {out['version']}  {out['path']}")
+            if "report" in out:
+                print(f"{'':<10} {'':<20} report:           {out['report']}")
+        else:
             failed += 1
-            continue
-        print(f"{out.status:<10} {out.pipeline:<20} {out.version}  {out.path}")
-    print(f"releases in {Path(args.store).resolve()}")
+            print(f"{'FAILED':<10} {name:<20} NOT published", file=sys.stderr)
+            for reason in _failure_reasons(result, name):
+                print(f"{'':<10}   {reason}", file=sys.stderr)
+    print(f"releases in {store}")
+    print(f"Dagster run {result.run_id} recorded in {home}")
+    print("  open it with: python -m pipelines.orchestrate dagster-dev -p 3000")
     return 1 if failed else 0
 
 

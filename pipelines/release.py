@@ -80,6 +80,14 @@ class Candidate:
         self.parts = (pipeline, STAGING, self.name)
         store.fs.create_dir(store.path(*self.parts), recursive=True)
 
+    @classmethod
+    def attach(cls, store: Store, pipeline: str, version: str, name: str) -> Candidate:
+        """Re-open a candidate another step staged as ``<pipeline>/.staging/<name>``."""
+        cand = cls.__new__(cls)
+        cand.store, cand.pipeline, cand.version, cand.name = store, pipeline, version, name
+        cand.parts = (pipeline, STAGING, name)
+        return cand
+
     @property
     def local_dir(self) -> Path:
         """The staging folder on local disk (for tools that write files themselves)."""

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from components.result import ComponentResult
-from pipelines.release import Candidate, Store, latest, repair_latest, sweep_staging
+from pipelines.release import Candidate, Store, repair_latest, sweep_staging
 from pipelines.stages import Ingested, ingest, protect, version_id
 from pipelines.validate import Validation, validate_release
 from pipelines.version import code_version
@@ -121,8 +121,7 @@ def run_release(
     version = version_id(spec, ing.input["fingerprint"])
     sweep_staging(store, spec.name, older_than_s=3600)
     if store.exists(spec.name, version, "manifest.json"):
-        if latest(store, spec.name) != version:  # a crash between rename and `latest`
-            repair_latest(store, spec.name)  # may have left it missing or behind
+        repair_latest(store, spec.name)  # a crash between rename and `latest` may have left it behind
         return Outcome("exists", spec.name, version, store.path(spec.name, version))
     result = protect(spec, ing.table)
     cand = Candidate(store, spec.name, version)

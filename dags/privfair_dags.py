@@ -1,0 +1,154 @@
+"""Airflow DAGs generated from the privfair pipeline specs: one DAG per spec (dag_id = spec name).
+
+Each DAG runs ``ingest -> protect -> validate -> publish`` (TaskFlow API, ``airflow.sdk``); the
+tasks call the orchestrator-neutral steps of ``pipelines.steps`` and hand each other small dicts
+of Parquet/JSON paths through XCom, never tables. ``validate`` builds the candidate release in the
+store's staging area and checks every declared guarantee (Great Expectations); a failing
+guarantee quarantines the candidate and fails the run without retries, so ``publish`` never runs.
+``publish`` renames the validated candidate into ``<store>/<pipeline>/<version>`` atomically and is
+idempotent: a re-run reports ``exists`` (``protect`` reuses the published files instead of
+recomputing them, ``validate`` re-checks those files and stages nothing). The version id and ``data.parquet`` are the ones
+``privfair run`` produces.
+
+Adding a spec file to the specs folder adds a DAG; no code change. Parsing is light: only the
+specs (YAML + pydantic) are read here; pyarrow, the components and Great Expectations are
+imported inside the tasks.
+
+Settings (environment of the scheduler / ``airflow dags test``):
+
+* ``PRIVFAIR_SPECS_DIR``  spec folder (default ``<repo>/pipelines/specs``)
+* ``PRIVFAIR_STORE``      release store (default ``releases``, relative to the repo root)
+* ``PRIVFAIR_DATA_DIR``   raw dataset files (default: the checked download cache)
+* ``PRIVFAIR_WORK_DIR``   work files of each run (default ``$AIRFLOW_HOME/privfair_work``)
+
+Per run (``airflow dags test <dag> -c '{...}'`` or trigger conf): ``store``, ``data_dir``,
+``overrides`` (component parameters, e.g. ``{"k": 20}``; validated by ``spec.with_params``).
+
+Embedded defaults (``python -m pipelines.orchestrate airflow ...`` sets them):
+``AIRFLOW_HOME=<repo>/.airflow_home`` (SQLite metadata DB, migrated on first use),
+``AIRFLOW__CORE__LOAD_EXAMPLES=False``, ``AIRFLOW__CORE__DAGS_FOLDER=<repo>/dags``.
+
+    python -m pipelines.orchestrate airflow dags test german_fair_mdav
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pendulum
+from airflow.sdk import ExceptionRetryPolicy, Param, RetryAction, RetryRule, dag, task
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # the dags folder is on sys.path, the repository may not be
+    sys.path.insert(0, str(REPO))
+
+from pipelines.orchestrate import load_specs  # noqa: E402  (light: stdlib, YAML, pydantic)
+
+# Deterministic failures fail at once; anything else (a download, a full disk) is retried once.
+NO_RETRY = ExceptionRetryPolicy(
+    rules=[
+        RetryRule(
+            exception=[
+                "schemas.errors.ContractViolation",
+                "schemas.errors.SpecError",
+                "schemas.errors.InputError",
+            ],
+            action=RetryAction.FAIL,
+            reason="a broken guarantee, spec or input fails the same way on every try",
+        )
+    ]
+)
+DEFAULT_ARGS = {
+    "owner": "privfair",
+    "retries": 1,
+    "retry_delay": timedelta(seconds=30),
+    "retry_policy": NO_RETRY,
+}
+
+
+def _run_settings(spec_name: str) -> dict:
+    """Store, data dir, overrides and work folder of the running task (lazy: task-side only)."""
+    from airflow.sdk import get_current_context
+
+    from pipelines.orchestrate import resolve_data_dir, resolve_store, safe_name
+
+    ctx = get_current_context()
+    params = ctx["params"]
+    home = Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
+    root = Path(os.environ.get("PRIVFAIR_WORK_DIR") or home / "privfair_work")
+    return {
+        "store": resolve_store(params.get("store") or None),
+        "data_dir": resolve_data_dir(params.get("data_dir") or None),
+        "overrides": dict(params.get("overrides") or {}),
+        "work": root / spec_name / safe_name(ctx["run_id"]),
+    }
+
+
+def build_dag(spec_path: Path, spec):
+    name = spec.name
+    doc = (
+        f"**{name}** from `{spec_path}`\n\n{spec.description}\n\n"
+        f"component `{spec.component.name}` {dict(spec.component.params)}; "
+        f"schedule `{spec.schedule}`"
+    )
+
+    @dag(
+        dag_id=name,
+        description=(spec.description or name).strip()[:200],
+        doc_md=doc,
+        schedule=spec.schedule,
+        start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
+        catchup=False,
+        max_active_runs=1,
+        default_args=DEFAULT_ARGS,
+        tags=["privfair", spec.component.name],
+        params={
+            "store": Param(None, type=["null", "string"], description="release store"),
+            "data_dir": Param(None, type=["null", "string"], description="raw data folder"),
+            "overrides": Param({}, type="object", description="component parameter overrides"),
+        },
+    )
+    def pipeline():
+        @task
+        def ingest() -> dict:
+            from pipelines import steps
+
+            s = _run_settings(name)
+            eff = spec.with_params(s["overrides"]) if s["overrides"] else spec
+            return steps.ingest_step(eff, s["work"] / "raw", s["data_dir"])
+
+        @task
+        def protect(ingested: dict) -> dict:
+            from pipelines import steps
+
+            s = _run_settings(name)
+            eff = spec.with_params(s["overrides"]) if s["overrides"] else spec
+            return steps.protect_step(eff, ingested, s["work"] / "protected", s["store"])
+
+        @task
+        def validate(protected: dict) -> dict:
+            from pipelines import steps
+
+            s = _run_settings(name)
+            return steps.validate_step(protected, s["store"], raise_on_failure=True)
+
+        @task
+        def publish(protected: dict, validated: dict) -> dict:
+            from pipelines import steps
+
+            s = _run_settings(name)
+            out = steps.publish_step(protected, validated, s["store"])
+            print(f"{out['status']}: {name} {out['version']} -> {out['path']}")
+            return out
+
+        protected = protect(ingest())
+        publish(protected, validate(protected))
+
+    return pipeline()
+
+
+for _path, _spec in load_specs():
+    globals()[f"dag_{_spec.name}"] = build_dag(_path, _spec)

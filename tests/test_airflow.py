@@ -1,0 +1,218 @@
+"""The Airflow DAGs generated from the specs (``dags/privfair_dags.py``), through the real CLI.
+
+A session fixture migrates a SQLite metadata DB in a temporary ``AIRFLOW_HOME`` (Airflow 3
+needs one even for ``dags test``); the dags folder is the repository's ``dags/``. Airflow is
+never imported into the pytest process.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+SPECS = REPO / "pipelines" / "specs"
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+
+BROKEN_SPEC = """\
+name: german_broken
+description: German Credit through Fair-MDAV at k = 10, demanding 500-anonymity (cannot hold).
+dataset: {name: german}
+component:
+  name: fair_mdav
+  params: {k: 10, tau: 1.0}
+guarantees:
+  - {kind: k_anonymity, k: 500}
+schedule: "@weekly"
+"""
+
+
+@pytest.fixture(scope="session")
+def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """A migrated SQLite metadata DB in a temporary AIRFLOW_HOME; returns the CLI env."""
+    from pipelines.orchestrate import airflow_env
+
+    tmp = tmp_path_factory.mktemp("airflow")
+    base = dict(os.environ)
+    for k in [k for k in base if k.startswith("AIRFLOW") or k.startswith("PRIVFAIR_SPECS")]:
+        del base[k]
+    base["PRIVFAIR_CACHE_DIR"] = str(tmp / "cache")
+    base["PRIVFAIR_WORK_DIR"] = str(tmp / "work")
+    env = airflow_env(tmp / "home", base=base)
+    proc = subprocess.run(
+        [AIRFLOW, "db", "migrate"], env=env, cwd=tmp, capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert (tmp / "home" / "airflow.db").is_file()
+    return env
+
+
+def clone_home(env: dict[str, str], home: Path) -> dict[str, str]:
+    """A copy of the migrated home, so independent CLI runs can go in parallel (one SQLite
+    file each: no 'database is locked')."""
+    shutil.copytree(env["AIRFLOW_HOME"], home, ignore=shutil.ignore_patterns("logs", "*.log"))
+    # airflow.cfg names the original DB by absolute path: point the copy at its own file
+    db = f"sqlite:///{home / 'airflow.db'}"
+    return {**env, "AIRFLOW_HOME": str(home), "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db}
+
+
+class Run:
+    """One ``airflow`` CLI call in the background; ``result()`` waits and returns rc, log."""
+
+    def __init__(self, env: dict[str, str], *args: str, **extra: str) -> None:
+        self.log_path = Path(env["AIRFLOW_HOME"]) / f"cli-{os.getpid()}-{id(self)}.log"
+        self._log = self.log_path.open("w")
+        self.proc = subprocess.Popen(
+            [AIRFLOW, *args],
+            env={**env, **extra},
+            cwd=env["AIRFLOW_HOME"],
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+
+    def result(self, timeout: float = 900) -> tuple[int, str]:
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+                self.proc.wait()
+            self._log.close()
+        return rc, self.log_path.read_text()
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` with its size and mtime (to prove nothing was rewritten)."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+@pytest.fixture(scope="module")
+def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
+    """Start the independent CLI runs side by side (each in its own copy of the home), compute
+    the privfair-run reference in process meanwhile, then collect everything."""
+    from pipelines.run import run_release
+    from schemas.spec import load_spec
+
+    tmp = tmp_path_factory.mktemp("airflow_runs")
+    specs = tmp / "specs"
+    specs.mkdir()
+    shutil.copy(SPECS / "german_fair_mdav.yaml", specs)
+    (specs / "german_broken.yaml").write_text(BROKEN_SPEC)
+    german_env = clone_home(airflow_home, tmp / "home_german")
+    broken_env = clone_home(airflow_home, tmp / "home_broken")
+    started = {
+        "german": Run(
+            german_env, "dags", "test", "german_fair_mdav", PRIVFAIR_STORE=str(tmp / "s1")
+        ),
+        "broken": Run(
+            broken_env,
+            "dags",
+            "test",
+            "german_broken",
+            PRIVFAIR_STORE=str(tmp / "s2"),
+            PRIVFAIR_SPECS_DIR=str(specs),
+        ),
+        "errors": Run(airflow_home, "dags", "list-import-errors"),
+        "list": Run(
+            clone_home(airflow_home, tmp / "home_list"), "dags", "list", "--local", "-o", "json"
+        ),
+    }
+    try:
+        ref = run_release(load_spec(SPECS / "german_fair_mdav.yaml"), tmp / "ref")
+        # The re-run: the DAG against a store that already holds this very version.
+        shutil.copytree(tmp / "ref", tmp / "s3")
+        before_rerun = _files(tmp / "s3")
+        started["rerun"] = Run(
+            clone_home(airflow_home, tmp / "home_rerun"),
+            "dags",
+            "test",
+            "german_fair_mdav",
+            PRIVFAIR_STORE=str(tmp / "s3"),
+        )
+    finally:
+        done = {k: r.result() for k, r in started.items()}
+    return {
+        "done": done,
+        "ref": ref,
+        "german_store": tmp / "s1",
+        "broken_store": tmp / "s2",
+        "rerun_store": tmp / "s3",
+        "before_rerun": before_rerun,
+    }
+
+
+def test_no_import_errors_and_one_dag_per_spec(runs):
+    rc, log = runs["done"]["errors"]
+    assert rc == 0, log[-3000:]
+    assert "No data found" in log, log[-3000:]
+    rc, log = runs["done"]["list"]
+    assert rc == 0, log[-3000:]
+    (listing,) = [x for x in log.splitlines() if x.startswith("[{")]
+    dags = {d["dag_id"] for d in json.loads(listing)}
+    assert dags == {p.stem for p in SPECS.glob("*.yaml")}
+
+
+def test_dags_test_publishes_what_privfair_run_publishes(runs):
+    rc, log = runs["done"]["german"]
+    assert rc == 0, log[-5000:]
+    ref, store = runs["ref"], runs["german_store"]
+    release = store / "german_fair_mdav" / ref.version
+    man = json.loads((Path(ref.path) / "manifest.json").read_text())
+    assert release.is_dir(), (
+        f"expected version {ref.version} (code {man['code_version']}); "
+        f"found {[p.name for p in (store / 'german_fair_mdav').iterdir()]}"
+    )
+    for name in ("data.parquet", "lineage.parquet"):
+        assert (release / name).read_bytes() == (Path(ref.path) / name).read_bytes()
+    assert (store / "german_fair_mdav" / "latest").read_text().strip() == ref.version
+    assert (release / "report.html").is_file()
+    assert json.loads((release / "manifest.json").read_text())["validation"]["status"] == "passed"
+    assert f"published: german_fair_mdav {ref.version}" in log
+    for task_id in ("ingest", "protect", "validate", "publish"):
+        assert f"end task task_id={task_id}" in log
+
+
+def test_rerun_is_idempotent(runs):
+    """Running the DAG when its version is already in the store (published by an earlier run:
+    here privfair run, run beforehand in this process) rewrites nothing and reports ``exists``;
+    the release's files, ``latest`` and staging are untouched."""
+    rc, log = runs["done"]["rerun"]
+    assert rc == 0, log[-5000:]
+    assert f"exists: german_fair_mdav {runs['ref'].version}" in log, (
+        "code version changed during the test (someone edited components/ or schemas/)?"
+        if "published: german_fair_mdav" in log
+        else log[-5000:]
+    )
+    release = runs["rerun_store"] / "german_fair_mdav" / runs["ref"].version
+    assert f"'reused': '{release}'" in log  # protect did not recompute the release
+    assert _files(runs["rerun_store"]) == runs["before_rerun"]
+
+
+def test_failing_contract_fails_the_dag_and_publishes_nothing(runs):
+    rc, log = runs["done"]["broken"]
+    assert rc == 1, log[-5000:]
+    assert "ContractViolation" in log and "spec.0 k_anonymity" in log
+    assert "action=fail" in log  # the retry policy: a broken guarantee is not retried
+    assert "starting task_id=publish" not in log
+    store = runs["broken_store"]
+    published = [
+        p
+        for p in store.rglob("*")
+        if p.is_file() and ".quarantine" not in p.relative_to(store).parts
+    ]
+    assert published == []
+    (quarantined,) = (store / "german_broken" / ".quarantine").iterdir()
+    assert (quarantined / "manifest.json").is_file()

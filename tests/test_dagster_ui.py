@@ -1,0 +1,291 @@
+"""The Dagster UI: ``dagster dev`` on the generated definitions, driven by a real headless browser.
+
+``dagster dev -m pipelines.definitions`` is started through ``pipelines.orchestrate sigdfl`` (a
+wrapper restoring default SIGINT/SIGTERM handling, without which ``dagster dev`` hangs on
+shutdown when started from a non-interactive parent), in its own session, with DAGSTER_HOME,
+TMPDIR and the release store in a temp folder. Debian's chromium (Playwright) opens the asset
+catalogue, finds the German assets and their checks; a materialisation launched through GraphQL
+must succeed and publish. A screenshot goes to ``artifacts/dagster_ui.png``. The server is always
+stopped by its own PID (SIGTERM to the wrapper's process group, SIGKILL for stragglers) and no
+process may be left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SCREENSHOT = REPO / "artifacts" / "dagster_ui.png"
+LOCATION = "pipelines.definitions"
+PIPELINE = "german_fair_mdav"
+START_TIMEOUT_S = 240
+RUN_TIMEOUT_S = 400
+STOP_TIMEOUT_S = 45
+
+
+# --- processes -----------------------------------------------------------------------------------
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _live_pids() -> dict[int, tuple[int, str]]:
+    """pid -> (process group, state) for every live (non-zombie) process."""
+    out = {}
+    for d in Path("/proc").iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            stat = (d / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        state, pgrp = fields[0], int(fields[2])
+        if state not in ("Z", "X"):
+            out[int(d.name)] = (pgrp, state)
+    return out
+
+
+def _ours(pgid: int, marker: bytes) -> set[int]:
+    """Processes of the server: its process group, plus anything carrying our unique
+    DAGSTER_HOME in its environment (in case a child started a session of its own)."""
+    pids = set()
+    for pid, (pgrp, _) in _live_pids().items():
+        if pid == os.getpid():
+            continue
+        if pgrp == pgid:
+            pids.add(pid)
+            continue
+        try:
+            if marker in Path(f"/proc/{pid}/environ").read_bytes():
+                pids.add(pid)
+        except OSError:
+            pass
+    return pids
+
+
+def _stop(proc: subprocess.Popen, marker: bytes) -> tuple[set[int], set[int]]:
+    """SIGTERM to the wrapper's process group; SIGKILL whatever is still there after
+    STOP_TIMEOUT_S. Returns (killed stragglers, processes still alive afterwards)."""
+    pgid = proc.pid  # start_new_session: the wrapper leads its group, and exec keeps the PID
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + STOP_TIMEOUT_S
+    while time.monotonic() < deadline:
+        proc.poll()
+        if not _ours(pgid, marker):
+            break
+        time.sleep(0.5)
+    stragglers = _ours(pgid, marker)
+    for pid in stragglers:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=15)
+    time.sleep(1.0)
+    return stragglers, _ours(pgid, marker)
+
+
+class Server:
+    def __init__(self, url: str, store: Path, log: Path) -> None:
+        self.url, self.store, self.log = url, store, log
+
+    def graphql(self, query: str, variables: dict | None = None) -> dict:
+        body = json.dumps({"query": query, "variables": variables or {}}).encode()
+        req = urllib.request.Request(
+            f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(req, timeout=60) as r:
+            out = json.loads(r.read())
+        assert "errors" not in out, out["errors"]
+        return out["data"]
+
+    def log_tail(self, n: int = 4000) -> str:
+        return self.log.read_text(errors="replace")[-n:]
+
+
+@pytest.fixture(scope="module")
+def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("dagster_dev")
+    home, tmpdir, store = tmp / "dagster_home", tmp / "tmp", tmp / "store"
+    home.mkdir()
+    tmpdir.mkdir()
+    (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
+    env = dict(os.environ)
+    env.pop("PRIVFAIR_SPECS_DIR", None)
+    env.update(
+        DAGSTER_HOME=str(home),
+        TMPDIR=str(tmpdir),
+        PRIVFAIR_STORE=str(store),
+        PRIVFAIR_CACHE_DIR=str(tmp / "cache"),
+    )
+    port = _free_port()
+    log = tmp / "dagster_dev.log"
+    cmd = [sys.executable, "-m", "pipelines.orchestrate", "sigdfl", str(BIN / "dagster"), "dev"]
+    cmd += ["-m", LOCATION, "-h", "127.0.0.1", "-p", str(port)]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    marker = f"DAGSTER_HOME={home}\0".encode()
+    server = Server(f"http://127.0.0.1:{port}", store, log)
+    try:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while True:
+            assert proc.poll() is None, f"dagster dev exited early:\n{server.log_tail()}"
+            try:
+                with urllib.request.urlopen(f"{server.url}/server_info", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except (urllib.error.URLError, OSError):
+                pass
+            assert time.monotonic() < deadline, f"no /server_info:\n{server.log_tail()}"
+            time.sleep(1)
+        yield server
+    finally:
+        killed, left = _stop(proc, marker)
+        if killed:
+            print(f"dagster dev: SIGKILLed stragglers {sorted(killed)}")
+        assert not left, f"processes left behind: {sorted(left)}"
+        assert proc.returncode is not None
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"no chromium at {CHROMIUM}: install it with .ci/deps (apt-get install chromium)"
+        )
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+# --- the test ------------------------------------------------------------------------------------
+CHECKS_QUERY = """
+query($path: [String!]!) {
+  assetNodeOrError(assetKey: {path: $path}) {
+    ... on AssetNode { assetChecksOrError { ... on AssetChecks { checks { name blocking } } } }
+  }
+}"""
+GROUP_QUERY = """
+query($group: AssetGroupSelector!) {
+  assetNodes(group: $group) { assetKey { path } groupName hasAssetChecks }
+}"""
+LAUNCH = """
+mutation($p: ExecutionParams!) {
+  launchRun(executionParams: $p) {
+    __typename
+    ... on LaunchRunSuccess { run { runId status } }
+    ... on PythonError { message }
+    ... on RunConfigValidationInvalid { errors { message } }
+  }
+}"""
+RUN_STATUS = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
+
+
+def _dismiss_popups(page) -> None:
+    """The first visit shows a 'Join the Dagster community' dialog; skip it (it is remembered)."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with contextlib.suppress(PlaywrightTimeout):  # no dialog this time
+        page.get_by_role("button", name="Skip").click(timeout=4000)
+
+
+def test_catalogue_checks_and_a_launched_run(dagster_dev, browser):
+    server = dagster_dev
+    group = {
+        "groupName": PIPELINE,
+        "repositoryName": "__repository__",
+        "repositoryLocationName": LOCATION,
+    }
+    nodes = server.graphql(GROUP_QUERY, {"group": group})["assetNodes"]
+    keys = {"/".join(n["assetKey"]["path"]): n for n in nodes}
+    assert set(keys) == {f"{PIPELINE}/{a}" for a in ("raw_table", "protected_table", "release")}
+    assert keys[f"{PIPELINE}/protected_table"]["hasAssetChecks"]
+    checks = server.graphql(CHECKS_QUERY, {"path": [PIPELINE, "protected_table"]})
+    checks = checks["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    names = {c["name"] for c in checks}
+    assert {"C4_k_anonymity", "C8_local_fairness", "contract"} <= names
+    assert all(c["blocking"] for c in checks)
+
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    try:
+        page.goto(f"{server.url}/assets/{PIPELINE}", wait_until="domcontentloaded")
+        _dismiss_popups(page)
+        for asset in ("raw_table", "protected_table", "release"):
+            page.get_by_text(asset, exact=True).first.wait_for(timeout=60_000)
+        checks_url = f"{server.url}/assets/{PIPELINE}/protected_table?view=checks"
+        page.goto(checks_url, wait_until="domcontentloaded")
+        _dismiss_popups(page)
+        page.get_by_text("C4_k_anonymity", exact=True).first.wait_for(timeout=60_000)
+        page.get_by_text(f"Checks ({len(names)})").first.wait_for(timeout=30_000)
+
+        params = {
+            "selector": {
+                "repositoryLocationName": LOCATION,
+                "repositoryName": "__repository__",
+                "jobName": f"{PIPELINE}_job",
+            },
+            "runConfigData": {},
+        }
+        launched = server.graphql(LAUNCH, {"p": params})["launchRun"]
+        assert launched["__typename"] == "LaunchRunSuccess", launched
+        run_id = launched["run"]["runId"]
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        status = "QUEUED"
+        while status not in ("SUCCESS", "FAILURE", "CANCELED"):
+            assert time.monotonic() < deadline, f"run {run_id} still {status}\n{server.log_tail()}"
+            time.sleep(2)
+            status = server.graphql(RUN_STATUS, {"id": run_id})["runOrError"]["status"]
+        assert status == "SUCCESS", server.log_tail()
+
+        page.goto(checks_url, wait_until="domcontentloaded")
+        _dismiss_popups(page)
+        page.get_by_text("C4_k_anonymity", exact=True).first.wait_for(timeout=60_000)
+        page.get_by_text("Succeeded").first.wait_for(timeout=60_000)
+        SCREENSHOT.parent.mkdir(exist_ok=True)
+        page.screenshot(path=str(SCREENSHOT))
+        page.goto(f"{server.url}/runs/{run_id}", wait_until="domcontentloaded")
+        _dismiss_popups(page)
+        page.get_by_text("Success").first.wait_for(timeout=60_000)
+        page.screenshot(path=str(SCREENSHOT.with_name("dagster_ui_run.png")))
+    finally:
+        page.close()
+
+    releases = [p for p in (server.store / PIPELINE).iterdir() if not p.name.startswith(".")]
+    versions = [p for p in releases if p.is_dir()]
+    assert len(versions) == 1 and (versions[0] / "data.parquet").is_file()
+    assert (server.store / PIPELINE / "latest").read_text().strip() == versions[0].name
+    assert SCREENSHOT.stat().st_size > 10_000
