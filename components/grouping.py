@@ -185,9 +185,11 @@ class _WorkingSet:
         d[self.dead[: self.n_dead]] = value
         return d
 
-    def dist2_to_row(self, row: int) -> np.ndarray:
-        """Squared distance of every position to input row ``row`` (dead positions: +inf)."""
-        d = self._dist2(self.space.num[row], self.space.point_tables(row), 0.0)
+    def dist2_to_row(self, row: int, tables: list[np.ndarray] | None = None) -> np.ndarray:
+        """Squared distance of every position to input row ``row`` (dead positions: +inf).
+        ``tables``: the row's nominal lookup tables, when the caller already built them."""
+        tables = self.space.point_tables(row) if tables is None else tables
+        d = self._dist2(self.space.num[row], tables, 0.0)
         return self._mark_dead(d, np.inf)
 
     def farthest_from(
@@ -309,9 +311,10 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
             s.maybe_compact()
         si, pos = _farthest(sets, space)
         seed = int(sets[si].rows[pos])
+        tables = space.point_tables(seed)
         parts = []
         for sj, s in enumerate(sets):
-            d = s.dist2_to_row(seed)
+            d = s.dist2_to_row(seed, tables)
             if sj == si:
                 d[pos] = np.inf
                 chosen = np.concatenate([[pos], nearest(d, need[sj] - 1)]).astype(np.int64)
