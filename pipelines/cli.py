@@ -29,7 +29,7 @@ def _overrides(pairs: list[str]) -> dict:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipelines.run import run_release
+    from pipelines.run import HEADLINE_METRICS, run_release
     from schemas.spec import load_spec
 
     spec = load_spec(args.spec)
@@ -42,20 +42,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     if out.validation is not None:
         print(_tally(out.validation))
     if m:
-        keys = (
-            "input_rows",
-            "output_rows",
-            "dropped_rows",
-            "groups",
-            "relabelled",
-            "dpar_before",
-            "dpar_after",
-        )
         print(
             "  "
             + ", ".join(
                 f"{k}={m[k]:.4f}" if isinstance(m.get(k), float) else f"{k}={m.get(k)}"
-                for k in keys
+                for k in HEADLINE_METRICS
                 if k in m
             )
         )

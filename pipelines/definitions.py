@@ -26,7 +26,7 @@ Importing this module has no side effect on the environment. The work files of e
 under ``<instance storage>/privfair/<spec>/<run_id>/``.
 
     python -m pipelines.orchestrate dagster-dev -p 3000      # the UI on http://127.0.0.1:3000
-    dagster asset materialize -m pipelines.definitions --select 'german_fair_mdav/*'
+    dagster asset materialize -m pipelines.definitions --select 'key:german_fair_mdav/*'
 """
 
 import json
@@ -45,6 +45,7 @@ from pipelines.orchestrate import (
     resolve_store,
     slot_names,
 )
+from pipelines.run import HEADLINE_METRICS
 from schemas.errors import SpecError
 from schemas.spec import PipelineSpec
 
@@ -137,17 +138,7 @@ def _file_md(path: str) -> dict[str, Any]:
 
 
 def _metric_md(metrics: dict) -> dict[str, Any]:
-    keys = (
-        "input_rows",
-        "output_rows",
-        "dropped_rows",
-        "groups",
-        "relabelled",
-        "dpar_before",
-        "dpar_after",
-        "t_pa_exact",
-    )
-    md: dict[str, Any] = {f"metrics/{k}": _mv(metrics[k]) for k in keys if k in metrics}
+    md: dict[str, Any] = {f"metrics/{k}": _mv(metrics[k]) for k in HEADLINE_METRICS if k in metrics}
     for k in ("positive_ratio_before", "positive_ratio_after"):
         if k in metrics:
             md[f"metrics/{k}"] = _mv(metrics[k])

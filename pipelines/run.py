@@ -22,6 +22,18 @@ from schemas.contracts import GUARANTEE_LIST
 from schemas.errors import ContractViolation
 from schemas.spec import PipelineSpec
 
+# The metrics a person looks at first (CLI summary, Dagster materialisation metadata).
+HEADLINE_METRICS = (
+    "input_rows",
+    "output_rows",
+    "dropped_rows",
+    "groups",
+    "relabelled",
+    "dpar_before",
+    "dpar_after",
+    "t_pa_exact",
+)
+
 
 def _json_default(o: Any) -> Any:
     if isinstance(o, np.generic):
@@ -121,7 +133,9 @@ def run_release(
     version = version_id(spec, ing.input["fingerprint"])
     sweep_staging(store, spec.name, older_than_s=3600)
     if store.exists(spec.name, version, "manifest.json"):
-        repair_latest(store, spec.name)  # a crash between rename and `latest` may have left it behind
+        repair_latest(
+            store, spec.name
+        )  # a crash between rename and `latest` may have left it behind
         return Outcome("exists", spec.name, version, store.path(spec.name, version))
     result = protect(spec, ing.table)
     cand = Candidate(store, spec.name, version)

@@ -15,24 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from _shared import BROKEN_SPEC
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "pipelines" / "specs"
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
-
-BROKEN_SPEC = """\
-name: german_broken
-description: German Credit through Fair-MDAV at k = 10, demanding 500-anonymity (cannot hold).
-dataset: {name: german}
-component:
-  name: fair_mdav
-  params: {k: 10, tau: 1.0}
-guarantees:
-  - {kind: k_anonymity, k: 500}
-schedule: "@weekly"
-"""
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _shared import BROKEN_SPEC
 
 pytestmark = pytest.mark.slow
 
@@ -28,17 +29,6 @@ REPO = Path(__file__).resolve().parents[1]
 SPECS = REPO / "pipelines" / "specs"
 BIN = Path(sys.executable).parent
 
-BROKEN_SPEC = """\
-name: german_broken
-description: German Credit through Fair-MDAV at k = 10, demanding 500-anonymity (cannot hold).
-dataset: {name: german}
-component:
-  name: fair_mdav
-  params: {k: 10, tau: 1.0}
-guarantees:
-  - {kind: k_anonymity, k: 500}
-schedule: "@weekly"
-"""
 
 NEW_SPEC = """\
 name: german_fair_mdav_k20

@@ -25,22 +25,12 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from _shared import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOT = REPO / "artifacts" / "dagster_ui.png"
 LOCATION = "pipelines.definitions"
 PIPELINE = "german_fair_mdav"

@@ -15,6 +15,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from _shared import CHROMIUM, CHROMIUM_ARGS
 
 from pipelines.report import render_report
 from pipelines.run import run_release
@@ -24,17 +25,6 @@ from schemas.spec import load_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 GERMAN = ROOT / "pipelines" / "specs" / "german_fair_mdav.yaml"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SCREENSHOT = ROOT / "artifacts" / "report.png"
 
 pytestmark = pytest.mark.slow
