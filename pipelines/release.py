@@ -27,7 +27,9 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
 STAGING = ".staging"
 QUARANTINE = ".quarantine"
@@ -97,6 +99,12 @@ class Candidate:
 
     def write(self, name: str, data: bytes) -> None:
         self.store.write_bytes(data, *self.parts, *name.split("/"))
+
+    def read_table(self, name: str) -> pa.Table:
+        """Read back a Parquet file as written into the candidate (any store)."""
+        return pq.read_table(
+            self.store.path(*self.parts, *name.split("/")), filesystem=self.store.fs
+        )
 
     def publish(self, crash_after: str | None = None) -> bool:
         """Move the candidate into place, then ``latest``. Returns False if this version was

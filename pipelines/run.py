@@ -99,11 +99,8 @@ def build_candidate(
     """Write the candidate's files, validate what was written, and write the manifest."""
     cand.write("data.parquet", parquet_bytes(result.table))
     cand.write("lineage.parquet", parquet_bytes(result.lineage))
-    published = pq.read_table(pa.BufferReader(parquet_bytes(result.table)))
-    lineage = result.lineage
-    if cand.store.local:
-        published = pq.read_table(cand.local_dir / "data.parquet")
-        lineage = pq.read_table(cand.local_dir / "lineage.parquet")
+    published = cand.read_table("data.parquet")
+    lineage = cand.read_table("lineage.parquet")
     validation = validate_release(
         ing.table,
         published,

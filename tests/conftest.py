@@ -40,3 +40,22 @@ def builtin_table():
         return cache[name]
 
     return load
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless chromium driven by Playwright (its own browser download is not
+    available here); skipped with the reason when the binary is absent."""
+    from _shared import CHROMIUM, CHROMIUM_ARGS
+
+    if not CHROMIUM.exists():
+        pytest.skip(
+            f"no chromium at {CHROMIUM}: install it with .ci/deps (apt-get install chromium)"
+        )
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
+        try:
+            yield b
+        finally:
+            b.close()

@@ -25,7 +25,6 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from _shared import CHROMIUM, CHROMIUM_ARGS
 
 pytestmark = pytest.mark.slow
 
@@ -165,21 +164,6 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
             print(f"dagster dev: SIGKILLed stragglers {sorted(killed)}")
         assert not left, f"processes left behind: {sorted(left)}"
         assert proc.returncode is not None
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(
-            f"no chromium at {CHROMIUM}: install it with .ci/deps (apt-get install chromium)"
-        )
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        try:
-            yield b
-        finally:
-            b.close()
 
 
 # --- the test ------------------------------------------------------------------------------------

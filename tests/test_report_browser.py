@@ -15,7 +15,6 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from _shared import CHROMIUM, CHROMIUM_ARGS
 
 from pipelines.report import render_report
 from pipelines.run import run_release
@@ -31,19 +30,6 @@ pytestmark = pytest.mark.slow
 
 
 # --- browser -----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.skip(
-            f"no chromium at {CHROMIUM}: install it with .ci/deps (apt-get install chromium)"
-        )
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is a dev dependency")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
-        yield b
-        b.close()
 
 
 class Opened:
