@@ -8,7 +8,7 @@ Usage (from the repository root; PRIVFAIR_DATA_DIR must point at the Adult files
 
 What runs (each measurement in a fresh subprocess, so its peak RSS is its own):
 
-- ours: ``components.fair_mdav.fair_mdav`` / ``components.mdav.mdav`` on the prepared Arrow table,
+- ours: ``components.microaggregation.fair_mdav.fair_mdav`` / ``components.microaggregation.mdav.mdav`` on the prepared Arrow table,
   k = 10 and 100, on full Adult (48,842 rows), a seeded 10,000-row subsample, and Adult replicated
   4x with jittered numeric QIs (195,368 rows); wall clock of the component call, best of N;
 - the baseline (``benchmarks/naive.py``): dense one-hot NumPy, mean and distance vectors
@@ -173,8 +173,8 @@ def groups_from_lineage(lineage: pa.Table) -> tuple[list[np.ndarray], list[int]]
 
 def run_ours(task: Task, table: pa.Table, res: Result) -> None:
     """Time the component call ``task.repeats`` times; keep the last grouping."""
-    from components.fair_mdav import fair_mdav
-    from components.mdav import mdav
+    from components.microaggregation.fair_mdav import fair_mdav
+    from components.microaggregation.mdav import mdav
     from schemas.params import FairMDAVParams, MDAVParams
 
     out = None

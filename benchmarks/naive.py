@@ -23,7 +23,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
-from components.encoding import encode_qis, label_01, protected_01
+from components.microaggregation.encoding import encode_qis, label_01, protected_01
 from schemas.roles import read_roles
 
 

@@ -1,4 +1,11 @@
-"""The algorithms and the metrics and checks they are judged by: pure functions over Arrow/NumPy.
+"""The algorithms and the checks they are judged by: pure functions over Arrow/NumPy.
 
-A component never imports an orchestrator or Great Expectations.
+``components.core`` holds what every family shares (descriptors, discovery, results, shared
+guarantee checkers, evidence, metrics, plots); each other sub-package is one family that
+exports a ``FAMILY``. A component never imports an orchestrator or Great Expectations.
 """
+
+from components.core.descriptor import Algorithm, Family, KindCheck, Metric, Params
+from components.core.registry import algorithm, algorithms, families
+
+__all__ = ["Algorithm", "Family", "KindCheck", "Metric", "Params", "algorithm", "algorithms", "families"]

@@ -2,7 +2,7 @@
 plus built-in expectations for what GX covers natively (schema, nulls, value sets, row count).
 
 One source of truth. Every guarantee expectation calls the same pure checker the CLI uses
-(``components.checks.check_guarantee``) through ONE generic table metric, ``privfair.guarantee``,
+(``components.microaggregation.checks.check_guarantee``) through ONE generic table metric, ``privfair.guarantee``,
 whose value kwargs carry the guarantee as JSON (and the checker options, e.g. ``scaling``). Each
 guarantee kind has its own ``BatchExpectation`` subclass (``expect_table_k_anonymous``,
 ``expect_fairlet_composition``, ...) whose pydantic fields mirror the guarantee model of
@@ -10,8 +10,8 @@ guarantee kind has its own ``BatchExpectation`` subclass (``expect_table_k_anony
 ``id`` is taken by GX). The expectation's result holds ``observed_value``, the checker's
 ``message``, ``expected``, ``n_offending`` and the ``offending`` groups.
 
-Which batch an expectation runs on follows ``components.checks.CHECKS``: ``published`` is the
-published table (``data.parquet``) as pandas, ``audit`` is ``components.audit.build_audit``.
+Which batch an expectation runs on follows ``components.microaggregation.checks.CHECKS``: ``published`` is the
+published table (``data.parquet``) as pandas, ``audit`` is ``components.microaggregation.audit.build_audit``.
 ``compile_suites`` builds one suite per batch. Because GX silently drops expectations whose class
 is not registered when a persisted suite is reloaded, ``round_trip`` serialises the suites to
 JSON, reloads them in a fresh context and raises ``PrivfairError`` if a suite holds fewer
@@ -20,7 +20,7 @@ guarantee expectations than the contract declares (``count_declared``).
 Adding a guarantee kind (e.g. ``alpha_protection``, ``differential_privacy``,
 ``justifiable_fairness``, ``report_fidelity``):
 
-1. add its checker to ``components.checks.CHECKS`` (``kind -> ("published"|"audit", fn)``);
+1. add its checker to ``components.microaggregation.checks.CHECKS`` (``kind -> ("published"|"audit", fn)``);
 2. register one expectation class here, the same way as the others::
 
        @register
@@ -68,7 +68,7 @@ from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
 from pydantic import TypeAdapter
 
-from components.checks import CHECKS, CheckResult, check_guarantee
+from components.microaggregation.checks import CHECKS, CheckResult, check_guarantee
 from schemas import contracts as C
 from schemas.errors import PrivfairError
 from schemas.roles import Role, read_roles

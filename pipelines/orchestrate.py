@@ -145,7 +145,7 @@ def declared_contract(spec: PipelineSpec) -> list:
     placeholders) followed by the spec's own demands, in the order
     ``pipelines.stages.contract_for`` builds them. ``tests/test_dagster.py`` checks that every
     check name matches the real contract."""
-    from components.registry import CONTRACTS
+    from components.core.registry import CONTRACTS
 
     outline = CONTRACTS.get(spec.component.name)
     out = outline(spec.params) if outline is not None else []

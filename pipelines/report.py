@@ -75,27 +75,6 @@ footer { color: var(--muted); font-size: 12px; margin-top: 40px; border-top: 1px
 # --- value formatting ----------------------------------------------------------------------
 
 
-def fmt_value(v: Any) -> str:
-    """Plain text for an observed/expected value (escaped later by the caller)."""
-    if v is None:
-        return "—"
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if not math.isfinite(v):
-            return fmt_num(v)
-        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.6g}"
-    if isinstance(v, Mapping):
-        return "; ".join(f"{k} = {fmt_value(v[k])}" for k in sorted(v, key=str))
-    if isinstance(v, list | tuple):
-        shown = ", ".join(fmt_value(x) for x in v[:MAX_LIST])
-        more = f", … (+{len(v) - MAX_LIST} more)" if len(v) > MAX_LIST else ""
-        return f"[{shown}{more}]"
-    return str(v)
-
-
 def _kv_table(rows: list[tuple[str, str]], table_id: str) -> str:
     """Rows of (escaped header text, already-escaped HTML cell)."""
     body = "\n".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 
-from components.result import META_CONTRACT
+from components.core.result import META_CONTRACT
 from pipelines.stages import ingest
 from pipelines.validate import Validation, validate_release
 from schemas.contracts import GUARANTEE_LIST, contract_from_json

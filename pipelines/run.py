@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from components.result import ComponentResult
+from components.core.result import ComponentResult
 from pipelines.release import Candidate, Store, repair_latest, sweep_staging
 from pipelines.stages import Ingested, ingest, protect, version_id
 from pipelines.validate import Validation, validate_release

@@ -16,9 +16,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from components.checks import unsupported
-from components.registry import COMPONENTS
-from components.result import ComponentResult, stamp
+from components.microaggregation.checks import unsupported
+from components.core.registry import COMPONENTS
+from components.core.result import ComponentResult, stamp
 from pipelines.ingest import load_dataset
 from pipelines.version import code_version
 from schemas import contracts as C

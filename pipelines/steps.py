@@ -29,7 +29,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 
-from components.result import ComponentResult
+from components.core.result import ComponentResult
 from pipelines.release import (
     STAGING,
     Candidate,

@@ -3,7 +3,7 @@ will be published (and the input, for guarantees relative to it), run as Great E
 suites (see ``pipelines.expectations``).
 
 Two batches: ``published`` (the published table as pandas) and ``audit`` (the audit frame of
-``components.audit``). Each guarantee is one custom expectation calling its pure checker; the
+``components.microaggregation.audit``). Each guarantee is one custom expectation calling its pure checker; the
 built-in expectations (column set, nulls, value sets, types, row count) run on the published
 batch. Great Expectations is imported on first use (the import takes seconds).
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from components.audit import build_audit
-from components.checks import CHECKS, CheckResult
+from components.microaggregation.audit import build_audit
+from components.microaggregation.checks import CHECKS, CheckResult
 from schemas.errors import InputError
 
 RESULTS_FILE = "validation/ge_results.json"

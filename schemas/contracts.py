@@ -1,236 +1,201 @@
-"""Typed guarantees a component declares for its output, and a spec may demand.
+"""Guarantees: typed, data-only statements a release makes about itself, and the kind registry.
 
-Each guarantee is data only. Its checking function lives in ``components.checks`` and its Great
-Expectations expectation in ``pipelines.expectations``; both recompute the guarantee from the
-published table (and the input, where the guarantee is relative to it). ``id`` ties a guarantee
-to the paper's numbered contract (e.g. Fair-MDAV C1-C14).
+A guarantee is a frozen pydantic model with a ``kind`` tag. This module holds the base class,
+the kinds every family may declare and a spec may demand (k-anonymity, t-closeness, attributes
+preserved, partition), and the registry through which a family adds its own kinds
+(``register_kind``). Checkers live in ``components``: a guarantee here says *what* must hold,
+never how to check it, and no algorithm is named.
+
+``id`` ties a guarantee to a paper's numbered contract (Fair-MDAV C1-C14, ...).
+
+>>> g = parse_guarantee({"kind": "k_anonymity", "k": 10})
+>>> g.k, g.title
+(10, 'k_anonymity')
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Literal
+from collections.abc import Iterable
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from schemas.errors import PrivfairError
+
+__all__ = [
+    "Guarantee",
+    "KAnonymity",
+    "TCloseness",
+    "AttributesPreserved",
+    "Partition",
+    "register_kind",
+    "guarantee_kinds",
+    "parse_guarantee",
+    "parse_contract",
+    "contract_to_json",
+    "contract_from_json",
+    "contract_to_data",
+]
 
 
-class _Guarantee(BaseModel):
+class Guarantee(BaseModel):
+    """Base of every guarantee kind. Subclasses set ``kind: Literal[...]`` with its default.
+
+    ``column_fields`` names the fields that hold column names (checked against the input before
+    a run, so a demanded guarantee over a column that does not exist is refused up front).
+    """
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+    column_fields: ClassVar[tuple[str, ...]] = ()
     id: str = ""
 
     @property
     def title(self) -> str:
         return f"{self.id} {self.kind}".strip()  # type: ignore[attr-defined]
 
+    def referenced_columns(self) -> list[str]:
+        """Every column name this guarantee refers to ('*' placeholders excluded)."""
+        out: list[str] = []
+        for f in self.column_fields:
+            v = getattr(self, f)
+            for name in (v,) if isinstance(v, str) else tuple(v or ()):
+                if name != "*" and name not in out:
+                    out.append(name)
+        return out
 
-# --- privacy ---------------------------------------------------------------------------------
-class KAnonymity(_Guarantee):
-    """Every equivalence class over ``quasi_identifiers`` (rows with equal QI tuples) has >= k rows."""
+
+# --- kinds shared by every family ---------------------------------------------------------------
+class KAnonymity(Guarantee):
+    """Every equivalence class over ``quasi_identifiers`` (rows of a published table with equal
+    QI tuples) has at least ``k`` rows. Empty ``quasi_identifiers``: every published QI column."""
 
     kind: Literal["k_anonymity"] = "k_anonymity"
+    column_fields: ClassVar[tuple[str, ...]] = ("quasi_identifiers",)
     k: int = Field(ge=1)
     quasi_identifiers: tuple[str, ...] = ()
 
 
-class GroupSizeRange(_Guarantee):
-    """Every group (sidecar group id) has between ``min_size`` and ``max_size`` rows (MDAV: [k, 2k-1])."""
+class TCloseness(Guarantee):
+    """Within every class of rows, the distribution of ``attribute`` is within ``t`` of a
+    reference distribution.
 
-    kind: Literal["group_size_range"] = "group_size_range"
-    min_size: int = Field(ge=1)
-    max_size: int | None = None
-
-
-class GroupMeans(_Guarantee):
-    """Every group's published QI vector is identical across members and equals the mean of the
-    members' original QI values (relative tolerance ``rtol``)."""
-
-    kind: Literal["group_means"] = "group_means"
-    quasi_identifiers: tuple[str, ...] = ()
-    rtol: float = 1e-9
-
-
-class QIsUnchanged(_Guarantee):
-    """Published QI values equal the input values of the same rows exactly (no anonymity claim)."""
-
-    kind: Literal["qis_unchanged"] = "qis_unchanged"
-    quasi_identifiers: tuple[str, ...] = ()
-
-
-class MeanPreservation(_Guarantee):
-    """For every QI column, sum over published rows == sum over the retained input rows."""
-
-    kind: Literal["mean_preservation"] = "mean_preservation"
-    quasi_identifiers: tuple[str, ...] = ()
-    rtol: float = 1e-9
-
-
-class TCloseness(_Guarantee):
-    """Per group, |share of each value of ``attribute`` - reference share| <= t.
-
-    ``reference`` is ``output`` (the published table) or ``input`` (the table before protection).
-    For a binary attribute any standard distance (EMD with equal ground distance, total
-    variation) reduces to the difference of one value's shares.
+    ``within`` names the class structure: the sidecar field whose value identifies a row's class
+    (``group`` for a microaggregation fairlet, ``class`` for a generalisation class...).
+    ``reference`` is the attribute's distribution over the published rows (``output``) or over
+    the input table (``input``). The distance is the earth mover's distance with equal ground
+    distance, which is the total variation distance (1/2) sum_v |P_class(v) - P_ref(v)|; for a
+    binary attribute it is the difference of one value's shares.
     """
 
     kind: Literal["t_closeness"] = "t_closeness"
+    column_fields: ClassVar[tuple[str, ...]] = ("attribute",)
     attribute: str
     t: float = Field(ge=0)
+    within: str = "group"
     reference: Literal["input", "output"] = "output"
 
 
-class Partition(_Guarantee):
-    """Each published row maps to exactly one input row, no input row twice, and
-    published ids and dropped ids partition the input ids."""
+class AttributesPreserved(Guarantee):
+    """The listed columns are published, and each published row holds exactly the values of the
+    input row it comes from (cell by cell, nulls equal nulls)."""
+
+    kind: Literal["attributes_preserved"] = "attributes_preserved"
+    column_fields: ClassVar[tuple[str, ...]] = ("columns",)
+    columns: tuple[str, ...]
+
+
+class Partition(Guarantee):
+    """Each published row comes from exactly one input row and no input row is published twice;
+    unless ``allow_drops``, every input row is published."""
 
     kind: Literal["partition"] = "partition"
     allow_drops: bool = True
 
 
-class AttributesPreserved(_Guarantee):
-    """The listed sensitive columns equal their input values row by row."""
-
-    kind: Literal["attributes_preserved"] = "attributes_preserved"
-    columns: tuple[str, ...]
+# --- the registry -------------------------------------------------------------------------------
+_KINDS: dict[str, type[Guarantee]] = {}
 
 
-class DifferentialPrivacy(_Guarantee):
-    """(epsilon, delta)-DP, certified by a ledger of OpenDP-measured mechanisms whose
-    composed cost (zCDP rho) converts to at most the declared epsilon."""
-
-    kind: Literal["differential_privacy"] = "differential_privacy"
-    epsilon: float = Field(gt=0)
-    delta: float = Field(ge=0, lt=1)
+def kind_of(model: type[Guarantee]) -> str:
+    """The ``kind`` tag of a guarantee model."""
+    return model.model_fields["kind"].default
 
 
-class ReportFidelity(_Guarantee):
-    """Transparency report: every announced rule is within fidelity ``delta`` of the true rule, and
-    each group's adversary confidence equals the optimum beta* allowed by that fidelity."""
+def register_kind(model: type[Guarantee]) -> type[Guarantee]:
+    """Make ``model`` parseable by ``parse_guarantee`` (usable as a class decorator).
 
-    kind: Literal["report_fidelity"] = "report_fidelity"
-    delta: float = Field(ge=0, le=1)
-
-
-# --- fairness --------------------------------------------------------------------------------
-class FairletComposition(_Guarantee):
-    """Every group holds exactly ``m`` unfavoured and ``n`` favoured rows of the protected attribute."""
-
-    kind: Literal["fairlet_composition"] = "fairlet_composition"
-    m: int = Field(ge=1)
-    n: int = Field(ge=1)
-
-
-class FairletCount(_Guarantee):
-    """#groups = min(floor(#U_in/m), floor(#F_in/n)), #out = #groups*(m+n), and at termination
-    fewer than m unfavoured or fewer than n favoured input rows are left."""
-
-    kind: Literal["fairlet_count"] = "fairlet_count"
-    m: int = Field(ge=1)
-    n: int = Field(ge=1)
+    Registering the same class twice is a no-op; a different class under a taken kind is an error.
+    """
+    if not (isinstance(model, type) and issubclass(model, Guarantee)):
+        raise PrivfairError(f"{model!r} is not a Guarantee model")
+    kind = kind_of(model)
+    if not isinstance(kind, str) or not kind:
+        raise PrivfairError(f"{model.__name__} needs a 'kind' field with a string default")
+    have = _KINDS.get(kind)
+    if have is not None and have is not model:
+        if (have.__module__, have.__qualname__) != (model.__module__, model.__qualname__):
+            raise PrivfairError(
+                f"guarantee kind '{kind}' is already {have.__module__}.{have.__qualname__}"
+            )
+    _KINDS[kind] = model
+    return model
 
 
-class CorrectionDirection(_Guarantee):
-    """Labels change only 0->1 on unfavoured rows (positive), only 1->0 on favoured rows
-    (negative), or not at all (none)."""
-
-    kind: Literal["correction_direction"] = "correction_direction"
-    direction: Literal["positive", "negative", "none"]
+for _m in (KAnonymity, TCloseness, AttributesPreserved, Partition):
+    register_kind(_m)
 
 
-class LocalFairness(_Guarantee):
-    """In every group with both protected values: upr(g) >= tau * fpr(g), exactly (rationals)."""
-
-    kind: Literal["local_fairness"] = "local_fairness"
-    tau: float = Field(ge=0, le=1)
+def guarantee_kinds() -> dict[str, type[Guarantee]]:
+    """Every registered kind -> its model (families register theirs when discovered)."""
+    return dict(_KINDS)
 
 
-class MinimalCorrection(_Guarantee):
-    """Per group, the number of relabels equals the closed-form minimum that achieves local
-    fairness: r* = min(m_g-a, max(0, ceil(tau*b*m_g/n_g) - a)) for positive correction,
-    s* = min(b, max(0, b - floor(a*n_g/(tau*m_g)))) for negative correction."""
+class GuaranteeError(PrivfairError, ValueError):
+    """A guarantee could not be parsed. ``loc`` is the path of the offending field."""
 
-    kind: Literal["minimal_correction"] = "minimal_correction"
-    tau: float = Field(ge=0, le=1)
-    direction: Literal["positive", "negative"]
+    def __init__(self, loc: tuple, rule: str) -> None:
+        self.loc, self.rule = loc, rule
+        super().__init__(f"{'.'.join(map(str, loc)) or '<guarantee>'}: {rule}")
 
 
-class DemographicParityBound(_Guarantee):
-    """On the published label: PR(unfavoured) >= ratio * PR(favoured), and, when ``max_difference``
-    is set, |PR(unfavoured) - PR(favoured)| <= max_difference."""
-
-    kind: Literal["demographic_parity_bound"] = "demographic_parity_bound"
-    ratio: float = Field(ge=0, le=1)
-    max_difference: float | None = Field(default=None, ge=0, le=1)
-
-
-class SeedNearest(_Guarantee):
-    """Replaying the trace: each group's seed is a farthest record from the mean of the rows
-    remaining at its creation, and its members are the seed's nearest remaining rows."""
-
-    kind: Literal["seed_nearest"] = "seed_nearest"
-    grouping: Literal["fairlet", "mdav"] = "fairlet"
-
-
-class ParameterValidity(_Guarantee):
-    """1 <= m <= k-1, tau in [0, 1], binary protected attribute and label, and
-    m = floor(k * #U_in/#In + 1/2) when m was derived from k."""
-
-    kind: Literal["parameter_validity"] = "parameter_validity"
-    k: int
-    m: int | None = None
-    n: int | None = None
-    tau: float = 0.0
-    derived_from_k: bool = True
+def parse_guarantee(data: Any) -> Guarantee:
+    """A guarantee from plain data (``{"kind": ..., fields...}``), or ``GuaranteeError``."""
+    if isinstance(data, Guarantee):
+        return data
+    if not isinstance(data, dict):
+        raise GuaranteeError((), "a guarantee must be a mapping with a 'kind'")
+    kind = data.get("kind")
+    if kind is None:
+        raise GuaranteeError(("kind",), "missing; known kinds: " + ", ".join(sorted(_KINDS)))
+    model = _KINDS.get(kind)
+    if model is None:
+        raise GuaranteeError(
+            ("kind",), f"unknown guarantee kind '{kind}'; known: {', '.join(sorted(_KINDS))}"
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        errs = e.errors()
+        err = next((x for x in errs if x["type"] == "extra_forbidden"), errs[0])
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        raise GuaranteeError(tuple(err["loc"]), msg.removeprefix("Value error, ")) from None
 
 
-class AlphaProtection(_Guarantee):
-    """Generalised table: every PND context B has measure(B) within bd_f(t) (alpha-protection via t-closeness)."""
-
-    kind: Literal["alpha_protection"] = "alpha_protection"
-    measure: Literal["RD", "RR", "RC", "OR"]
-    alpha: float
+def parse_contract(items: Iterable[Any]) -> list[Guarantee]:
+    """A list of guarantees from plain data."""
+    return [parse_guarantee(x) for x in items]
 
 
-class JustifiableFairness(_Guarantee):
-    """Synthetic data: the generating tree separates every protected attribute from every outcome
-    by an admissible attribute (P independent of O given A)."""
-
-    kind: Literal["justifiable_fairness"] = "justifiable_fairness"
-    protected: tuple[str, ...]
-    admissible: tuple[str, ...]
-    outcome: tuple[str, ...]
+def contract_to_data(guarantees: Iterable[Guarantee]) -> list[dict]:
+    """Each guarantee as plain JSON-able data (every field, defaults included)."""
+    return [g.model_dump(mode="json") for g in guarantees]
 
 
-Guarantee = Annotated[
-    KAnonymity
-    | GroupSizeRange
-    | GroupMeans
-    | QIsUnchanged
-    | MeanPreservation
-    | TCloseness
-    | Partition
-    | AttributesPreserved
-    | DifferentialPrivacy
-    | ReportFidelity
-    | FairletComposition
-    | FairletCount
-    | CorrectionDirection
-    | LocalFairness
-    | MinimalCorrection
-    | DemographicParityBound
-    | SeedNearest
-    | ParameterValidity
-    | AlphaProtection
-    | JustifiableFairness,
-    Field(discriminator="kind"),
-]
-
-GUARANTEE_LIST = TypeAdapter(list[Guarantee])
-
-
-def contract_to_json(guarantees: list) -> str:
+def contract_to_json(guarantees: Iterable[Guarantee]) -> str:
     """Serialise a contract (list of guarantees) to compact, sorted JSON."""
-    return json.dumps(GUARANTEE_LIST.dump_python(guarantees, mode="json"), sort_keys=True)
+    return json.dumps(contract_to_data(guarantees), sort_keys=True)
 
 
-def contract_from_json(text: str | bytes) -> list:
-    return GUARANTEE_LIST.validate_python(json.loads(text))
+def contract_from_json(text: str | bytes) -> list[Guarantee]:
+    return parse_contract(json.loads(text))

@@ -1,11 +1,15 @@
 """Column roles carried in Arrow field metadata, so a table keeps its roles wherever it goes.
 
-One role per column and pipeline. The role vocabulary covers the four components:
+One role per column and pipeline. The vocabulary is shared by every family; each family states
+which roles it needs and how many (its own input rules), so the model itself allows several
+protected attributes, several labels and unlabelled columns:
 
-- Fair-MDAV / MDAV: quasi-identifiers, a binary protected attribute, a binary label;
-- dMondrian / dSabre: quasi-identifiers (PND attributes, with an ordered domain), protected (PD), label (decision);
-- transparency reports: public and private attributes, label (decision);
-- PreFair: protected, admissible, label (outcome); everything else is unlabelled (``ignored``).
+- ``quasi_identifier``: attributes an adversary may know (microaggregated, generalised...);
+- ``protected``: a protected attribute; ``favoured`` / ``unfavoured`` are *value sets* naming
+  its favoured or its protected (disfavoured) values;
+- ``label``: an outcome or decision; ``positive`` is the set of its desirable values;
+- ``sensitive``, ``admissible``, ``public``, ``private``: as the family using them defines;
+- ``ignored``: an unlabelled column kept in the table; a family decides what happens to it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ META_ROLE = b"privfair.role"
 META_KIND = b"privfair.kind"
 META_FAVOURED = b"privfair.favoured"
 META_POSITIVE = b"privfair.positive"
+META_UNFAVOURED = b"privfair.unfavoured"
 META_DOMAIN = b"privfair.domain"
 META_SOURCE = b"privfair.source_column"
 META_LEVEL = b"privfair.level"
@@ -49,32 +54,50 @@ class Kind(StrEnum):
 
 
 Scalar = str | int | float | bool
+ValueSet = tuple[Scalar, ...]
+
+
+def value_set(values: Scalar | list | tuple | None) -> ValueSet | None:
+    """A scalar or a sequence of values as a tuple (None stays None)."""
+    if values is None:
+        return None
+    if isinstance(values, list | tuple):
+        return tuple(values)
+    return (values,)
 
 
 @dataclass(frozen=True)
 class ColumnRole:
     """The role of one column.
 
-    ``favoured`` is the favoured value of a protected attribute; ``positive`` the positive
-    (desirable) value of a label; ``domain`` the ordered domain of an ordinal attribute.
-    ``source``/``level`` name the original column and level of a one-hot column.
+    ``favoured`` / ``unfavoured`` are value sets of a protected attribute (its favoured values,
+    its protected values); ``positive`` the set of desirable values of a label; ``domain`` the
+    ordered domain of an ordinal attribute. ``source``/``level`` name the original column and
+    level of a one-hot column. Value sets are given as a scalar or a sequence and kept as tuples.
     """
 
     name: str
     role: Role
     kind: Kind = Kind.NUMERIC
-    favoured: Scalar | None = None
-    positive: Scalar | None = None
+    favoured: ValueSet | None = None
+    positive: ValueSet | None = None
     domain: tuple[Scalar, ...] | None = None
     source: str | None = None
     level: Scalar | None = None
+    unfavoured: ValueSet | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("favoured", "positive", "unfavoured"):
+            object.__setattr__(self, name, value_set(getattr(self, name)))
 
     def to_metadata(self) -> dict[bytes, bytes]:
         meta = {META_ROLE: self.role.value.encode(), META_KIND: self.kind.value.encode()}
         if self.favoured is not None:
-            meta[META_FAVOURED] = json.dumps(self.favoured).encode()
+            meta[META_FAVOURED] = json.dumps(list(self.favoured)).encode()
+        if self.unfavoured is not None:
+            meta[META_UNFAVOURED] = json.dumps(list(self.unfavoured)).encode()
         if self.positive is not None:
-            meta[META_POSITIVE] = json.dumps(self.positive).encode()
+            meta[META_POSITIVE] = json.dumps(list(self.positive)).encode()
         if self.domain is not None:
             meta[META_DOMAIN] = json.dumps(list(self.domain)).encode()
         if self.source is not None:
@@ -94,6 +117,7 @@ class ColumnRole:
             role=Role(meta[META_ROLE].decode()),
             kind=Kind(meta.get(META_KIND, b"numeric").decode()),
             favoured=json.loads(meta[META_FAVOURED]) if META_FAVOURED in meta else None,
+            unfavoured=json.loads(meta[META_UNFAVOURED]) if META_UNFAVOURED in meta else None,
             positive=json.loads(meta[META_POSITIVE]) if META_POSITIVE in meta else None,
             domain=tuple(json.loads(domain)) if domain is not None else None,
             source=meta[META_SOURCE].decode() if META_SOURCE in meta else None,
@@ -151,14 +175,6 @@ class TableRoles:
             )
         return found[0]
 
-    @property
-    def protected(self) -> ColumnRole:
-        return self.single(Role.PROTECTED)
-
-    @property
-    def label(self) -> ColumnRole:
-        return self.single(Role.LABEL)
-
     def select(self, names: Iterable[str]) -> TableRoles:
         keep = list(names)
         return TableRoles(tuple(self[n] for n in keep if n in self))
@@ -187,6 +203,7 @@ def attach_roles(table: pa.Table, roles: TableRoles) -> pa.Table:
             META_KIND,
             META_FAVOURED,
             META_POSITIVE,
+            META_UNFAVOURED,
             META_DOMAIN,
             META_SOURCE,
             META_LEVEL,

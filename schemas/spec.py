@@ -1,4 +1,9 @@
-"""The pipeline spec: one YAML file per release, loaded into a validated object.
+"""The pipeline spec envelope: one YAML file per release, loaded into a validated object.
+
+This module validates what every spec shares (name, dataset, schedule, the shape of the
+component and guarantee entries) and names no algorithm. The component's parameters and the
+demanded guarantees are typed by the algorithm's descriptor (``pipelines.catalogue.resolve``),
+which attaches them to the spec (``PipelineSpec.params`` / ``PipelineSpec.demands``).
 
 Every mistake becomes a ``SpecError`` naming the dotted key (``component.params.tau``).
 """
@@ -9,14 +14,20 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from schemas.contracts import Guarantee
 from schemas.errors import SpecError
-from schemas.params import COMPONENT_PARAMS
 from schemas.roles import Kind, Role
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
@@ -27,19 +38,28 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+_Value = str | int | float | bool
+
+
 class ColumnSpec(_Model):
+    """The role of one column. ``favoured``, ``unfavoured`` and ``positive`` take one value or a
+    list of values (a protected attribute's favoured or protected values, a label's desirable
+    values)."""
+
     role: Role
     kind: Kind = Kind.NUMERIC
-    favoured: str | int | float | bool | None = None
-    positive: str | int | float | bool | None = None
+    favoured: _Value | list[_Value] | None = None
+    unfavoured: _Value | list[_Value] | None = None
+    positive: _Value | list[_Value] | None = None
     domain: list[str | int | float] | None = None
 
 
 class DatasetSpec(_Model):
     """Either a built-in dataset (``name``) or a user file (``path`` + ``columns`` roles).
 
-    ``quasi_identifiers`` restricts the QIs to a subset; ``exclude`` drops columns before the
-    component sees the table.
+    With ``name``, ``columns`` overrides the role of the named columns of the built-in dataset
+    (each must exist). ``quasi_identifiers`` restricts the QIs to a subset; ``exclude`` drops
+    columns before the component sees the table.
     """
 
     name: str | None = None
@@ -61,20 +81,10 @@ class DatasetSpec(_Model):
 
 
 class ComponentSpec(_Model):
+    """The algorithm (a registered descriptor's name) and its parameters, as plain data."""
+
     name: str
     params: dict[str, Any] = Field(default_factory=dict)
-
-    @field_validator("name")
-    @classmethod
-    def _known(cls, v: str) -> str:
-        if v not in COMPONENT_PARAMS:
-            raise ValueError(
-                f"unknown component '{v}'; known: {', '.join(sorted(COMPONENT_PARAMS))}"
-            )
-        return v
-
-    def typed_params(self):
-        return COMPONENT_PARAMS[self.name].model_validate(self.params)
 
 
 class PipelineSpec(_Model):
@@ -82,9 +92,35 @@ class PipelineSpec(_Model):
     description: str = ""
     dataset: DatasetSpec
     component: ComponentSpec
-    guarantees: list[Guarantee] = Field(default_factory=list)
+    guarantees: list[dict[str, Any]] = Field(default_factory=list)
     schedule: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
+
+    _params: Any = PrivateAttr(default=None)
+    _demands: list | None = PrivateAttr(default=None)
+
+    def attach(self, params: Any, demands: list) -> PipelineSpec:
+        """Record the typed parameters and demanded guarantees (done once, by the resolver)."""
+        self._params, self._demands = params, list(demands)
+        return self
+
+    @property
+    def resolved(self) -> bool:
+        return self._demands is not None
+
+    @property
+    def params(self):
+        """The component's typed ``Params`` (set by ``pipelines.catalogue.resolve``)."""
+        if self._demands is None:
+            raise SpecError("component", "spec not resolved against the component registry")
+        return self._params
+
+    @property
+    def demands(self) -> list:
+        """The guarantees the spec demands, typed (set by ``pipelines.catalogue.resolve``)."""
+        if self._demands is None:
+            raise SpecError("guarantees", "spec not resolved against the component registry")
+        return list(self._demands)
 
     @field_validator("name")
     @classmethod
@@ -104,32 +140,21 @@ class PipelineSpec(_Model):
             )
         return v
 
-    @property
-    def params(self):
-        return self.component.typed_params()
-
     def fingerprint(self) -> str:
         """sha256 of the spec's canonical JSON (key order and formatting do not matter)."""
         canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
 
-    def with_params(self, overrides: dict[str, Any]) -> PipelineSpec:
-        """A copy whose component params are updated by ``overrides`` (validated again)."""
-        merged = {**self.component.params, **overrides}
+    def with_params(self, overrides: dict[str, Any]) -> dict[str, Any]:
+        """This spec as plain data with its component params updated by ``overrides``
+        (to be parsed and resolved again)."""
         raw = self.model_dump(mode="json")
-        raw["component"]["params"] = merged
-        return parse_spec(raw, source=f"{self.name} (overrides)")
+        raw["component"]["params"] = {**self.component.params, **overrides}
+        return raw
 
 
 def _key(loc: tuple) -> str:
-    parts = [str(p) for p in loc if not (isinstance(p, str) and p in _UNION_TAGS)]
-    return ".".join(parts) or "<root>"
-
-
-# Guarantee kinds appear in pydantic error locations as union tags; they are not spec keys.
-_UNION_TAGS: set[str] = {
-    get_args(m.model_fields["kind"].annotation)[0] for m in get_args(get_args(Guarantee)[0])
-}
+    return ".".join(str(p) for p in loc) or "<root>"
 
 
 def _first_error(e: ValidationError) -> dict:
@@ -139,7 +164,9 @@ def _first_error(e: ValidationError) -> dict:
 
 
 def parse_spec(raw: Any, source: str | None = None) -> PipelineSpec:
-    """Validate a spec given as plain data. Raises ``SpecError`` naming the first bad key."""
+    """Validate a spec envelope given as plain data. Raises ``SpecError`` naming the first bad
+    key. The result is not yet resolved: ``pipelines.catalogue.parse_spec`` also types the
+    component's params and the demanded guarantees."""
     if not isinstance(raw, dict):
         raise SpecError("<root>", "the spec must be a mapping of keys to values", source)
     try:
@@ -151,20 +178,11 @@ def parse_spec(raw: Any, source: str | None = None) -> PipelineSpec:
         if err["type"] == "extra_forbidden":
             msg = "unknown key"
         raise SpecError(_key(loc), msg, source) from None
-    try:
-        spec.component.typed_params()
-    except ValidationError as e:
-        err = _first_error(e)
-        loc = ("component", "params", *err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = f"unknown parameter of component '{spec.component.name}'"
-        raise SpecError(_key(loc), msg, source) from None
     return spec
 
 
 def load_spec(path: str | Path) -> PipelineSpec:
-    """Read and validate a YAML spec file."""
+    """Read and validate a YAML spec file's envelope (see ``parse_spec``)."""
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

@@ -11,8 +11,8 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from components.fair_mdav import fair_mdav
-from components.mdav import mdav
+from components.microaggregation.fair_mdav import fair_mdav
+from components.microaggregation.mdav import mdav
 from pipelines.cli import main
 from pipelines.ingest import load_dataset
 from schemas.errors import InputError, SpecError

@@ -1,4 +1,4 @@
-"""Every checker in ``components.checks.CHECKS`` catches a corrupted release: a valid Fair-MDAV
+"""Every checker in ``components.microaggregation.checks.CHECKS`` catches a corrupted release: a valid Fair-MDAV
 (or MDAV) result passes, then one targeted corruption of the published table, the lineage
 sidecar, the audit frame or the guarantee's parameters makes that check fail and name its
 offenders."""
@@ -13,10 +13,10 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from components.audit import build_audit
-from components.checks import CHECKS, check_contract, check_guarantee
-from components.fair_mdav import fair_mdav
-from components.mdav import mdav
+from components.microaggregation.audit import build_audit
+from components.microaggregation.checks import CHECKS, check_contract, check_guarantee
+from components.microaggregation.fair_mdav import fair_mdav
+from components.microaggregation.mdav import mdav
 from schemas import contracts as C
 from schemas.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles

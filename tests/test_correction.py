@@ -10,8 +10,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from components.correction import correct_fairness, relabel_counts, relabel_counts_by_loop
-from components.fair_mdav import fair_mdav
+from components.microaggregation.correction import correct_fairness, relabel_counts, relabel_counts_by_loop
+from components.microaggregation.fair_mdav import fair_mdav
 from schemas.params import FairMDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from components.audit import build_audit
-from components.checks import CHECKS, check_contract
+from components.microaggregation.audit import build_audit
+from components.microaggregation.checks import CHECKS, check_contract
 from pipelines import expectations as E
 from pipelines.stages import ingest, protect
 from pipelines.validate import validate_release

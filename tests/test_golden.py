@@ -6,9 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from components.audit import build_audit
-from components.checks import check_contract
-from components.fair_mdav import fair_mdav, fairlet_sizes
+from components.microaggregation.audit import build_audit
+from components.microaggregation.checks import check_contract
+from components.microaggregation.fair_mdav import fair_mdav, fairlet_sizes
 from schemas.params import FairMDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from components.fair_mdav import fair_mdav
-from components.mdav import mdav
+from components.microaggregation.fair_mdav import fair_mdav
+from components.microaggregation.mdav import mdav
 from schemas.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

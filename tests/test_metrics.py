@@ -7,9 +7,9 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from components.encoding import encode_qis
-from components.grouping import _centre, _Space, _WorkingSet
-from components.metrics import (
+from components.microaggregation.encoding import encode_qis
+from components.microaggregation.grouping import _centre, _Space, _WorkingSet
+from components.core.metrics import (
     demographic_parity_difference,
     demographic_parity_ratio,
     equal_opportunity_difference,

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from components.audit import build_audit
-from components.checks import check_contract
-from components.fair_mdav import fair_mdav
-from components.mdav import mdav
-from components.metrics import demographic_parity_difference
+from components.microaggregation.audit import build_audit
+from components.microaggregation.checks import check_contract
+from components.microaggregation.fair_mdav import fair_mdav
+from components.microaggregation.mdav import mdav
+from components.core.metrics import demographic_parity_difference
 from schemas.errors import InputError
 from schemas.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles

@@ -1,4 +1,5 @@
-"""Tiny dependency-free charts for the release report, as inline SVG strings.
+"""Tiny dependency-free charts for release reports, as inline SVG strings (shared by every
+family's figures and the report page).
 
 Three shapes cover the report: ``bar_chart`` (vertical bars over categories), ``hbar_chart``
 (horizontal bars, for many long labels), ``grouped_bar_chart`` (before/after per category) and
@@ -12,7 +13,8 @@ rules, and no ids, randomness or timestamps are used, so the same input gives by
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 from html import escape
 
 FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
@@ -454,3 +456,27 @@ def histogram(
     if x_label:
         parts.append(_text((left + right) / 2, height - 10, x_label, anchor="middle"))
     return _svg(width, height, title, parts)
+
+
+MAX_LIST = 8
+
+
+def fmt_value(v: Any) -> str:
+    """Plain text for an observed/expected value (escaped later by the caller)."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            return fmt_num(v)
+        return str(int(v)) if v.is_integer() and abs(v) < 1e15 else f"{v:.6g}"
+    if isinstance(v, Mapping):
+        return "; ".join(f"{k} = {fmt_value(v[k])}" for k in sorted(v, key=str))
+    if isinstance(v, list | tuple):
+        shown = ", ".join(fmt_value(x) for x in v[:MAX_LIST])
+        more = f", … (+{len(v) - MAX_LIST} more)" if len(v) > MAX_LIST else ""
+        return f"[{shown}{more}]"
+    return str(v)

@@ -218,7 +218,7 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, li
 def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
     """Label as int8 0/1, 1 = the declared positive value (default: the larger of the two values)."""
     values, distinct = binary_values(table, label.name, "label")
-    positive = label.positive if label.positive is not None else distinct[1]
+    positive = label.positive[0] if label.positive else distinct[1]
     if positive not in distinct:
         raise InputError(label.name, "the declared positive value does not occur", repr(positive))
     return (values == positive).astype(np.int8)
@@ -245,5 +245,6 @@ def protected_01(
     """Protected attribute as int8 0/1 with 1 = favoured (higher PR). Returns (pa01, favoured,
     declared-or-None) so callers can report a disagreement with the declared favoured value."""
     values, distinct = binary_values(table, protected.name, "protected attribute")
-    fav = favoured_value(values, distinct, y, protected.favoured)
-    return (values == fav).astype(np.int8), fav, protected.favoured
+    declared = protected.favoured[0] if protected.favoured else None
+    fav = favoured_value(values, distinct, y, declared)
+    return (values == fav).astype(np.int8), fav, declared

@@ -1,25 +1,34 @@
-"""Typed, validated parameters of each component (scikit-learn style: small and explicit)."""
+"""Parameters of the microaggregation algorithms (frozen, unknown keys refused)."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
+
+from components.core.descriptor import Params
+
+__all__ = ["MDAVParams", "FairMDAVParams"]
+
+TraceSample = Field(
+    default=None,
+    ge=1,
+    description="greedy-trace check (C11): replay this many seeded, randomly chosen groups "
+    "instead of all of them (None: every group)",
+)
 
 
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class MDAVParams(_Params):
+class MDAVParams(Params):
     """Plain MDAV microaggregation (Domingo-Ferrer & Torra 2005): groups of size in [k, 2k-1]."""
 
     k: int = Field(ge=2, description="minimum group size (k-anonymity level)")
-    scaling: Literal["minmax", "zscore"] = "minmax"
+    scaling: Literal["minmax", "zscore"] = Field("minmax", description="QI scaling")
+    trace_sample: int | None = TraceSample
+    seed: int = Field(0, description="seed of the greedy-trace sample")
 
 
-class FairMDAVParams(_Params):
+class FairMDAVParams(Params):
     """Fair-MDAV (Gonzalez-Zelaya et al., TKDD 2023): fairlets, microaggregation, label correction.
 
     Give either ``k`` (then m = floor(k*|U|/|D| + 1/2), n = k - m) or both ``m`` and ``n``.
@@ -29,13 +38,16 @@ class FairMDAVParams(_Params):
     k: int | None = Field(default=None, ge=2, description="fairlet size m + n")
     m: int | None = Field(default=None, ge=1, description="unfavoured records per fairlet")
     n: int | None = Field(default=None, ge=1, description="favoured records per fairlet")
-    tau: float = Field(default=1.0, ge=0.0, le=1.0)
-    microaggregate: bool = True
-    correction: Literal["positive", "negative"] = "positive"
-    grouping: Literal["fairlet", "mdav"] = "fairlet"
-    scaling: Literal["minmax", "zscore"] = "minmax"
-    relabel_order: Literal["nearest", "random"] = "nearest"
-    seed: int = 0
+    tau: float = Field(default=1.0, ge=0.0, le=1.0, description="correction level in [0, 1]")
+    microaggregate: bool = Field(True, description="replace QIs by the group mean")
+    correction: Literal["positive", "negative"] = Field("positive", description="relabel direction")
+    grouping: Literal["fairlet", "mdav"] = Field("fairlet", description="fairlets or MDAV groups")
+    scaling: Literal["minmax", "zscore"] = Field("minmax", description="QI scaling")
+    relabel_order: Literal["nearest", "random"] = Field(
+        "nearest", description="which candidates are relabelled first"
+    )
+    seed: int = Field(0, description="seed of random relabelling and of the trace sample")
+    trace_sample: int | None = TraceSample
 
     @model_validator(mode="after")
     def _sizes(self) -> FairMDAVParams:
@@ -59,9 +71,3 @@ class FairMDAVParams(_Params):
     def tau_fraction(self) -> Fraction:
         """tau as an exact rational: 0.7 is 7/10, not the nearest binary double."""
         return Fraction(str(self.tau)).limit_denominator(10**9)
-
-
-COMPONENT_PARAMS: dict[str, type[_Params]] = {
-    "mdav": MDAVParams,
-    "fair_mdav": FairMDAVParams,
-}

@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from components.encoding import EncodedQIs
-from components.grouping import Grouping
+from components.microaggregation.encoding import EncodedQIs
+from components.microaggregation.grouping import Grouping
 
 
 def group_means(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:

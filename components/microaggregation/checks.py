@@ -1,6 +1,6 @@
-"""Pure checkers, one per guarantee kind: each recomputes its guarantee from the published table
-(``published`` batch) or from the audit frame (``audit`` batch, see ``components.audit``) and
-reports the offending groups. The CLI and the Great Expectations expectations both call these.
+"""Checkers of the microaggregation guarantee kinds, each recomputing its guarantee from the
+audit frame of ``components.microaggregation.audit`` (one row per input row: the input, the
+published table and the lineage joined) and naming the offending groups.
 
 Comparisons of ratios are exact (integers / fractions); float comparisons use the tolerance the
 guarantee declares.
@@ -8,71 +8,60 @@ guarantee declares.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from schemas import contracts as C
+from components.core.checks import CheckResult, make_result, retained
+from components.microaggregation import guarantees as G
 
-MAX_OFFENDERS = 20
-
-
-@dataclass
-class CheckResult:
-    id: str
-    kind: str
-    passed: bool
-    observed: Any = None
-    expected: Any = None
-    message: str = ""
-    offending: list[dict] = field(default_factory=list)
-    n_offending: int = 0
-
-    def to_dict(self) -> dict:
-        return {
-            "id": self.id,
-            "kind": self.kind,
-            "passed": self.passed,
-            "observed": self.observed,
-            "expected": self.expected,
-            "message": self.message,
-            "n_offending": self.n_offending,
-            "offending": self.offending,
-        }
-
-
-def _result(
-    g, passed: bool, observed, expected, message: str, offending: pd.DataFrame | list | None = None
-) -> CheckResult:
-    if isinstance(offending, pd.DataFrame):
-        n = len(offending)
-        rows = offending.head(MAX_OFFENDERS).reset_index().to_dict(orient="records")
-    else:
-        rows = list(offending or [])
-        n = len(rows)
-        rows = rows[:MAX_OFFENDERS]
-    clean = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows]
-    return CheckResult(g.id, g.kind, bool(passed), observed, expected, message, clean, n)
+__all__ = [
+    "check_group_size_range",
+    "check_group_means",
+    "check_qis_unchanged",
+    "check_mean_preservation",
+    "check_fairlet_composition",
+    "check_fairlet_count",
+    "check_correction_direction",
+    "check_local_fairness",
+    "check_minimal_correction",
+    "check_demographic_parity_bound",
+    "check_seed_nearest",
+    "check_parameter_validity",
+]
 
 
 def _tau(x: float) -> Fraction:
     return Fraction(str(x)).limit_denominator(10**9)
 
 
-def _retained(audit: pd.DataFrame) -> pd.DataFrame:
-    return audit[audit["__retained"].to_numpy()]
+def _qi_columns(audit: pd.DataFrame, names: tuple[str, ...]) -> tuple[list, list, list]:
+    """(published, input, missing): the audit's encoded QI columns named in ``names`` (every
+    encoded QI column when ``names`` is empty), and the names with no such column."""
+    side: dict[str, str] = {}
+    for c in audit.columns:
+        for enc in ("num", "hot"):
+            if c.startswith(f"__out_{enc}__"):
+                side[c.removeprefix(f"__out_{enc}__")] = enc
+    keep, missing = [], []
+    for n in list(names) or list(side):
+        # a nominal QI published as itself is audited through its one-hot columns "n=level"
+        found = [n] if n in side else [c for c in side if c.startswith(f"{n}=")]
+        keep += found
+        if not found:
+            missing.append(n)
+    return (
+        [f"__out_{side[n]}__{n}" for n in keep],
+        [f"__in_{side[n]}__{n}" for n in keep],
+        missing,
+    )
 
 
-def _cols(audit: pd.DataFrame, side: str) -> list[str]:
-    return [
-        c
-        for c in audit.columns
-        if c.startswith(f"__{side}_num__") or c.startswith(f"__{side}_hot__")
-    ]
+def _missing_qis(g, missing: list[str]) -> CheckResult:
+    return make_result(
+        g, False, None, None, f"quasi-identifier columns not published: {missing[:5]}"
+    )
 
 
 def _group_pa_counts(r: pd.DataFrame) -> pd.DataFrame:
@@ -85,59 +74,11 @@ def _group_pa_counts(r: pd.DataFrame) -> pd.DataFrame:
     return out.rename(columns={"u": "m_g", "f": "n_g"})
 
 
-# --- published batch ------------------------------------------------------------------------
-def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
-    """Every equivalence class over the QI columns has >= k rows."""
-    missing = [q for q in g.quasi_identifiers if q not in published.columns]
-    if missing:
-        return _result(
-            g, False, None, g.k, f"quasi-identifier columns missing from the table: {missing[:5]}"
-        )
-    if len(published) == 0:
-        return _result(g, False, 0, g.k, "no rows published")
-    sizes = published.groupby(list(g.quasi_identifiers), dropna=False, sort=False).size()
-    small = sizes[sizes < g.k]
-    bad = pd.DataFrame({"class_size": small.to_numpy()})
-    return _result(
-        g,
-        small.empty,
-        int(sizes.min()),
-        g.k,
-        f"{len(small)} of {len(sizes)} equivalence classes have fewer than {g.k} rows"
-        if len(small)
-        else f"smallest of {len(sizes)} equivalence classes has {int(sizes.min())} rows",
-        bad,
-    )
-
-
-# --- audit batch -------------------------------------------------------------------------------
-def check_partition(g: C.Partition, audit: pd.DataFrame) -> CheckResult:
-    """Each published row maps to one input row, no input row is published twice, and (unless
-    drops are allowed) every input row is published."""
-    dup = audit[audit["__out_count"] > 1]
-    dropped = int((audit["__out_count"] == 0).sum())
-    ok = dup.empty and (g.allow_drops or dropped == 0)
-    msg = f"{len(dup)} input rows published more than once; {dropped} input rows dropped"
-    offenders = dup[["__row_id", "__out_count"]]
-    if not g.allow_drops and dropped:
-        offenders = pd.concat(
-            [offenders, audit.loc[audit["__out_count"] == 0, ["__row_id", "__out_count"]]]
-        )
-    return _result(
-        g,
-        ok,
-        {"duplicated": len(dup), "dropped": dropped},
-        {"duplicated": 0, "drops_allowed": g.allow_drops},
-        msg,
-        offenders,
-    )
-
-
-def check_fairlet_composition(g: C.FairletComposition, audit: pd.DataFrame) -> CheckResult:
+def check_fairlet_composition(g: G.FairletComposition, audit: pd.DataFrame) -> CheckResult:
     """Every group has exactly m unfavoured and n favoured published rows."""
-    c = _group_pa_counts(_retained(audit))
+    c = _group_pa_counts(retained(audit))
     bad = c[(c["m_g"] != g.m) | (c["n_g"] != g.n)][["m_g", "n_g"]]
-    return _result(
+    return make_result(
         g,
         bad.empty and len(c) > 0,
         f"{len(c) - len(bad)}/{len(c)} groups ({g.m},{g.n})",
@@ -149,11 +90,11 @@ def check_fairlet_composition(g: C.FairletComposition, audit: pd.DataFrame) -> C
     )
 
 
-def check_fairlet_count(g: C.FairletCount, audit: pd.DataFrame) -> CheckResult:
+def check_fairlet_count(g: G.FairletCount, audit: pd.DataFrame) -> CheckResult:
     """#groups = min(#U_in // m, #F_in // n); #out = #groups (m+n); leftovers too few for one more."""
     u_in = int((audit["__pa_in"] == 0).sum())
     f_in = int((audit["__pa_in"] == 1).sum())
-    r = _retained(audit)
+    r = retained(audit)
     n_groups = int(r["__group"].nunique())
     expected = min(u_in // g.m, f_in // g.n)
     left = audit[~audit["__retained"].to_numpy()]
@@ -161,7 +102,7 @@ def check_fairlet_count(g: C.FairletCount, audit: pd.DataFrame) -> CheckResult:
     ok = (
         n_groups == expected and len(r) == expected * (g.m + g.n) and (u_left < g.m or f_left < g.n)
     )
-    return _result(
+    return make_result(
         g,
         ok,
         {"groups": n_groups, "rows": len(r), "left_unfavoured": u_left, "left_favoured": f_left},
@@ -170,11 +111,11 @@ def check_fairlet_count(g: C.FairletCount, audit: pd.DataFrame) -> CheckResult:
     )
 
 
-def check_group_size_range(g: C.GroupSizeRange, audit: pd.DataFrame) -> CheckResult:
-    sizes = _retained(audit).groupby("__group").size()
+def check_group_size_range(g: G.GroupSizeRange, audit: pd.DataFrame) -> CheckResult:
+    sizes = retained(audit).groupby("__group").size()
     hi = g.max_size if g.max_size is not None else np.inf
     bad = sizes[(sizes < g.min_size) | (sizes > hi)]
-    return _result(
+    return make_result(
         g,
         bad.empty and len(sizes) > 0,
         {"min": int(sizes.min()), "max": int(sizes.max())} if len(sizes) else None,
@@ -184,11 +125,12 @@ def check_group_size_range(g: C.GroupSizeRange, audit: pd.DataFrame) -> CheckRes
     )
 
 
-def check_group_means(g: C.GroupMeans, audit: pd.DataFrame) -> CheckResult:
+def check_group_means(g: G.GroupMeans, audit: pd.DataFrame) -> CheckResult:
     """Members of a group share one published QI vector, equal to the mean of their input QIs."""
-    r = _retained(audit)
-    outs, ins = _cols(audit, "out"), _cols(audit, "in")
-    grp = r["__group"].to_numpy()
+    r = retained(audit)
+    outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
+    if missing:
+        return _missing_qis(g, missing)
     by = r.groupby("__group")
     spread = (by[outs].max() - by[outs].min()).abs().max(axis=1)
     mean_in = by[ins].mean().to_numpy()
@@ -197,8 +139,7 @@ def check_group_means(g: C.GroupMeans, audit: pd.DataFrame) -> CheckResult:
     err = (np.abs(first_out - mean_in) > tol).any(axis=1)
     bad_ids = sorted(set(spread.index[spread.to_numpy() > 0]) | set(spread.index[err]))
     bad = pd.DataFrame({"group": bad_ids})
-    del grp
-    return _result(
+    return make_result(
         g,
         not bad_ids and len(r) > 0,
         f"{len(spread) - len(bad_ids)}/{len(spread)} groups",
@@ -208,12 +149,14 @@ def check_group_means(g: C.GroupMeans, audit: pd.DataFrame) -> CheckResult:
     )
 
 
-def check_qis_unchanged(g: C.QIsUnchanged, audit: pd.DataFrame) -> CheckResult:
-    r = _retained(audit)
-    outs, ins = _cols(audit, "out"), _cols(audit, "in")
+def check_qis_unchanged(g: G.QIsUnchanged, audit: pd.DataFrame) -> CheckResult:
+    r = retained(audit)
+    outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
+    if missing:
+        return _missing_qis(g, missing)
     diff = (r[outs].to_numpy() != r[ins].to_numpy()).any(axis=1)
     bad = r.loc[diff, ["__row_id"]]
-    return _result(
+    return make_result(
         g,
         not diff.any(),
         int(diff.sum()),
@@ -223,9 +166,11 @@ def check_qis_unchanged(g: C.QIsUnchanged, audit: pd.DataFrame) -> CheckResult:
     )
 
 
-def check_mean_preservation(g: C.MeanPreservation, audit: pd.DataFrame) -> CheckResult:
-    r = _retained(audit)
-    outs, ins = _cols(audit, "out"), _cols(audit, "in")
+def check_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> CheckResult:
+    r = retained(audit)
+    outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
+    if missing:
+        return _missing_qis(g, missing)
     s_out, s_in = r[outs].to_numpy().sum(axis=0), r[ins].to_numpy().sum(axis=0)
     bad = np.abs(s_out - s_in) > g.rtol * np.maximum(np.abs(s_in), 1.0)
     names = [c.split("__", 2)[2] for c in outs]
@@ -234,56 +179,13 @@ def check_mean_preservation(g: C.MeanPreservation, audit: pd.DataFrame) -> Check
         for n, a, b, x in zip(names, s_out, s_in, bad, strict=True)
         if x
     ]
-    return _result(
+    return make_result(
         g, not bad.any(), int(bad.sum()), 0, f"{int(bad.sum())} QI columns whose sum changed", off
     )
 
 
-def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
-    """max over groups of |share of the unfavoured value in g - reference share| <= t."""
-    r = _retained(audit)
-    ref = (
-        float((r["__pa_out"] == 0).mean())
-        if g.reference == "output"
-        else float((audit["__pa_in"] == 0).mean())
-    )
-    share = (r["__pa_out"] == 0).groupby(r["__group"]).mean()
-    dist = (share - ref).abs()
-    bad = dist[dist > g.t + 1e-12]
-    observed = float(dist.max()) if len(dist) else None
-    return _result(
-        g,
-        bad.empty and len(dist) > 0,
-        observed,
-        g.t,
-        f"max t over groups = {observed} against the {g.reference} share {ref:.6f}",
-        pd.DataFrame({"t": bad}),
-    )
-
-
-def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) -> CheckResult:
-    r = _retained(audit)
-    off = []
-    for c in g.columns:
-        a, b = f"__in_col__{c}", f"__out_col__{c}"
-        if a not in r.columns or b not in r.columns:
-            off.append({"column": c, "changed_rows": None})
-            continue
-        changed = int((r[a].astype(object).to_numpy() != r[b].astype(object).to_numpy()).sum())
-        if changed:
-            off.append({"column": c, "changed_rows": changed})
-    return _result(
-        g,
-        not off,
-        off or 0,
-        0,
-        f"{len(off)} sensitive columns changed" if off else "unchanged",
-        off,
-    )
-
-
-def check_correction_direction(g: C.CorrectionDirection, audit: pd.DataFrame) -> CheckResult:
-    r = _retained(audit)
+def check_correction_direction(g: G.CorrectionDirection, audit: pd.DataFrame) -> CheckResult:
+    r = retained(audit)
     changed = r["__y_out"].to_numpy() != r["__y_in"].to_numpy()
     pa_, y_in = r["__pa_in"].to_numpy(), r["__y_in"].to_numpy()
     if g.direction == "positive":
@@ -293,7 +195,7 @@ def check_correction_direction(g: C.CorrectionDirection, audit: pd.DataFrame) ->
     else:
         allowed = np.zeros(len(r), dtype=bool)
     bad = changed & ~allowed
-    return _result(
+    return make_result(
         g,
         not bad.any(),
         {"relabelled": int(changed.sum()), "wrong_direction": int(bad.sum())},
@@ -303,9 +205,9 @@ def check_correction_direction(g: C.CorrectionDirection, audit: pd.DataFrame) ->
     )
 
 
-def check_local_fairness(g: C.LocalFairness, audit: pd.DataFrame) -> CheckResult:
+def check_local_fairness(g: G.LocalFairness, audit: pd.DataFrame) -> CheckResult:
     """upr(g) >= tau * fpr(g) in every group holding both protected values: a*n_g*den >= i*b*m_g."""
-    c = _group_pa_counts(_retained(audit))
+    c = _group_pa_counts(retained(audit))
     t = _tau(g.tau)
     both = c[(c["m_g"] > 0) & (c["n_g"] > 0)]
     lhs = both["a"].map(int) * both["n_g"].map(int) * t.denominator
@@ -313,7 +215,7 @@ def check_local_fairness(g: C.LocalFairness, audit: pd.DataFrame) -> CheckResult
     bad = both[lhs < rhs].copy()
     bad["upr"] = bad["a"] / bad["m_g"]
     bad["fpr"] = bad["b"] / bad["n_g"]
-    return _result(
+    return make_result(
         g,
         bad.empty,
         f"{len(both) - len(bad)}/{len(both)} groups",
@@ -337,9 +239,9 @@ def _minimal_relabels(m_g: int, n_g: int, a: int, b: int, tau: Fraction, directi
     return steps
 
 
-def check_minimal_correction(g: C.MinimalCorrection, audit: pd.DataFrame) -> CheckResult:
+def check_minimal_correction(g: G.MinimalCorrection, audit: pd.DataFrame) -> CheckResult:
     """Per group, #relabels == the fewest that satisfy local fairness, counted from the input labels."""
-    r = _retained(audit)
+    r = retained(audit)
     pa_, y_in, y_out = r["__pa_in"].to_numpy(), r["__y_in"].to_numpy(), r["__y_out"].to_numpy()
     df = pd.DataFrame(
         {
@@ -362,7 +264,7 @@ def check_minimal_correction(g: C.MinimalCorrection, audit: pd.DataFrame) -> Che
     )
     c["minimal"] = expected
     bad = c[c["relabelled"] != c["minimal"]][["relabelled", "minimal"]]
-    return _result(
+    return make_result(
         g,
         bad.empty,
         int(c["relabelled"].sum()),
@@ -372,20 +274,20 @@ def check_minimal_correction(g: C.MinimalCorrection, audit: pd.DataFrame) -> Che
     )
 
 
-def check_demographic_parity_bound(g: C.DemographicParityBound, audit: pd.DataFrame) -> CheckResult:
+def check_demographic_parity_bound(g: G.DemographicParityBound, audit: pd.DataFrame) -> CheckResult:
     """PR_U(out) >= ratio * PR_F(out) (exact), and |PR_U - PR_F| <= max_difference when set."""
-    r = _retained(audit)
+    r = retained(audit)
     pa_, y = r["__pa_out"].to_numpy(), r["__y_out"].to_numpy()
     nu, nf = int((pa_ == 0).sum()), int((pa_ == 1).sum())
     a, b = int(((pa_ == 0) & (y == 1)).sum()), int(((pa_ == 1) & (y == 1)).sum())
     if nu == 0 or nf == 0:
-        return _result(g, False, None, g.ratio, "the published table lacks one protected group")
+        return make_result(g, False, None, g.ratio, "the published table lacks one protected group")
     t = _tau(g.ratio)
     ok = a * nf * t.denominator >= t.numerator * b * nu
     pr_u, pr_f = a / nu, b / nf
     if g.max_difference is not None:
         ok = ok and abs(pr_u - pr_f) <= g.max_difference + 1e-12
-    return _result(
+    return make_result(
         g,
         ok,
         {"pr_unfavoured": pr_u, "pr_favoured": pr_f, "dpar": abs(pr_u - pr_f)},
@@ -406,19 +308,13 @@ def _scaled_input(audit: pd.DataFrame, scaling: str) -> np.ndarray:
     return np.hstack([(x - off) / sc, audit[hot].to_numpy(dtype=np.float64)])
 
 
-def check_seed_nearest(
-    g: C.SeedNearest,
-    audit: pd.DataFrame,
-    scaling: str = "minmax",
-    sample: int | None = 64,
-    atol: float = 1e-9,
-) -> CheckResult:
-    """Replay the greedy trace on a sample of groups (all when ``sample`` is None), with a plain
-    dense computation independent of the component: the seed is a farthest remaining row from
-    the mean of the remaining rows (for MDAV's second group of a pair: farthest from the first
-    seed), and the other members are the seed's nearest remaining rows (within each protected
-    value for fairlets)."""
-    x = _scaled_input(audit, scaling)
+def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9) -> CheckResult:
+    """Replay the greedy trace in the ``g.scaling`` space on every group, or on ``g.sample``
+    groups drawn with ``g.seed``, with a plain dense computation independent of the component:
+    the seed is a farthest remaining row from the mean of the remaining rows (for MDAV's second
+    group of a pair: farthest from the first seed), and the other members are the seed's
+    nearest remaining rows (within each protected value for fairlets)."""
+    x = _scaled_input(audit, g.scaling)
     grp = audit["__group"].to_numpy()
     order_key = np.where(grp < 0, np.iinfo(np.int64).max, grp)
     n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
@@ -431,11 +327,11 @@ def check_seed_nearest(
         else np.zeros(len(audit), dtype=np.int8)
     )
     if n_groups == 0:
-        return _result(g, False, None, None, "no groups to replay")
+        return make_result(g, False, None, None, "no groups to replay")
     ids = (
         np.arange(n_groups)
-        if sample is None or sample >= n_groups
-        else np.unique(np.linspace(0, n_groups - 1, sample).round().astype(np.int64))
+        if g.sample is None or g.sample >= n_groups
+        else np.sort(np.random.default_rng(g.seed).choice(n_groups, g.sample, replace=False))
     )
     # MDAV group types by creation order: pairs (centre, farthest-from-previous-seed) while >= 3k remained
     kinds = ["centre"] * n_groups
@@ -500,7 +396,7 @@ def check_seed_nearest(
                     }
                 )
                 break
-    return _result(
+    return make_result(
         g,
         not bad,
         f"{len(ids) - len(bad)}/{len(ids)} replayed groups",
@@ -510,7 +406,7 @@ def check_seed_nearest(
     )
 
 
-def check_parameter_validity(g: C.ParameterValidity, audit: pd.DataFrame) -> CheckResult:
+def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> CheckResult:
     off = []
     if g.m is not None:
         if not 1 <= g.m <= g.k - 1:
@@ -528,7 +424,7 @@ def check_parameter_validity(g: C.ParameterValidity, audit: pd.DataFrame) -> Che
     for col in ("__pa_in", "__y_in"):
         if col in audit.columns and set(np.unique(audit[col])) != {0, 1}:
             off.append({"rule": "binary", "column": col})
-    return _result(
+    return make_result(
         g,
         not off,
         off or "valid",
@@ -536,47 +432,3 @@ def check_parameter_validity(g: C.ParameterValidity, audit: pd.DataFrame) -> Che
         f"{len(off)} parameter rules broken" if off else "valid",
         off,
     )
-
-
-CHECKS: dict[str, tuple[str, Callable[..., CheckResult]]] = {
-    "k_anonymity": ("published", check_k_anonymity),
-    "partition": ("audit", check_partition),
-    "fairlet_composition": ("audit", check_fairlet_composition),
-    "fairlet_count": ("audit", check_fairlet_count),
-    "group_size_range": ("audit", check_group_size_range),
-    "group_means": ("audit", check_group_means),
-    "qis_unchanged": ("audit", check_qis_unchanged),
-    "mean_preservation": ("audit", check_mean_preservation),
-    "t_closeness": ("audit", check_t_closeness),
-    "attributes_preserved": ("audit", check_attributes_preserved),
-    "correction_direction": ("audit", check_correction_direction),
-    "local_fairness": ("audit", check_local_fairness),
-    "minimal_correction": ("audit", check_minimal_correction),
-    "demographic_parity_bound": ("audit", check_demographic_parity_bound),
-    "seed_nearest": ("audit", check_seed_nearest),
-    "parameter_validity": ("audit", check_parameter_validity),
-}
-
-
-def unsupported(contract: list) -> list[str]:
-    """Kinds in ``contract`` that no checker of this version can verify."""
-    return sorted({g.kind for g in contract if g.kind not in CHECKS})
-
-
-def check_guarantee(g, published: pd.DataFrame, audit: pd.DataFrame, **options) -> CheckResult:
-    if g.kind not in CHECKS:
-        return _result(
-            g, False, None, None, f"no checker for guarantee kind '{g.kind}' in this version"
-        )
-    batch, fn = CHECKS[g.kind]
-    frame = published if batch == "published" else audit
-    if g.kind == "seed_nearest":
-        return fn(g, frame, **options)
-    return fn(g, frame)
-
-
-def check_contract(
-    contract: list, published: pd.DataFrame, audit: pd.DataFrame, **options
-) -> list[CheckResult]:
-    """Run every guarantee's checker; results in contract order."""
-    return [check_guarantee(g, published, audit, **options) for g in contract]

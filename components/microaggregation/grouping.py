@@ -4,7 +4,7 @@ Both repeat: centre c = mean of the remaining records; seed = the record farthes
 seed + its nearest remaining records. Costs O(N^2 p / k) overall, like the papers' versions. The
 implementation keeps it vectorised and cheap:
 
-- distances work on the mixed numeric/nominal form (``components.encoding``): one gather per
+- distances work on the mixed numeric/nominal form (``components.microaggregation.encoding``): one gather per
   nominal attribute instead of a dot product over every one-hot column;
 - the mean of the remaining records is kept as running sums (nominal level counts are exact
   integers; numeric sums are accumulated in extended precision), not recomputed from scratch;
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from components.encoding import EncodedQIs
+from components.microaggregation.encoding import EncodedQIs
 
 TIE_TOL = 1e-11  # squared scaled distances closer than this are equal (float noise is ~1e-14)
 

@@ -1,0 +1,1 @@
+"""The shared core: descriptor and result types, discovery, shared checkers, evidence, metrics."""

@@ -1,0 +1,262 @@
+"""Pure checkers: each recomputes one guarantee from an evidence frame and names the offenders.
+
+A checker is ``fn(guarantee, frame) -> CheckResult``. The frame is built by the algorithm's
+evidence builder from the published outputs, the sidecars and the input (never from numbers the
+algorithm reported about itself). The CLI and the Great Expectations expectations both call
+these functions (``check_guarantee``).
+
+This module holds the result type and the checkers of the kinds every family shares
+(``SHARED_KINDS``); a family's own kinds carry their checkers in its package.
+
+Evidence columns the shared checkers read (see ``components.core.evidence``): ``__row_id``,
+``__retained``, ``__out_count``, one ``__<field>`` per lineage field (``__group``...), and
+``__in_col__<c>`` / ``__out_col__<c>`` for the audited columns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from components.core.descriptor import KindCheck, resolve
+from schemas import contracts as C
+
+__all__ = [
+    "CheckResult",
+    "make_result",
+    "check_guarantee",
+    "check_contract",
+    "SHARED_KINDS",
+    "check_k_anonymity",
+    "check_t_closeness",
+    "check_attributes_preserved",
+    "check_partition",
+]
+
+MAX_OFFENDERS = 20
+
+
+@dataclass
+class CheckResult:
+    id: str
+    kind: str
+    passed: bool
+    observed: Any = None
+    expected: Any = None
+    message: str = ""
+    offending: list[dict] = field(default_factory=list)
+    n_offending: int = 0
+
+    def to_dict(self) -> dict:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "passed": self.passed,
+            "observed": self.observed,
+            "expected": self.expected,
+            "message": self.message,
+            "n_offending": self.n_offending,
+            "offending": self.offending,
+        }
+
+    @classmethod
+    def failed(cls, g: C.Guarantee, message: str) -> CheckResult:
+        return cls(g.id, g.kind, False, message=message)  # type: ignore[attr-defined]
+
+
+def make_result(
+    g, passed: bool, observed, expected, message: str, offending: pd.DataFrame | list | None = None
+) -> CheckResult:
+    """A ``CheckResult`` for guarantee ``g``; at most ``MAX_OFFENDERS`` offenders are kept."""
+    if isinstance(offending, pd.DataFrame):
+        n = len(offending)
+        rows = offending.head(MAX_OFFENDERS).reset_index().to_dict(orient="records")
+    else:
+        rows = list(offending or [])
+        n = len(rows)
+        rows = rows[:MAX_OFFENDERS]
+    clean = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows]
+    return CheckResult(g.id, g.kind, bool(passed), observed, expected, message, clean, n)
+
+
+def retained(audit: pd.DataFrame) -> pd.DataFrame:
+    """The audit rows whose input row was published."""
+    return audit[audit["__retained"].to_numpy()]
+
+
+# --- published frame -----------------------------------------------------------------------------
+def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
+    """Every equivalence class over the QI columns has >= k rows."""
+    missing = [q for q in g.quasi_identifiers if q not in published.columns]
+    if missing:
+        return make_result(
+            g, False, None, g.k, f"quasi-identifier columns missing from the table: {missing[:5]}"
+        )
+    if not g.quasi_identifiers:
+        return make_result(g, False, None, g.k, "no quasi-identifier columns named")
+    if len(published) == 0:
+        return make_result(g, False, 0, g.k, "no rows published")
+    sizes = published.groupby(list(g.quasi_identifiers), dropna=False, sort=False).size()
+    small = sizes[sizes < g.k]
+    bad = pd.DataFrame({"class_size": small.to_numpy()})
+    return make_result(
+        g,
+        small.empty,
+        int(sizes.min()),
+        g.k,
+        f"{len(small)} of {len(sizes)} equivalence classes have fewer than {g.k} rows"
+        if len(small)
+        else f"smallest of {len(sizes)} equivalence classes has {int(sizes.min())} rows",
+        bad,
+    )
+
+
+# --- audit frame -----------------------------------------------------------------------------------
+def check_partition(g: C.Partition, audit: pd.DataFrame) -> CheckResult:
+    """Each published row maps to one input row, no input row is published twice, and (unless
+    drops are allowed) every input row is published."""
+    dup = audit[audit["__out_count"] > 1]
+    dropped = int((audit["__out_count"] == 0).sum())
+    ok = dup.empty and (g.allow_drops or dropped == 0)
+    msg = f"{len(dup)} input rows published more than once; {dropped} input rows dropped"
+    if not g.allow_drops:
+        msg += " (no drop allowed)"
+    offenders = dup[["__row_id", "__out_count"]]
+    if not g.allow_drops and dropped:
+        offenders = pd.concat(
+            [offenders, audit.loc[audit["__out_count"] == 0, ["__row_id", "__out_count"]]]
+        )
+    return make_result(
+        g,
+        ok,
+        {"duplicated": len(dup), "dropped": dropped},
+        {"duplicated": 0, "drops_allowed": g.allow_drops},
+        msg,
+        offenders,
+    )
+
+
+def _codes(values: pd.Series, uniques: pd.Index) -> np.ndarray:
+    return uniques.get_indexer(values.astype(object).where(values.notna(), None))
+
+
+def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
+    """max over classes of TVD(P_class(attribute), P_reference(attribute)) <= t.
+
+    Classes are the values of the evidence column ``__<within>`` over the published rows; the
+    reference is the attribute's distribution over the published rows (``output``) or over every
+    input row (``input``). Nulls count as a value of their own."""
+    cls_col, out_col, in_col = f"__{g.within}", f"__out_col__{g.attribute}", f"__in_col__{g.attribute}"
+    if cls_col not in audit.columns:
+        return make_result(
+            g, False, None, g.t, f"no class structure '{g.within}' in this release's evidence"
+        )
+    if out_col not in audit.columns:
+        return make_result(
+            g, False, None, g.t, f"attribute '{g.attribute}' is not a published, audited column"
+        )
+    r = retained(audit)
+    if r.empty:
+        return make_result(g, False, None, g.t, "no rows published")
+    ref_values = r[out_col] if g.reference == "output" else audit.get(in_col)
+    if ref_values is None:
+        return make_result(g, False, None, g.t, f"attribute '{g.attribute}' is not in the input")
+    obj = lambda s: s.astype(object).where(s.notna(), None)  # noqa: E731
+    uniques = pd.Index(pd.unique(pd.concat([obj(ref_values), obj(r[out_col])], ignore_index=True)))
+    nv = len(uniques)
+    ref = np.bincount(_codes(ref_values, uniques), minlength=nv) / len(ref_values)
+    classes, cls_codes = np.unique(r[cls_col].to_numpy(), return_inverse=True)
+    counts = np.bincount(
+        cls_codes * nv + _codes(r[out_col], uniques), minlength=len(classes) * nv
+    ).reshape(len(classes), nv)
+    shares = counts / counts.sum(axis=1, keepdims=True)
+    dist = pd.Series(0.5 * np.abs(shares - ref).sum(axis=1), index=classes, name="t")
+    bad = dist[dist > g.t + 1e-12]
+    observed = float(dist.max())
+    return make_result(
+        g,
+        bad.empty,
+        observed,
+        g.t,
+        f"max distance of '{g.attribute}' over {len(dist)} classes ({g.within}) = {observed:.6g} "
+        f"against its {g.reference} distribution; {len(bad)} classes above t = {g.t}",
+        pd.DataFrame({"t": bad}),
+    )
+
+
+def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) -> CheckResult:
+    """Every listed column is published and equals the input value of the same row (nulls equal
+    nulls)."""
+    r = retained(audit)
+    off = []
+    for c in g.columns:
+        a, b = f"__in_col__{c}", f"__out_col__{c}"
+        if a not in r.columns or b not in r.columns:
+            off.append({"column": c, "changed_rows": None, "reason": "not published"})
+            continue
+        x, y = r[a], r[b]
+        same = (x.isna() & y.isna()).to_numpy() | (
+            x.astype(object).to_numpy() == y.astype(object).to_numpy()
+        )
+        changed = int((~same).sum())
+        if changed:
+            off.append({"column": c, "changed_rows": changed, "reason": "values changed"})
+    return make_result(
+        g,
+        not off,
+        off or 0,
+        0,
+        f"{len(off)} of {len(g.columns)} preserved columns changed or missing"
+        if off
+        else f"{len(g.columns)} columns unchanged",
+        off,
+    )
+
+
+SHARED_KINDS: tuple[KindCheck, ...] = (
+    KindCheck(
+        C.KAnonymity,
+        "components.core.checks:check_k_anonymity",
+        "published",
+        "components.core.corruptions:break_k_anonymity",
+    ),
+    KindCheck(
+        C.Partition,
+        "components.core.checks:check_partition",
+        "audit",
+        "components.core.corruptions:break_partition",
+    ),
+    KindCheck(
+        C.TCloseness,
+        "components.core.checks:check_t_closeness",
+        "audit",
+        "components.core.corruptions:break_t_closeness",
+    ),
+    KindCheck(
+        C.AttributesPreserved,
+        "components.core.checks:check_attributes_preserved",
+        "audit",
+        "components.core.corruptions:break_attributes_preserved",
+    ),
+)
+
+
+def check_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> CheckResult:
+    """Run ``g``'s checker on the evidence frame its kind reads."""
+    from components.core.registry import kind_check
+
+    kc = kind_check(g.kind)  # type: ignore[attr-defined]
+    if kc is None:
+        return CheckResult.failed(g, f"no checker for guarantee kind '{g.kind}' in this version")  # type: ignore[attr-defined]
+    frame = frames.get(kc.frame)
+    if frame is None:
+        return CheckResult.failed(g, f"this release has no '{kc.frame}' evidence to check it on")
+    return resolve(kc.check)(g, frame)
+
+
+def check_contract(contract: list, frames: dict[str, pd.DataFrame | None]) -> list[CheckResult]:
+    """Every guarantee's checker; results in contract order."""
+    return [check_guarantee(g, frames) for g in contract]

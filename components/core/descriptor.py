@@ -1,0 +1,147 @@
+"""How an algorithm is described to the rest of privfair: one ``Algorithm`` per algorithm, one
+``Family`` per package, and ``KindCheck`` for each guarantee kind a family brings.
+
+Everything heavy is referenced by a ``"module:attribute"`` string and imported on first use
+(``resolve``), so discovering the families (which the Airflow DAG file does on every parse)
+imports only pydantic models.
+
+>>> from components.core.registry import algorithm
+>>> algo = algorithm("mdav")
+>>> algo.family, algo.outputs, algo.sidecars
+('microaggregation', ('data',), ('lineage',))
+>>> [g.kind for g in algo.outline(algo.params(k=5))][:2]
+['partition', 'group_size_range']
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from schemas.contracts import Guarantee, kind_of
+
+__all__ = ["Params", "Metric", "Figure", "KindCheck", "Algorithm", "Family", "resolve"]
+
+
+class Params(BaseModel):
+    """Base of every algorithm's parameters: frozen, unknown keys refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def resolve(ref: str | Callable) -> Callable:
+    """The object a ``"package.module:attribute"`` reference names (imported on first use)."""
+    if callable(ref):
+        return ref
+    module, _, attr = ref.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A headline metric: ``key`` is a dotted path into the run's metrics (``a.b``), ``label``
+    what a person reads; ``signed`` marks a value whose sign carries meaning."""
+
+    key: str
+    label: str
+
+    def get(self, metrics: Mapping[str, Any]) -> Any:
+        v: Any = metrics
+        for part in self.key.split("."):
+            if not isinstance(v, Mapping) or part not in v:
+                return None
+            v = v[part]
+        return v
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One figure of a release report: an id, an inline SVG and an HTML caption."""
+
+    name: str
+    svg: str
+    caption: str
+
+
+@dataclass(frozen=True)
+class KindCheck:
+    """A guarantee kind with its pure checker.
+
+    ``check``: ``fn(guarantee, frame) -> CheckResult``; ``frame``: the name of the evidence frame
+    it reads (``published``, ``audit``...). ``corrupt`` (for the test battery):
+    ``fn(guarantee, input_table, outputs, sidecars, rng) -> (outputs, sidecars)`` returning a
+    release that violates the guarantee, or None where no such release exists.
+    """
+
+    model: type[Guarantee]
+    check: str
+    frame: str
+    corrupt: str | None = None
+
+    @property
+    def kind(self) -> str:
+        return kind_of(self.model)
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """One algorithm, as every driver sees it.
+
+    - ``params``: its ``Params`` model;
+    - ``run``: ``fn(table, params) -> ComponentResult``;
+    - ``contract``: ``fn(params, table | None) -> list[Guarantee]``, the guarantees the algorithm
+      owes for ``params`` on ``table``, computed from the spec, the params and the input only.
+      With ``table=None`` it is the data-free *outline* (ids and kinds; data-dependent values
+      are placeholders) that lets an orchestrator name its checks before reading data;
+    - ``evidence``: ``fn(input_table, outputs, sidecars, params) -> {frame name: DataFrame}``,
+      what its checkers read;
+    - ``example``: ``fn(seed) -> (table, params)``, a small valid input for the test battery;
+    - ``headline``: the metrics a person looks at first; ``figures``:
+      ``fn(manifest, outputs, input_table, sidecars) -> list[Figure]`` for the report;
+    - ``outputs`` (published) and ``sidecars`` (internal, never distributed): table names.
+    """
+
+    name: str
+    title: str
+    params: type[Params]
+    run: str
+    contract: str
+    evidence: str
+    example: str
+    headline: tuple[Metric, ...] = ()
+    figures: str | None = None
+    outputs: tuple[str, ...] = ("data",)
+    sidecars: tuple[str, ...] = ()
+    paper: str = ""
+    family: str = ""
+
+    def outline(self, params: Params) -> list[Guarantee]:
+        return list(resolve(self.contract)(params, None))
+
+    def required_contract(self, params: Params, table) -> list[Guarantee]:
+        return list(resolve(self.contract)(params, table))
+
+    def __call__(self, table, params: Params):
+        return resolve(self.run)(table, params)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One package of algorithms: its descriptors, its own guarantee kinds, and per built-in
+    dataset the role overrides its algorithms need (``{dataset: {column: ColumnSpec data}}``)."""
+
+    name: str
+    package: str
+    algorithms: tuple[Algorithm, ...]
+    kinds: tuple[KindCheck, ...] = ()
+    dataset_roles: Mapping[str, Mapping[str, Mapping[str, Any]]] = field(
+        default_factory=lambda: MappingProxyType({})
+    )

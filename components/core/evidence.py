@@ -1,0 +1,84 @@
+"""The audit frame: one row per INPUT row, joining the input, a published table and the lineage
+sidecar that maps each published row to the input row it comes from.
+
+Only the input, the published table and the lineage are read: nothing the algorithm reported
+about itself. Columns:
+
+    __row_id      input row position              __retained   is the row published?
+    __out_count   published rows claiming it      __<field>    each other lineage field
+                                                               (``group``, ``rank``...; -1 if dropped)
+    __in_col__<c>, __out_col__<c>   the audited columns' raw values (None where dropped)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from schemas.errors import InputError
+
+__all__ = ["lineage_audit", "published_positions"]
+
+
+def published_positions(n_in: int, lineage: pa.Table, n_published: int):
+    """(out_count per input row, retained mask, position of the first published row of each
+    retained input row), checking that the lineage fits the tables."""
+    if lineage.num_rows != n_published:
+        raise InputError(
+            "row_id",
+            "the lineage sidecar must have one row per published row",
+            f"{lineage.num_rows} lineage rows, {n_published} published rows",
+        )
+    if "row_id" not in lineage.column_names:
+        raise InputError("row_id", "the lineage sidecar has no row_id column")
+    row_id = lineage.column("row_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(row_id) and (row_id.min() < 0 or row_id.max() >= n_in):
+        raise InputError(
+            "row_id", "lineage row ids must be input row positions", f"range [0, {n_in})"
+        )
+    out_count = np.bincount(row_id, minlength=n_in).astype(np.int64)
+    first = np.full(n_in, -1, dtype=np.int64)
+    first[row_id[::-1]] = np.arange(len(row_id))[::-1]
+    retained = first >= 0
+    return out_count, retained, first[retained]
+
+
+def _objects(col: pa.ChunkedArray) -> np.ndarray:
+    return np.asarray(col.to_pylist(), dtype=object)
+
+
+def lineage_audit(
+    input_table: pa.Table, published: pa.Table, lineage: pa.Table, columns: Iterable[str]
+) -> pd.DataFrame:
+    """The audit frame (module docstring) with ``__in_col__`` / ``__out_col__`` for ``columns``
+    (an input column absent from the published table gets only ``__in_col__``)."""
+    n_in = input_table.num_rows
+    out_count, retained, pos = published_positions(n_in, lineage, published.num_rows)
+    cols: dict[str, np.ndarray] = {
+        "__row_id": np.arange(n_in, dtype=np.int64),
+        "__retained": retained,
+        "__out_count": out_count,
+    }
+    for name in lineage.column_names:
+        if name == "row_id":
+            continue
+        values = lineage.column(name).to_numpy(zero_copy_only=False)
+        if values.dtype == bool:
+            arr = np.zeros(n_in, dtype=bool)
+        elif np.issubdtype(values.dtype, np.integer):
+            arr = np.full(n_in, -1, dtype=np.int64)
+        else:
+            arr = np.full(n_in, None, dtype=object)
+        arr[retained] = values[pos]
+        cols[f"__{name}"] = arr
+    for c in columns:
+        if c in input_table.column_names:
+            cols[f"__in_col__{c}"] = _objects(input_table.column(c))
+        if c in published.column_names:
+            full = np.full(n_in, None, dtype=object)
+            full[retained] = _objects(published.column(c))[pos]
+            cols[f"__out_col__{c}"] = full
+    return pd.DataFrame(cols)

@@ -1,0 +1,54 @@
+"""Input rules every family shares, each breach an ``InputError`` naming the column and rule.
+
+A family adds its own rules (binary protected attribute, at least one quasi-identifier, rows
+>= k...) in its own package, with the same error type.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from schemas.errors import InputError
+from schemas.roles import Role, TableRoles, read_roles
+
+__all__ = ["table_roles", "require_rows", "require_role"]
+
+
+def table_roles(table: pa.Table, roles: TableRoles | None = None) -> TableRoles:
+    """Roles from the argument or from the table's field metadata; every column must have one,
+    names must be unique and the table must have rows."""
+    names = table.column_names
+    if len(set(names)) != len(names):
+        dup = sorted({n for n in names if names.count(n) > 1})
+        raise InputError(dup[0], "column names must be unique", f"duplicated: {', '.join(dup)}")
+    if table.num_rows == 0:
+        raise InputError(None, "table is empty", "a release needs at least one row")
+    roles = roles if roles is not None else read_roles(table)
+    for c in roles:
+        if c.name not in names:
+            raise InputError(c.name, "column named in the roles is not in the table")
+    for n in names:
+        if n not in roles:
+            raise InputError(n, "every column needs a role (role 'ignored' for unlabelled ones)")
+    return roles
+
+
+def require_role(roles: TableRoles, role: Role, count: int | None = 1, at_least: int = 1):
+    """The columns with ``role``: exactly ``count`` of them, or at least ``at_least`` when
+    ``count`` is None; otherwise an error naming the role and the columns found."""
+    found = roles.with_role(role)
+    ok = len(found) == count if count is not None else len(found) >= at_least
+    if not ok:
+        names = ", ".join(c.name for c in found) or "none"
+        want = f"exactly {count}" if count is not None else f"at least {at_least}"
+        raise InputError(None, f"{want} {role.value} column(s) required", f"found: {names}")
+    return found
+
+
+def require_rows(table: pa.Table, k: int) -> None:
+    if table.num_rows < k:
+        raise InputError(
+            None,
+            f"fewer rows than k: a group needs at least k = {k} rows",
+            f"{table.num_rows} rows",
+        )

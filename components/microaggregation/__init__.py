@@ -1,0 +1,95 @@
+"""Microaggregation: plain MDAV and Fair-MDAV (fairlets, microaggregation, label correction).
+
+The family's descriptors (``MDAV``, ``FAIR_MDAV``) and ``FAMILY`` are all the rest of privfair
+knows about it; the algorithms themselves are imported when first run.
+
+>>> FAMILY.name, [a.name for a in FAMILY.algorithms]
+('microaggregation', ['mdav', 'fair_mdav'])
+"""
+
+from components.core.descriptor import Algorithm, Family, KindCheck, Metric
+from components.microaggregation import guarantees as G
+from components.microaggregation.params import FairMDAVParams, MDAVParams
+
+__all__ = ["FAMILY", "MDAV", "FAIR_MDAV", "MDAVParams", "FairMDAVParams"]
+
+_P = "components.microaggregation"
+
+_HEADLINE = (
+    Metric("input_rows", "input rows"),
+    Metric("output_rows", "published rows"),
+    Metric("dropped_rows", "dropped rows"),
+    Metric("groups", "groups"),
+    Metric("k", "k (group size)"),
+    Metric("m", "m (unfavoured rows per fairlet)"),
+    Metric("n", "n (favoured rows per fairlet)"),
+    Metric("relabelled", "labels relabelled"),
+    Metric("dpar_before", "demographic parity difference, input"),
+    Metric("dpar_after", "demographic parity difference, published"),
+    Metric("t_pa_exact", "t of the protected attribute (max over groups)"),
+    Metric("t_pa_bound", "t bound 1/(2k)"),
+    Metric("information_loss.il", "information loss IL"),
+    Metric("information_loss.il_attr", "IL per attribute (IL_attr)"),
+)
+
+MDAV = Algorithm(
+    name="mdav",
+    title="MDAV microaggregation",
+    params=MDAVParams,
+    run=f"{_P}.mdav:mdav",
+    contract=f"{_P}.mdav:contract",
+    evidence=f"{_P}.audit:evidence",
+    example=f"{_P}.examples:mdav_example",
+    headline=_HEADLINE,
+    figures=f"{_P}.figures:figures",
+    outputs=("data",),
+    sidecars=("lineage",),
+    paper="Domingo-Ferrer & Torra, Ordinal, continuous and heterogeneous k-anonymity through "
+    "microaggregation, DMKD 2005",
+)
+
+FAIR_MDAV = Algorithm(
+    name="fair_mdav",
+    title="Fair-MDAV",
+    params=FairMDAVParams,
+    run=f"{_P}.fair_mdav:fair_mdav",
+    contract=f"{_P}.fair_mdav:contract",
+    evidence=f"{_P}.audit:evidence",
+    example=f"{_P}.examples:fair_mdav_example",
+    headline=_HEADLINE,
+    figures=f"{_P}.figures:figures",
+    outputs=("data",),
+    sidecars=("lineage",),
+    paper="González-Zelaya, Salas, Megías, Missier, Fair and Private Data Preprocessing through "
+    "Microaggregation, ACM TKDD 18(3), 2023",
+)
+
+
+def _kind(model, check: str, corrupt: str | None) -> KindCheck:
+    return KindCheck(
+        model,
+        f"{_P}.checks:{check}",
+        "audit",
+        f"{_P}.corruptions:{corrupt}" if corrupt else None,
+    )
+
+
+FAMILY = Family(
+    name="microaggregation",
+    package=_P,
+    algorithms=(MDAV, FAIR_MDAV),
+    kinds=(
+        _kind(G.GroupSizeRange, "check_group_size_range", "break_group_size_range"),
+        _kind(G.GroupMeans, "check_group_means", "break_qi_values"),
+        _kind(G.QIsUnchanged, "check_qis_unchanged", "break_qi_values"),
+        _kind(G.MeanPreservation, "check_mean_preservation", "break_qi_values"),
+        _kind(G.FairletComposition, "check_fairlet_composition", "break_fairlet_composition"),
+        _kind(G.FairletCount, "check_fairlet_count", "break_fairlet_count"),
+        _kind(G.CorrectionDirection, "check_correction_direction", "break_labels_direction"),
+        _kind(G.LocalFairness, "check_local_fairness", "break_local_fairness"),
+        _kind(G.MinimalCorrection, "check_minimal_correction", "break_minimal_correction"),
+        _kind(G.DemographicParityBound, "check_demographic_parity_bound", "break_parity"),
+        _kind(G.SeedNearest, "check_seed_nearest", "break_seed_nearest"),
+        _kind(G.ParameterValidity, "check_parameter_validity", None),
+    ),
+)

@@ -1,0 +1,344 @@
+"""Fair-MDAV (Gonzalez-Zelaya, Salas, Megias, Missier; ACM TKDD 18(3), 2023).
+
+    G      <- MakeFairlets(D, m, n)           exactly m unfavoured + n favoured rows per group
+    G      <- Microaggregate(G)   if ma       QIs replaced by the group mean -> (m+n)-anonymity
+    D_corr <- CorrectFairness(G, tau, nc)     relabel until upr >= tau * fpr in every group
+
+with m = floor(k * |U|/|D| + 1/2), n = k - m unless given. Leftover rows are dropped. The
+``grouping="mdav"`` variant replaces fairlets by standard MDAV k-groups (spec section 1.8).
+The output declares contracts C1-C11, C13, C14 of the spec; C12 (determinism) is a property of
+the code, checked by the test-suite.
+"""
+
+from __future__ import annotations
+
+import time
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+
+from dataclasses import dataclass
+
+from components.core.inputs import require_rows
+from components.core.metrics import (
+    demographic_parity_difference,
+    positive_ratio,
+    t_closeness_binary,
+)
+from components.core.result import ComponentResult
+from components.microaggregation import guarantees as G
+from components.microaggregation.correction import correct_fairness
+from components.microaggregation.encoding import encode_qis, label_01, protected_01
+from components.microaggregation.grouping import make_fairlets, mdav
+from components.microaggregation.inputs import binary_roles, prepare
+from components.microaggregation.lineage import lineage_table
+from components.microaggregation.microaggregate import microaggregate
+from components.microaggregation.params import FairMDAVParams
+from schemas import contracts as C
+from schemas.errors import InputError
+from schemas.roles import Role, TableRoles, attach_roles
+
+__all__ = ["fair_mdav", "contract", "fairlet_sizes"]
+
+
+def fairlet_sizes(k: int, n_unfavoured: int, n_rows: int) -> tuple[int, int, bool]:
+    """(m, n, clamped): m = floor(k * |U|/|D| + 1/2) in exact arithmetic, clamped to [1, k-1]."""
+    m = int(Fraction(k * n_unfavoured, n_rows) + Fraction(1, 2))
+    clamped = not 1 <= m <= k - 1
+    m = min(max(m, 1), k - 1)
+    return m, k - m, clamped
+
+
+def _pr(y: np.ndarray, pa01: np.ndarray) -> dict[str, float]:
+    pr = positive_ratio(y, sensitive_features=pa01)
+    return {"unfavoured": pr.get(0, float("nan")), "favoured": pr.get(1, float("nan"))}
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the contract depends on, computed from the params and the input only."""
+
+    k: int
+    m: int | None
+    n: int | None
+    clamped: bool
+    qis: tuple[str, ...]
+    protected: str
+    passthrough: tuple[str, ...]
+    t_input: float
+
+
+def _facts(
+    params: FairMDAVParams, table, roles: TableRoles, pa01: np.ndarray, enc=None
+) -> Facts:
+    prot = roles.with_role(Role.PROTECTED)[0].name
+    lab = roles.with_role(Role.LABEL)[0].name
+    n_rows, n_u = len(pa01), int((pa01 == 0).sum())
+    fairlet = params.grouping == "fairlet"
+    if not fairlet:
+        k, m, n, clamped = params.k, None, None, False
+    elif params.m is not None:
+        m, n, clamped = params.m, params.n, False
+        k = m + n
+    else:
+        m, n, clamped = fairlet_sizes(params.k, n_u, n_rows)
+        k = m + n
+    if params.microaggregate:
+        enc = enc if enc is not None else encode_qis(table, roles, params.scaling)
+        qis = tuple(enc.column_names)
+    else:
+        qis = tuple(roles.quasi_identifiers)
+    derived = fairlet and params.m is None and not clamped
+    t_in = (0.5 / k if derived else abs(m / k - n_u / n_rows)) if fairlet else 0.0
+    passthrough = tuple(
+        c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER and c.name != lab
+    )
+    return Facts(k, m, n, clamped, qis, prot, passthrough, float(t_in))
+
+
+def _contract(params: FairMDAVParams, f: Facts) -> list:
+    fairlet = params.grouping == "fairlet"
+    direction = "none" if params.tau == 0 else params.correction
+    out: list = [C.Partition(id="C3", allow_drops=fairlet)]
+    if fairlet:
+        out += [G.FairletComposition(id="C1", m=f.m, n=f.n), G.FairletCount(id="C2", m=f.m, n=f.n)]
+    else:
+        out.append(G.GroupSizeRange(id="C4'", min_size=f.k, max_size=2 * f.k - 1))
+    if params.microaggregate:
+        out += [
+            C.KAnonymity(id="C4", k=f.k, quasi_identifiers=f.qis),
+            G.GroupMeans(id="C4", quasi_identifiers=f.qis),
+            G.MeanPreservation(id="C13", quasi_identifiers=f.qis),
+        ]
+    else:
+        out.append(G.QIsUnchanged(id="C4''", quasi_identifiers=f.qis))
+    if fairlet:
+        out += [
+            C.TCloseness(id="C5", attribute=f.protected, t=0.0, within="group", reference="output"),
+            C.TCloseness(id="C5", attribute=f.protected, t=f.t_input, within="group", reference="input"),
+        ]
+    out += [
+        C.AttributesPreserved(id="C6", columns=f.passthrough),
+        G.CorrectionDirection(id="C7", direction=direction),
+        G.LocalFairness(id="C8", tau=params.tau),
+        G.MinimalCorrection(id="C9", tau=params.tau, direction=params.correction),
+    ]
+    if fairlet:
+        out.append(G.DemographicParityBound(id="C10", ratio=params.tau))
+    out += [
+        G.SeedNearest(
+            id="C11",
+            grouping=params.grouping,
+            scaling=params.scaling,
+            sample=params.trace_sample,
+            seed=params.seed,
+        ),
+        G.ParameterValidity(
+            id="C14",
+            k=f.k,
+            m=f.m if fairlet else None,
+            n=f.n if fairlet else None,
+            tau=params.tau,
+            derived_from_k=params.m is None,
+        ),
+    ]
+    return out
+
+
+def contract(params: FairMDAVParams, table: pa.Table | None = None) -> list:
+    """The guarantees Fair-MDAV owes for ``params`` on ``table`` (spec section 3: C1-C11, C13,
+    C14), computed from the params and the input alone.
+
+    Parameters
+    ----------
+    params : FairMDAVParams
+    table : pyarrow.Table or None
+        The input, roles in its field metadata. None gives the data-free outline: the same ids
+        and kinds, with placeholder values (m, n, the column names).
+
+    Returns
+    -------
+    list of Guarantee
+
+    Notes
+    -----
+    m = floor(k |U| / |D| + 1/2) clamped to [1, k - 1] (exact rationals), n = k - m; the input
+    t bound is 1/(2k) when m was derived from k and |m/k - |U|/|D|| otherwise.
+    """
+    if table is None:
+        k = params.k or (params.m or 1) + (params.n or 1)
+        m = params.m or 1 if params.grouping == "fairlet" else None
+        n = params.n or 1 if params.grouping == "fairlet" else None
+        return _contract(params, Facts(k, m, n, False, (), "*", ("*",), 0.0))
+    table, roles, _ = prepare(table)
+    prot, lab = binary_roles(table, roles)
+    y = label_01(table, lab)
+    pa01, _, _ = protected_01(table, prot, y)
+    return _contract(params, _facts(params, table, roles, pa01))
+
+
+def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
+    """Run Fair-MDAV on ``table`` (roles in its field metadata).
+
+    Parameters
+    ----------
+    table : pyarrow.Table
+        Quasi-identifiers, one binary protected attribute and one binary label (roles in the
+        field metadata); ``ignored`` columns are dropped, other roles pass through unchanged.
+    params : FairMDAVParams
+
+    Returns
+    -------
+    ComponentResult
+        ``outputs["data"]``: the fairlets (QIs as group means with ``microaggregate``, one-hot
+        shares for nominal QIs), labels corrected; ``sidecars["lineage"]``: input row, group,
+        rank and seed flag of each published row.
+
+    Raises
+    ------
+    InputError
+        A column breaks a rule (non-binary protected attribute or label, fewer rows than k,
+        too few rows of one protected group for one fairlet...), named with the rule.
+
+    Notes
+    -----
+    In a fairlet with m_g unfavoured (a positive) and n_g favoured (b positive) rows, positive
+    correction relabels r* = min(m_g - a, max(0, ceil(tau b m_g / n_g) - a)) unfavoured
+    negatives, the fewest that give upr = a'/m_g >= tau fpr = tau b/n_g.
+
+    Examples
+    --------
+    Toy A of the specification (section 1.9): five rows, one (1, 1)-fairlet... at k = 2:
+
+    >>> import pyarrow as pa
+    >>> from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+    >>> roles = TableRoles.of([
+    ...     ColumnRole("X", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
+    ...     ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured="F"),
+    ...     ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1)])
+    >>> t = attach_roles(pa.table({"X": [0.95, 0.05, 0.06, 1.03, 0.03],
+    ...     "PA": ["F", "F", "F", "U", "U"], "y": [1, 0, 1, 0, 0]}), roles)
+    >>> r = fair_mdav(t, FairMDAVParams(m=1, n=1, tau=1.0))
+    >>> r.outputs["data"].column("X").to_pylist()
+    [0.99, 0.99, 0.04, 0.04]
+    >>> r.outputs["data"].column("y").to_pylist()
+    [1, 1, 0, 0]
+    """
+    t0 = time.perf_counter()
+    table, roles, warnings = prepare(table)
+    prot, lab = binary_roles(table, roles)
+    y = label_01(table, lab)
+    pa01, favoured, declared = protected_01(table, prot, y)
+    if declared is not None and declared != favoured:
+        warnings.append(
+            f"column '{prot.name}': the data favour {favoured!r} (higher positive ratio), not the declared {declared!r}; "
+            "Fair-MDAV follows the data"
+        )
+    n_rows, n_u = len(y), int((pa01 == 0).sum())
+    n_f = n_rows - n_u
+    enc = encode_qis(table, roles, params.scaling)
+    facts = _facts(params, table, roles, pa01, enc)
+    k, m, n = facts.k, facts.m, facts.n
+    if facts.clamped:
+        warnings.append(f"m clamped to {m} so that every fairlet holds both protected groups")
+    require_rows(table, k)  # the plainer rule first: fewer rows than k can form no fairlet
+    if params.grouping == "fairlet" and (n_u < m or n_f < n):
+        raise InputError(
+            prot.name,
+            f"too few rows to form one ({m},{n})-fairlet",
+            f"{n_u} unfavoured, {n_f} favoured rows",
+        )
+    t1 = time.perf_counter()
+    grouping = make_fairlets(enc, pa01, m, n) if params.grouping == "fairlet" else mdav(enc, k)
+    t2 = time.perf_counter()
+    order = grouping.row_order()
+    gid = grouping.group_ids()
+    tau = params.tau_fraction
+    y_out, flags = correct_fairness(
+        gid,
+        pa01[order],
+        y[order],
+        grouping.n_groups,
+        tau,
+        params.correction,
+        params.relabel_order,
+        params.seed,
+    )
+    t3 = time.perf_counter()
+
+    # --- assemble the published table -----------------------------------------------------
+    cols: dict[str, pa.Array] = {}
+    out_roles = []
+    if params.microaggregate:
+        qi_cols, il = microaggregate(enc, grouping)
+        cols.update(qi_cols)
+        out_roles += enc.published_roles()
+    else:
+        il = {
+            "il": 0.0,
+            "il_attr": 0.0,
+            "sse": 0.0,
+            "per_attribute": dict.fromkeys(roles.quasi_identifiers, 0.0),
+        }
+        take = pa.array(order)
+        for q in roles.quasi_identifiers:
+            cols[q] = table.column(q).take(take)
+            out_roles.append(roles[q])
+    lab_values = table.column(lab.name).to_numpy(zero_copy_only=False)
+    positive_value = lab_values[np.argmax(y == 1)]
+    negative_value = lab_values[np.argmax(y == 0)]
+    for c in roles:
+        if c.role is Role.QUASI_IDENTIFIER:
+            continue
+        col = table.column(c.name).take(pa.array(order))
+        if c.name == lab.name:
+            corrected = np.where(y_out == 1, positive_value, negative_value)
+            col = pa.array(corrected, type=col.type)
+        cols[c.name] = col
+        out_roles.append(c)
+    out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
+    t4 = time.perf_counter()
+
+    p_dump = params.model_dump(mode="json")
+
+    # --- metrics ----------------------------------------------------------------------------
+    pa_out = pa01[order]
+    share_in = n_u / n_rows
+    t_groups = t_closeness_binary(gid, pa_out, share_in) if len(gid) else np.zeros(0)
+    metrics = {
+        "input_rows": n_rows,
+        "output_rows": int(len(order)),
+        "dropped_rows": int(n_rows - len(order)),
+        "groups": grouping.n_groups,
+        "k": k,
+        "m": m,
+        "n": n,
+        "favoured_value": favoured.item() if hasattr(favoured, "item") else favoured,
+        "unfavoured_share_input": share_in,
+        "relabelled": int(flags.sum()),
+        "positive_ratio_before": _pr(y, pa01),
+        "positive_ratio_after": _pr(y_out, pa_out) if len(order) else {},
+        "dpar_before": demographic_parity_difference(y, sensitive_features=pa01),
+        "dpar_after": demographic_parity_difference(y_out, sensitive_features=pa_out)
+        if len(order)
+        else None,
+        "t_pa_exact": float(t_groups.max()) if len(t_groups) else 0.0,
+        "t_pa_bound": 0.5 / k,
+        "information_loss": il,
+        "group_sizes": np.bincount(np.bincount(gid)).tolist() if len(gid) else [],
+    }
+    lineage = lineage_table(
+        order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
+    )
+    timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "correct_s": t3 - t2, "assemble_s": t4 - t3}
+    return ComponentResult(
+        "fair_mdav",
+        {"data": out},
+        {"lineage": lineage},
+        _contract(params, facts),
+        p_dump,
+        metrics,
+        timings,
+        warnings,
+    ).stamped()
