@@ -1,7 +1,7 @@
 """Airflow DAGs generated from the privfair pipeline specs: one DAG per spec (dag_id = spec name).
 
 Each DAG runs ``ingest -> protect -> validate -> publish`` (TaskFlow API, ``airflow.sdk``); the
-tasks call the orchestrator-neutral steps of ``pipelines.steps`` and hand each other small dicts
+tasks call the orchestrator-neutral tasks of ``pipelines.tasks`` and hand each other small dicts
 of Parquet/JSON paths through XCom, never tables. ``validate`` builds the candidate release in the
 store's staging area and checks every declared guarantee (Great Expectations); a failing
 guarantee quarantines the candidate and fails the run without retries, so ``publish`` never runs.
@@ -22,7 +22,8 @@ Settings (environment of the scheduler / ``airflow dags test``):
 * ``PRIVFAIR_WORK_DIR``   work files of each run (default ``$AIRFLOW_HOME/privfair_work``)
 
 Per run (``airflow dags test <dag> -c '{...}'`` or trigger conf): ``store``, ``data_dir``,
-``overrides`` (component parameters, e.g. ``{"k": 20}``; validated by ``spec.with_params``).
+``overrides`` (algorithm parameters, e.g. ``{"k": 20}``; validated by
+``pipelines.catalogue.with_params``).
 
 Embedded defaults (``python -m pipelines.orchestrate airflow ...`` sets them):
 ``AIRFLOW_HOME=<repo>/.airflow_home`` (SQLite metadata DB, migrated on first use),
@@ -45,7 +46,7 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # the dags folder is on sys.path, the repository may not be
     sys.path.insert(0, str(REPO))
 
-from pipelines.orchestrate import load_specs  # noqa: E402  (light: stdlib, YAML, pydantic)
+from pipelines.catalogue import load_specs  # noqa: E402  (light: YAML, pydantic, descriptors)
 
 # Deterministic failures fail at once; anything else (a download, a full disk) is retried once.
 NO_RETRY = ExceptionRetryPolicy(
@@ -73,7 +74,7 @@ def _run_settings(spec_name: str) -> dict:
     """Store, data dir, overrides and work folder of the running task (lazy: task-side only)."""
     from airflow.sdk import get_current_context
 
-    from pipelines.orchestrate import resolve_data_dir, resolve_store, safe_name
+    from pipelines.settings import resolve_data_dir, resolve_store, safe_name
 
     ctx = get_current_context()
     params = ctx["params"]
@@ -114,35 +115,37 @@ def build_dag(spec_path: Path, spec):
     def pipeline():
         @task
         def ingest() -> dict:
-            from pipelines import steps
+            from pipelines import tasks
+            from pipelines.catalogue import with_params
 
             s = _run_settings(name)
-            eff = spec.with_params(s["overrides"]) if s["overrides"] else spec
-            return steps.ingest_step(eff, s["work"] / "raw", s["data_dir"])
+            eff = with_params(spec, s["overrides"])
+            return tasks.ingest_task(eff, s["work"] / "raw", s["data_dir"]).as_dict()
 
         @task
         def protect(ingested: dict) -> dict:
-            from pipelines import steps
+            from pipelines import tasks
+            from pipelines.catalogue import with_params
 
             s = _run_settings(name)
-            eff = spec.with_params(s["overrides"]) if s["overrides"] else spec
-            return steps.protect_step(eff, ingested, s["work"] / "protected", s["store"])
+            eff = with_params(spec, s["overrides"])
+            return tasks.protect_task(eff, ingested, s["work"] / "protected", s["store"]).as_dict()
 
         @task
         def validate(protected: dict) -> dict:
-            from pipelines import steps
+            from pipelines import tasks
 
             s = _run_settings(name)
-            return steps.validate_step(protected, s["store"], raise_on_failure=True)
+            return tasks.validate_task(protected, s["store"], raise_on_failure=True).as_dict()
 
         @task
         def publish(protected: dict, validated: dict) -> dict:
-            from pipelines import steps
+            from pipelines import tasks
 
             s = _run_settings(name)
-            out = steps.publish_step(protected, validated, s["store"])
-            print(f"{out['status']}: {name} {out['version']} -> {out['path']}")
-            return out
+            out = tasks.publish_task(protected, validated, s["store"])
+            print(f"{out.status}: {name} {out.version} -> {out.path}")
+            return out.as_dict()
 
         protected = protect(ingest())
         publish(protected, validate(protected))

@@ -28,35 +28,31 @@ def _overrides(pairs: list[str]) -> dict:
     return out
 
 
+def _fmt(v) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipelines.run import HEADLINE_METRICS, run_release
-    from schemas.spec import load_spec
+    from pipelines.catalogue import load_spec, with_params
+    from pipelines.flow import run_release
 
     spec = load_spec(args.spec)
     if args.set:
-        spec = spec.with_params(_overrides(args.set))
+        spec = with_params(spec, _overrides(args.set))
     out = run_release(spec, args.store, args.data_dir)
-    m = out.metrics
     print(f"{out.status}: {out.pipeline} {out.version}")
     print(f"  release: {out.path}")
     if out.validation is not None:
         print(_tally(out.validation))
-    if m:
-        print(
-            "  "
-            + ", ".join(
-                f"{k}={m[k]:.4f}" if isinstance(m.get(k), float) else f"{k}={m.get(k)}"
-                for k in HEADLINE_METRICS
-                if k in m
-            )
-        )
-        if "information_loss" in m:
-            print(f"  information loss (per attribute): {m['information_loss']['il_attr']:.4f}")
+    shown = [(m.label, m.get(out.metrics)) for m in out.headline]
+    for label, value in shown:
+        if value is not None and not isinstance(value, dict | list):
+            print(f"  {label}: {_fmt(value)}")
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pipelines.revalidate import revalidate
+    from pipelines.flow import revalidate
 
     v = revalidate(Path(args.release), args.data_dir)
     for r in v.guarantees:

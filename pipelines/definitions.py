@@ -6,14 +6,16 @@ module is imported (a new YAML file adds a new asset graph, no code change):
 * assets ``<spec>/raw_table`` -> ``<spec>/protected_table`` -> ``<spec>/release``, in the asset
   group ``<spec>``; their values are small dicts of Parquet/JSON paths written by the
   orchestrator-neutral steps of ``pipelines.steps`` (the same ones the Airflow DAGs run);
-* one **blocking** asset check per guarantee the release declares, on ``protected_table``
-  (``C4_k_anonymity``, ``C8_local_fairness``...), plus ``contract`` (every guarantee holds).
-  They run together: one Great Expectations validation of the candidate release
-  (``pipelines.run.build_candidate`` -> ``pipelines.validate.validate_release``), each check
-  reporting its guarantee. A failed check quarantines the candidate and stops ``release``;
-* run config on ``protected_table`` (``ProtectConfig``): optional overrides of the component
-  parameters (k, m, n, tau, microaggregate, correction...), validated by
-  ``PipelineSpec.with_params``;
+* one **blocking** asset check per guarantee of the release, named from the algorithm's
+  data-free outline plus the spec's demands (``pipelines.catalogue.check_keys``), on
+  ``protected_table``, plus ``contract`` (every guarantee holds and the declared contract holds
+  every required one). They run together: one Great Expectations validation of the candidate
+  release (``pipelines.flow.build_candidate``), each check taking the result with its key; a
+  declared check without a result fails. A failed check quarantines the candidate and stops
+  ``release``;
+* run config on ``protected_table``, generated from the algorithm's ``Params`` model: every
+  parameter optional (unset keeps the spec's value), validated by
+  ``pipelines.catalogue.with_params``;
 * resources ``privfair_data`` (raw-data folder; default ``$PRIVFAIR_DATA_DIR``) and
   ``release_store`` (default ``$PRIVFAIR_STORE`` or ``releases``, relative to the repo root);
 * a job ``<spec>_job`` over the group and, when the spec has a schedule, ``<spec>_schedule``
@@ -31,21 +33,17 @@ under ``<instance storage>/privfair/<spec>/<run_id>/``.
 
 import json
 import os
+import typing
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import dagster as dg
-from pydantic import Field
+from pydantic import Field, create_model
 
-from pipelines.orchestrate import (
-    cron_of,
-    declared_contract,
-    load_specs,
-    resolve_data_dir,
-    resolve_store,
-    slot_names,
-)
-from pipelines.run import HEADLINE_METRICS
+from components.core.descriptor import Algorithm, Metric
+from pipelines.catalogue import algorithm_of, check_keys, load_specs, outline, with_params
+from pipelines.settings import cron_of, resolve_data_dir, resolve_store
 from schemas.errors import SpecError
 from schemas.spec import PipelineSpec
 
@@ -74,22 +72,10 @@ class ReleaseStore(dg.ConfigurableResource):
 
 
 # --- run config --------------------------------------------------------------------------------
-class ProtectConfig(dg.Config):
-    """Optional overrides of the spec's component parameters; unset fields keep the spec's
-    values. The result is validated as a whole by ``PipelineSpec.with_params`` (an unknown
-    parameter for the component, or an invalid value, fails the run with the spec key named).
-    Overrides change the spec, hence the release version."""
-
-    k: int | None = Field(default=None, description="group / fairlet size (k-anonymity level)")
-    m: int | None = Field(default=None, description="Fair-MDAV: unfavoured rows per fairlet")
-    n: int | None = Field(default=None, description="Fair-MDAV: favoured rows per fairlet")
-    tau: float | None = Field(default=None, description="Fair-MDAV: correction level in [0, 1]")
-    microaggregate: bool | None = Field(default=None, description="Fair-MDAV: replace QIs by means")
-    correction: str | None = Field(default=None, description="Fair-MDAV: positive | negative")
-    grouping: str | None = Field(default=None, description="Fair-MDAV: fairlet | mdav")
-    scaling: str | None = Field(default=None, description="minmax | zscore")
-    relabel_order: str | None = Field(default=None, description="Fair-MDAV: nearest | random")
-    seed: int | None = Field(default=None, description="Fair-MDAV: seed for random relabelling")
+class ParamsConfig(dg.Config):
+    """Optional overrides of the spec's algorithm parameters; unset fields keep the spec's
+    values. The result is validated as a whole (an unknown parameter or an invalid value fails
+    the run with the spec key named). Overrides change the spec, hence the release version."""
 
     def overrides(self) -> dict[str, Any]:
         return {k: v for k, v in self.model_dump().items() if v is not None}
@@ -99,7 +85,7 @@ class ProtectConfig(dg.Config):
         if not over:
             return spec
         try:
-            return spec.with_params(over)
+            return with_params(spec, over)
         except SpecError as e:
             raise dg.Failure(
                 description=f"invalid run config for '{spec.name}' (overrides {over}): "
@@ -107,6 +93,27 @@ class ProtectConfig(dg.Config):
                 metadata={"overrides": dg.MetadataValue.json(over)},
                 allow_retries=False,
             ) from None
+
+
+def _config_type(annotation: Any) -> tuple[Any, str]:
+    """A Dagster-config-friendly type for a Params field, and a note on allowed values."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is Literal:
+        return str, " (one of: " + ", ".join(map(str, typing.get_args(annotation))) + ")"
+    if args and typing.get_origin(annotation) is not Literal and len(args) == 1:
+        return _config_type(args[0])
+    return annotation, ""
+
+
+@cache
+def config_class(algo: Algorithm) -> type[ParamsConfig]:
+    """The run config of ``algo``: one optional field per ``Params`` field, same description."""
+    fields: dict[str, Any] = {}
+    for name, f in algo.params.model_fields.items():
+        typ, note = _config_type(f.annotation)
+        fields[name] = (typ | None, Field(default=None, description=(f.description or name) + note))
+    camel = "".join(p.capitalize() for p in algo.name.split("_"))
+    return create_model(f"{camel}Config", __base__=ParamsConfig, **fields)
 
 
 # --- helpers -----------------------------------------------------------------------------------
@@ -137,14 +144,13 @@ def _file_md(path: str) -> dict[str, Any]:
     return {"path": dg.MetadataValue.path(str(p)), "url": dg.MetadataValue.url(p.as_uri())}
 
 
-def _metric_md(metrics: dict) -> dict[str, Any]:
-    md: dict[str, Any] = {f"metrics/{k}": _mv(metrics[k]) for k in HEADLINE_METRICS if k in metrics}
-    for k in ("positive_ratio_before", "positive_ratio_after"):
-        if k in metrics:
-            md[f"metrics/{k}"] = _mv(metrics[k])
-    il = metrics.get("information_loss")
-    if isinstance(il, dict) and "il_attr" in il:
-        md["metrics/information_loss"] = _mv(il["il_attr"])
+def _metric_md(metrics: dict, headline: tuple[Metric, ...]) -> dict[str, Any]:
+    """The algorithm's headline metrics as ``metrics/<key>`` metadata."""
+    md: dict[str, Any] = {}
+    for m in headline:
+        v = m.get(metrics)
+        if v is not None:
+            md[f"metrics/{m.key}"] = _mv(v)
     return md
 
 
@@ -152,16 +158,19 @@ def _metric_md(metrics: dict) -> dict[str, Any]:
 def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     """The assets, checks, job and schedule of one spec."""
     name = spec.name
+    algo = algorithm_of(spec)
     raw_key = dg.AssetKey([name, "raw_table"])
     prot_key = dg.AssetKey([name, "protected_table"])
     rel_key = dg.AssetKey([name, "release"])
     about = {
         "spec_file": dg.MetadataValue.path(str(path)),
         "component": spec.component.name,
+        "family": algo.family,
         "params": dg.MetadataValue.json(dict(spec.component.params)),
         "dataset": spec.dataset.name or spec.dataset.path or "",
     }
     common = {"group_name": name, "kinds": {"parquet"}}
+    Config = config_class(algo)
 
     @dg.asset(
         key=raw_key,
@@ -170,75 +179,76 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         **common,
     )
     def raw_table(context: dg.AssetExecutionContext, privfair_data: PrivfairData) -> dict:
-        from pipelines import steps
+        from pipelines import tasks
 
-        out = steps.ingest_step(spec, _work_dir(context, spec, "raw"), privfair_data.resolved())
-        info = json.loads(Path(out["input"]).read_text())
+        out = tasks.ingest_task(spec, _work_dir(context, spec, "raw"), privfair_data.resolved())
+        info = json.loads(Path(out.input).read_text())
         context.add_output_metadata(
             {
-                "dagster/row_count": out["rows"],
-                "columns": out["columns"],
-                "input_fingerprint": out["fingerprint"],
+                "dagster/row_count": out.rows,
+                "columns": out.columns,
+                "input_fingerprint": out.fingerprint,
                 "input_files": _mv(info.get("files", {})),
-                "raw_parquet": dg.MetadataValue.path(out["raw"]),
+                "raw_parquet": dg.MetadataValue.path(out.raw),
             }
         )
-        return out
+        return out.as_dict()
 
     @dg.asset(
         key=prot_key,
         ins={"raw": dg.AssetIn(raw_key)},
         description=(spec.description or f"{name}: the protected table.").strip()
-        + "\n\nRun config overrides the component parameters. A version already published "
-        "in the release store is reused (its files), not recomputed.",
+        + f"\n\n{algo.title} ({algo.family}). Run config overrides its parameters. A version "
+        "already published in the release store is reused (its files), not recomputed.",
         metadata=about,
         **common,
     )
     def protected_table(
         context: dg.AssetExecutionContext,
-        config: ProtectConfig,
+        config: Config,  # type: ignore[valid-type]
         release_store: ReleaseStore,
         raw: dict,
     ) -> dict:
-        from pipelines import steps
+        from pipelines import tasks
 
         eff = config.apply(spec)
         work = _work_dir(context, spec, "protected")
-        out = steps.protect_step(eff, raw, work, release_store.resolved())
-        metrics = json.loads(Path(out["metrics"]).read_text())
-        contract = json.loads(Path(out["contract"]).read_text())
+        out = tasks.protect_task(eff, raw, work, release_store.resolved())
+        metrics = json.loads(Path(out.metrics).read_text())
+        contract = json.loads(Path(out.contract).read_text())
         context.add_output_metadata(
             {
-                "version": out["version"],
-                "dagster/row_count": out["rows_out"],
-                "rows_in": out["rows_in"],
-                "rows_out": out["rows_out"],
-                "params": _mv(json.loads(Path(out["params"]).read_text())),
+                "version": out.version,
+                "dagster/row_count": out.rows_out,
+                "rows_in": out.rows_in,
+                "rows_out": out.rows_out,
+                "params": _mv(json.loads(Path(out.params).read_text())),
                 "overrides": _mv(config.overrides()),
                 "declared_guarantees": _mv([f"{g['id']} {g['kind']}".strip() for g in contract]),
-                "data_parquet": dg.MetadataValue.path(out["data"]),
-                "reused_release": _mv(out["reused"]),
-                **_metric_md(metrics),
+                "outputs": _mv(out.outputs),
+                "reused_release": _mv(out.reused),
+                **_metric_md(metrics, algo.headline),
             }
         )
-        return out
+        return out.as_dict()
 
-    template = declared_contract(spec)
-    slots = slot_names(template)
-    docs = {n: _first_line(type(g).__doc__) for n, g in zip(slots, template, strict=True)}
-    titles = {n: f"{g.id} {g.kind}".strip() for n, g in zip(slots, template, strict=True)}
+    template = outline(spec)
+    keys = check_keys(template)
+    docs = {k: _first_line(type(g).__doc__) for k, g in zip(keys, template, strict=True)}
+    titles = {k: g.title for k, g in zip(keys, template, strict=True)}
     check_specs = [
-        dg.AssetCheckSpec(n, asset=prot_key, blocking=True, description=f"{titles[n]}: {docs[n]}")
-        for n in slots
+        dg.AssetCheckSpec(k, asset=prot_key, blocking=True, description=f"{titles[k]}: {docs[k]}")
+        for k in keys
     ]
     check_specs.append(
         dg.AssetCheckSpec(
             CONTRACT_CHECK,
             asset=prot_key,
             blocking=True,
-            description="The whole validation of the candidate release passes: every declared "
-            "guarantee plus the built-in schema expectations (columns, nulls, types, row "
-            "count), run by Great Expectations on the files to be published.",
+            description="The whole validation of the candidate release passes: every guarantee "
+            "of the contract rebuilt from the spec, the declared contract holding all of them, "
+            "and the built-in schema expectations (columns, nulls, types, row count), run by "
+            "Great Expectations on the files to be published.",
         )
     )
 
@@ -252,106 +262,114 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     def contract_checks(
         context: dg.AssetCheckExecutionContext, release_store: ReleaseStore, protected: dict
     ):
-        from pipelines import steps
+        from pipelines import tasks
 
-        v = steps.validate_step(protected, release_store.resolved(), raise_on_failure=False)
-        summary = json.loads(Path(v["results"]).read_text())
-        contract = json.loads(Path(protected["contract"]).read_text())
-        from schemas.contracts import GUARANTEE_LIST
-
-        guarantees = GUARANTEE_LIST.validate_python(contract)
-        names = slot_names(guarantees)
-        # validate_release reports the contract in order, then its built-in schema checks
-        results = [r for r in summary["results"] if r.get("id") != "schema"]
-        by_slot: dict[str, dict] = {
-            n: r
-            for n, g, r in zip(names, guarantees, results, strict=False)
-            if r.get("kind") == g.kind and r.get("id") == g.id
-        }
+        v = tasks.validate_task(protected, release_store.resolved(), raise_on_failure=False)
+        summary = json.loads(Path(v.results).read_text())
+        by_key = {r["key"]: r for r in summary["results"] if r.get("key")}
         schema = [r for r in summary["results"] if r.get("id") == "schema"]
         selected = {k.name for k in context.selected_asset_check_keys}
-        for slot in slots:
-            r = by_slot.get(slot)
-            if slot not in selected or r is None:
-                continue  # not selected, or not declared under these parameters
+        for key in keys:
+            if key not in selected:
+                continue
+            r = by_key.get(key)
+            if r is None:  # declared up front, but the validation produced no result for it
+                yield dg.AssetCheckResult(
+                    asset_key=prot_key,
+                    check_name=key,
+                    passed=False,
+                    metadata={"version": v.version},
+                    description=f"{titles[key]}: no validation result for this guarantee",
+                )
+                continue
             md = {
                 "guarantee": f"{r['id']} {r['kind']}".strip(),
                 "observed": _mv(r.get("observed")),
                 "expected": _mv(r.get("expected")),
                 "n_offending": int(r.get("n_offending") or 0),
-                "version": v["version"],
+                "version": v.version,
             }
             if r.get("offending"):
                 md["offending (first rows)"] = _mv(r["offending"])
             yield dg.AssetCheckResult(
                 asset_key=prot_key,
-                check_name=slot,
+                check_name=key,
                 passed=bool(r["passed"]),
                 metadata=md,
                 description=r.get("message") or None,
             )
         if CONTRACT_CHECK in selected:
             md = {
-                "checked": v["checked"],
-                "guarantees_checked": len(results),
+                "checked": v.checked,
+                "guarantees_checked": len(by_key),
                 "schema_checks": len(schema),
-                "failed": _mv(v["failed"]),
-                "results": dg.MetadataValue.path(v["results"]),
-                "version": v["version"],
-                "guarantees_without_own_check": _mv([n for n in names if n not in slots]),
+                "failed": _mv(v.failed),
+                "results": dg.MetadataValue.path(v.results),
+                "version": v.version,
+                "guarantees_without_own_check": _mv([k for k in by_key if k not in keys]),
             }
-            if v["quarantine"]:
-                md["quarantined_at"] = dg.MetadataValue.path(v["quarantine"])
-            n_ok = v["checked"] - len(v["failed"])
+            if v.quarantine:
+                md["quarantined_at"] = dg.MetadataValue.path(v.quarantine)
+            n_ok = v.checked - len(v.failed)
             yield dg.AssetCheckResult(
                 asset_key=prot_key,
                 check_name=CONTRACT_CHECK,
-                passed=bool(v["passed"]),
+                passed=bool(v.passed),
                 metadata=md,
-                description=f"{n_ok}/{v['checked']} expectations hold "
-                f"({len(results)} guarantees, {len(schema)} schema checks)"
-                + ("" if v["passed"] else "; candidate quarantined, nothing published"),
+                description=f"{n_ok}/{v.checked} checks hold "
+                f"({len(by_key)} guarantees, {len(schema)} schema checks)"
+                + ("" if v.passed else "; candidate quarantined, nothing published"),
             )
 
     @dg.asset(
         key=rel_key,
         ins={"protected": dg.AssetIn(prot_key)},
         description=f"The published, versioned release of {name} "
-        "(<store>/<pipeline>/<version>: data, lineage, manifest, validation, report).",
+        "(<store>/<pipeline>/<version>: outputs, internal sidecars, manifest, validation, report).",
         metadata=about,
         **common,
     )
     def release(
         context: dg.AssetExecutionContext, release_store: ReleaseStore, protected: dict
     ) -> dict:
-        from pipelines import steps
+        from pipelines import tasks
 
         vpath = Path(protected["work"]) / "validation.json"
         validated = None
         if vpath.exists():
-            validated = json.loads(vpath.read_text())
-            if validated.get("version") != protected["version"]:
-                validated = None
-        out = steps.publish_step(protected, validated, release_store.resolved())
+            doc = json.loads(vpath.read_text())
+            if doc.get("candidate") and doc.get("status") == "passed":
+                validated = tasks.ValidateRecord(
+                    pipeline=name,
+                    version=protected["version"],
+                    passed=True,
+                    failed=[],
+                    checked=doc.get("checked", 0),
+                    results=str(vpath),
+                    candidate=doc["candidate"],
+                )
+        out = tasks.publish_task(protected, validated, release_store.resolved())
         md: dict[str, Any] = {
-            "version": out["version"],
-            "status": out["status"],
-            "release": dg.MetadataValue.path(out["path"]),
+            "version": out.version,
+            "status": out.status,
+            "release": dg.MetadataValue.path(out.path),
         }
-        if "report" in out:
-            rep = _file_md(out["report"])
+        if out.report:
+            rep = _file_md(out.report)
             md["report"], md["report_url"] = rep["path"], rep["url"]
-        if "manifest" in out:
-            man = json.loads(Path(out["manifest"]).read_text())
+        if out.manifest:
+            man = json.loads(Path(out.manifest).read_text())
             val = man.get("validation", {})
-            docs = (val.get("artefacts") or {}).get("data_docs")
-            if docs and (Path(out["path"]) / docs).is_file():
-                md["data_docs_url"] = _file_md(str(Path(out["path"]) / docs))["url"]
+            docs_path = (val.get("artefacts") or {}).get("data_docs")
+            if docs_path and (Path(out.path) / docs_path).is_file():
+                md["data_docs_url"] = _file_md(str(Path(out.path) / docs_path))["url"]
             md.update(
                 {
-                    "manifest": dg.MetadataValue.path(out["manifest"]),
+                    "manifest": dg.MetadataValue.path(out.manifest),
                     "published_at": man.get("published_at", ""),
-                    "dagster/row_count": int(man.get("metrics", {}).get("output_rows", 0)),
+                    "dagster/row_count": sum(
+                        int(o.get("rows") or 0) for o in (man.get("outputs") or {}).values()
+                    ),
                     "contract/status": val.get("status", "?"),
                     "contract/checked": val.get("checked", 0),
                     "contract/failed": _mv(val.get("failed", [])),
@@ -361,11 +379,11 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                             for r in val.get("results", [])
                         }
                     ),
-                    **_metric_md(man.get("metrics", {})),
+                    **_metric_md(man.get("metrics", {}), algo.headline),
                 }
             )
         context.add_output_metadata(md)
-        return out
+        return out.as_dict()
 
     job = dg.define_asset_job(
         f"{name}_job",

@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     import dagster as dg
 
     from pipelines.definitions import build_defs
-    from pipelines.orchestrate import load_specs
+    from pipelines.catalogue import load_specs
 
     store = args.store if "://" in args.store else str(Path(args.store).resolve())
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None

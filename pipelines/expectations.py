@@ -1,38 +1,21 @@
-"""Great Expectations (1.x) form of a release's contract: one expectation per declared guarantee,
-plus built-in expectations for what GX covers natively (schema, nulls, value sets, row count).
+"""Great Expectations (1.x) form of a release's contract: one expectation per guarantee, plus
+built-in expectations for what GX covers natively (schema, nulls, value sets, row count).
 
 One source of truth. Every guarantee expectation calls the same pure checker the CLI uses
-(``components.microaggregation.checks.check_guarantee``) through ONE generic table metric, ``privfair.guarantee``,
-whose value kwargs carry the guarantee as JSON (and the checker options, e.g. ``scaling``). Each
-guarantee kind has its own ``BatchExpectation`` subclass (``expect_table_k_anonymous``,
-``expect_fairlet_composition``, ...) whose pydantic fields mirror the guarantee model of
-``schemas.contracts`` field for field (the guarantee's ``id`` becomes ``guarantee_id``, because
-``id`` is taken by GX). The expectation's result holds ``observed_value``, the checker's
-``message``, ``expected``, ``n_offending`` and the ``offending`` groups.
+(``components.core.checks.check_guarantee``) through ONE generic table metric,
+``privfair.guarantee``, whose value kwargs carry the guarantee as JSON. The expectation classes
+are *generated*, one per registered guarantee kind (``components.core.registry.kind_checks``):
+``ExpectKAnonymity``, ``ExpectFairletComposition``..., their pydantic fields taken from the
+guarantee model field for field (the guarantee's ``id`` becomes ``guarantee_id``, because ``id``
+is taken by GX). Adding a kind to a family adds its expectation; nothing here changes. The
+expectation's result holds ``observed_value``, the checker's ``message``, ``expected``,
+``n_offending`` and the ``offending`` groups.
 
-Which batch an expectation runs on follows ``components.microaggregation.checks.CHECKS``: ``published`` is the
-published table (``data.parquet``) as pandas, ``audit`` is ``components.microaggregation.audit.build_audit``.
-``compile_suites`` builds one suite per batch. Because GX silently drops expectations whose class
-is not registered when a persisted suite is reloaded, ``round_trip`` serialises the suites to
-JSON, reloads them in a fresh context and raises ``PrivfairError`` if a suite holds fewer
-guarantee expectations than the contract declares (``count_declared``).
-
-Adding a guarantee kind (e.g. ``alpha_protection``, ``differential_privacy``,
-``justifiable_fairness``, ``report_fidelity``):
-
-1. add its checker to ``components.microaggregation.checks.CHECKS`` (``kind -> ("published"|"audit", fn)``);
-2. register one expectation class here, the same way as the others::
-
-       @register
-       class ExpectAlphaProtection(GuaranteeExpectation):
-           \"\"\"<what it checks>\"\"\"
-
-           guarantee_model: ClassVar[type] = C.AlphaProtection
-           measure: Literal["RD", "RR", "RC", "OR"]
-           alpha: float
-
-   ``register`` refuses a class whose fields do not mirror the guarantee model or whose kind
-   has no checker; nothing else (metric, suites, validation, Data Docs) changes.
+An expectation runs on the evidence frame its kind reads (``KindCheck.frame``: ``published``,
+``audit``...); ``compile_suites`` builds one suite per frame. Because GX silently drops
+expectations whose class is not registered when a persisted suite is reloaded, ``round_trip``
+serialises the suites to JSON, reloads them in a fresh context and raises ``PrivfairError`` if a
+suite holds fewer guarantee expectations than the contract declares (``count_declared``).
 
 Importing this module registers the expectations with GX; import it before loading any
 persisted suite (``pipelines.validate`` does).
@@ -46,7 +29,7 @@ import math
 from abc import abstractmethod
 from collections import Counter
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
@@ -66,10 +49,9 @@ from great_expectations.render import (
 )
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
-from pydantic import TypeAdapter
-
-from components.microaggregation.checks import CHECKS, CheckResult, check_guarantee
-from schemas import contracts as C
+from components.core.checks import CheckResult, check_guarantee
+from components.core.registry import families, kind_checks
+from schemas.contracts import Guarantee, kind_of, parse_guarantee
 from schemas.errors import PrivfairError
 from schemas.roles import Role, read_roles
 
@@ -81,11 +63,10 @@ if TYPE_CHECKING:
     from great_expectations.expectations.expectation import Expectation
 
 GUARANTEE_METRIC = "privfair.guarantee"
-BATCHES = ("published", "audit")
 BUILTIN_ID = "schema"
 META_KEY = "privfair"
+PUBLISHED = "published"  # the frame built-in expectations run on
 
-_GUARANTEE = TypeAdapter(C.Guarantee)
 _BASE_FIELDS = {"id", "kind"}
 
 
@@ -107,7 +88,7 @@ class GuaranteeMetric(TableMetricProvider):
     """Runs the guarantee's pure checker on the batch; the value is ``CheckResult.to_dict()``."""
 
     metric_name = GUARANTEE_METRIC
-    value_keys = ("guarantee", "options")
+    value_keys = ("guarantee",)
 
     @metric_value(engine=PandasExecutionEngine)
     def _pandas(
@@ -121,19 +102,19 @@ class GuaranteeMetric(TableMetricProvider):
         df, _, _ = execution_engine.get_compute_domain(
             metric_domain_kwargs, domain_type=MetricDomainTypes.TABLE
         )
-        g = _GUARANTEE.validate_json(metric_value_kwargs["guarantee"])
-        options = json.loads(metric_value_kwargs.get("options") or "{}")
-        # the batch is the frame the checker needs (CHECKS); pass it for both roles
-        return _jsonable(check_guarantee(g, df, df, **options).to_dict())
+        families()  # every kind registered before parsing
+        g = parse_guarantee(json.loads(metric_value_kwargs["guarantee"]))
+        # the batch is the frame the guarantee's checker reads
+        frame = kind_checks()[g.kind].frame
+        return _jsonable(check_guarantee(g, {frame: df}).to_dict())
 
 
 # --- the generic guarantee expectation --------------------------------------------------------
 class GuaranteeExpectation(BatchExpectation):
-    """Base of every guarantee expectation: subclasses set ``guarantee_model`` and declare the
-    guarantee's fields; everything else is generic."""
+    """Base of every guarantee expectation: each generated subclass sets ``guarantee_model``
+    and carries the guarantee's fields; everything else is generic."""
 
     guarantee_id: str = ""
-    checker_options: dict | None = None
 
     args_keys: ClassVar[tuple[str, ...]] = ()
     success_keys: ClassVar[tuple[str, ...]] = ()
@@ -145,7 +126,7 @@ class GuaranteeExpectation(BatchExpectation):
 
     @classmethod
     def guarantee_kind(cls) -> str:
-        return cls.guarantee_model.model_fields["kind"].default  # type: ignore[attr-defined]
+        return kind_of(cls.guarantee_model)  # type: ignore[arg-type]
 
     @classmethod
     def mirrored_fields(cls) -> list[str]:
@@ -153,7 +134,7 @@ class GuaranteeExpectation(BatchExpectation):
 
     @classmethod
     def batch(cls) -> str:
-        return CHECKS[cls.guarantee_kind()][0]
+        return kind_checks()[cls.guarantee_kind()].frame
 
     @classmethod
     def from_guarantee(cls, g, **kwargs: Any) -> GuaranteeExpectation:
@@ -183,10 +164,7 @@ class GuaranteeExpectation(BatchExpectation):
             MetricConfiguration(
                 metric_name=GUARANTEE_METRIC,
                 metric_domain_kwargs=domain,
-                metric_value_kwargs={
-                    "guarantee": self.to_guarantee().model_dump_json(),
-                    "options": json.dumps(self.checker_options or {}, sort_keys=True),
-                },
+                metric_value_kwargs={"guarantee": self.to_guarantee().model_dump_json()},
             ),
         )
         return deps
@@ -250,197 +228,50 @@ class GuaranteeExpectation(BatchExpectation):
         }
 
 
-EXPECTATIONS: dict[str, type[GuaranteeExpectation]] = {}
-"""Guarantee kind -> its expectation class (filled by ``register``)."""
+def _class_name(kind: str) -> str:
+    return "Expect" + "".join(part.capitalize() for part in kind.split("_"))
 
 
-def register(cls: type[GuaranteeExpectation]) -> type[GuaranteeExpectation]:
-    """Add ``cls`` to ``EXPECTATIONS`` after checking it mirrors its guarantee model."""
-    model = cls.guarantee_model
-    kind = cls.guarantee_kind()
-    if kind not in CHECKS:
-        raise PrivfairError(f"{cls.__name__}: no checker for guarantee kind '{kind}' in CHECKS")
-    own = set(cls.__fields__) - set(GuaranteeExpectation.__fields__)
-    want = set(cls.mirrored_fields())
-    if own != want:
-        raise PrivfairError(
-            f"{cls.__name__} must declare exactly the fields of {model.__name__}: "
-            f"missing {sorted(want - own)}, extra {sorted(own - want)}"
-        )
-    for f in want:
-        mine, theirs = cls.__fields__[f], model.model_fields[f]
-        if mine.required != theirs.is_required() or (
-            not mine.required and mine.default != theirs.default
-        ):
-            raise PrivfairError(f"{cls.__name__}.{f}: default differs from {model.__name__}.{f}")
-    if kind in EXPECTATIONS and EXPECTATIONS[kind] is not cls:
-        raise PrivfairError(
-            f"{cls.__name__}: kind '{kind}' already has {EXPECTATIONS[kind].__name__}"
-        )
-    EXPECTATIONS[kind] = cls
-    return cls
+def generate(model: type[Guarantee]) -> type[GuaranteeExpectation]:
+    """The expectation class of one guarantee model: its fields, defaults and docstring."""
+    annotations: dict[str, Any] = {"guarantee_model": ClassVar[type]}
+    namespace: dict[str, Any] = {
+        "__doc__": (model.__doc__ or "").strip(),
+        "__module__": __name__,
+        "guarantee_model": model,
+    }
+    for name, f in model.model_fields.items():
+        if name in _BASE_FIELDS:
+            continue
+        annotations[name] = f.annotation
+        if not f.is_required():
+            namespace[name] = f.default
+    namespace["__annotations__"] = annotations
+    return type(_class_name(kind_of(model)), (GuaranteeExpectation,), namespace)
 
 
-# --- one class per guarantee kind -------------------------------------------------------------
-@register
-class ExpectTableKAnonymous(GuaranteeExpectation):
-    """Every equivalence class over the quasi-identifiers has at least k rows."""
-
-    guarantee_model: ClassVar[type] = C.KAnonymity
-    k: int
-    quasi_identifiers: tuple[str, ...] = ()
-
-
-@register
-class ExpectPartition(GuaranteeExpectation):
-    """Published rows and dropped rows partition the input rows (via the lineage sidecar)."""
-
-    guarantee_model: ClassVar[type] = C.Partition
-    allow_drops: bool = True
-
-
-@register
-class ExpectFairletComposition(GuaranteeExpectation):
-    """Every group holds exactly m unfavoured and n favoured rows."""
-
-    guarantee_model: ClassVar[type] = C.FairletComposition
-    m: int
-    n: int
-
-
-@register
-class ExpectFairletCount(GuaranteeExpectation):
-    """The number of fairlets is the largest the input allows."""
-
-    guarantee_model: ClassVar[type] = C.FairletCount
-    m: int
-    n: int
-
-
-@register
-class ExpectGroupSizeRange(GuaranteeExpectation):
-    """Every group has between min_size and max_size rows."""
-
-    guarantee_model: ClassVar[type] = C.GroupSizeRange
-    min_size: int
-    max_size: int | None = None
-
-
-@register
-class ExpectGroupMeans(GuaranteeExpectation):
-    """Every group's published QIs are one vector, the mean of its members' input QIs."""
-
-    guarantee_model: ClassVar[type] = C.GroupMeans
-    quasi_identifiers: tuple[str, ...] = ()
-    rtol: float = 1e-9
-
-
-@register
-class ExpectQisUnchanged(GuaranteeExpectation):
-    """Published QI values equal the input values of the same rows."""
-
-    guarantee_model: ClassVar[type] = C.QIsUnchanged
-    quasi_identifiers: tuple[str, ...] = ()
-
-
-@register
-class ExpectMeanPreservation(GuaranteeExpectation):
-    """Per QI column, the published sum equals the sum over the retained input rows."""
-
-    guarantee_model: ClassVar[type] = C.MeanPreservation
-    quasi_identifiers: tuple[str, ...] = ()
-    rtol: float = 1e-9
-
-
-@register
-class ExpectTCloseness(GuaranteeExpectation):
-    """Per group, the share of the protected value is within t of the reference share."""
-
-    guarantee_model: ClassVar[type] = C.TCloseness
-    attribute: str
-    t: float
-    reference: Literal["input", "output"] = "output"
-
-
-@register
-class ExpectAttributesPreserved(GuaranteeExpectation):
-    """The listed sensitive columns equal their input values row by row."""
-
-    guarantee_model: ClassVar[type] = C.AttributesPreserved
-    columns: tuple[str, ...]
-
-
-@register
-class ExpectCorrectionDirection(GuaranteeExpectation):
-    """Labels change only in the declared direction."""
-
-    guarantee_model: ClassVar[type] = C.CorrectionDirection
-    direction: Literal["positive", "negative", "none"]
-
-
-@register
-class ExpectLocalFairness(GuaranteeExpectation):
-    """In every group with both protected values, upr >= tau * fpr (exactly)."""
-
-    guarantee_model: ClassVar[type] = C.LocalFairness
-    tau: float
-
-
-@register
-class ExpectMinimalCorrection(GuaranteeExpectation):
-    """Per group, the number of relabels is the minimum that achieves local fairness."""
-
-    guarantee_model: ClassVar[type] = C.MinimalCorrection
-    tau: float
-    direction: Literal["positive", "negative"]
-
-
-@register
-class ExpectDemographicParityBound(GuaranteeExpectation):
-    """PR(unfavoured) >= ratio * PR(favoured) on the published labels."""
-
-    guarantee_model: ClassVar[type] = C.DemographicParityBound
-    ratio: float
-    max_difference: float | None = None
-
-
-@register
-class ExpectSeedNearest(GuaranteeExpectation):
-    """Replaying the greedy trace: seeds are farthest rows, members the seed's nearest rows."""
-
-    guarantee_model: ClassVar[type] = C.SeedNearest
-    grouping: Literal["fairlet", "mdav"] = "fairlet"
-
-
-@register
-class ExpectParameterValidity(GuaranteeExpectation):
-    """The component's parameters obey the paper's rules."""
-
-    guarantee_model: ClassVar[type] = C.ParameterValidity
-    k: int
-    m: int | None = None
-    n: int | None = None
-    tau: float = 0.0
-    derived_from_k: bool = True
-
+EXPECTATIONS: dict[str, type[GuaranteeExpectation]] = {
+    kind: generate(kc.model) for kind, kc in kind_checks().items()
+}
+"""Guarantee kind -> its generated expectation class."""
 
 GUARANTEE_TYPES: dict[str, str] = {cls.expectation_type: k for k, cls in EXPECTATIONS.items()}
 """GX expectation type -> guarantee kind."""
 
 
 # --- suites -----------------------------------------------------------------------------------
-def expectation_for(g, index: int | None = None, **options: Any) -> GuaranteeExpectation:
+def expectation_for(g, index: int | None = None) -> GuaranteeExpectation:
     """The expectation of guarantee ``g``; ``index`` (its contract position) goes in ``meta``."""
     if g.kind not in EXPECTATIONS:
         raise PrivfairError(f"no expectation for guarantee kind '{g.kind}' in this version")
     meta = {META_KEY: {"index": index}} if index is not None else None
-    return EXPECTATIONS[g.kind].from_guarantee(g, checker_options=dict(options) or None, meta=meta)
+    return EXPECTATIONS[g.kind].from_guarantee(g, meta=meta)
 
 
 def expected_columns(contract: list, input_table: pa.Table) -> list[str]:
-    """The columns a release must publish: the quasi-identifiers its contract names (the input's
-    QIs when none is named) followed by every non-QI role column of the input (protected
-    attribute, label, sensitive columns), which components pass through."""
+    """The columns a table release must publish: the quasi-identifiers its contract names (the
+    input's QIs when none is named) followed by every other role column of the input except
+    unlabelled ones (protected attribute, label, sensitive columns...)."""
     roles = read_roles(input_table)
     qis: list[str] = []
     for g in contract:
@@ -449,23 +280,28 @@ def expected_columns(contract: list, input_table: pa.Table) -> list[str]:
                 qis.append(q)
     if not qis:
         qis = list(roles.quasi_identifiers)
-    rest = [c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER and c.name not in qis]
+    rest = [
+        c.name
+        for c in roles
+        if c.role not in (Role.QUASI_IDENTIFIER, Role.IGNORED) and c.name not in qis
+    ]
     return qis + rest
 
 
 def builtin_expectations(
-    contract: list, published_table: pa.Table, input_table: pa.Table, lineage: pa.Table
+    contract: list, published_table: pa.Table, input_table: pa.Table, lineage: pa.Table | None
 ) -> list[Expectation]:
-    """Built-in GX expectations on the published batch: the column set, no nulls in the role
-    columns, the protected attribute's and the label's values within those of the input, their
-    types equal to the input's, and one published row per lineage row."""
+    """Built-in GX expectations on the published table: the column set, no nulls in the role
+    columns, the protected attributes' and labels' values within those of the input, their
+    types equal to the input's, and (with a lineage sidecar) one published row per lineage row."""
     roles = read_roles(input_table)
     cols = expected_columns(contract, input_table)
     meta = {META_KEY: {"builtin": True}}
     out: list[Expectation] = [
-        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True, meta=meta),
-        gxe.ExpectTableRowCountToEqual(value=int(lineage.num_rows), meta=meta),
+        gxe.ExpectTableColumnsToMatchSet(column_set=cols, exact_match=True, meta=meta)
     ]
+    if lineage is not None:
+        out.append(gxe.ExpectTableRowCountToEqual(value=int(lineage.num_rows), meta=meta))
     role_cols = [
         c
         for c in cols
@@ -491,33 +327,33 @@ def compile_suites(
     contract: list,
     published_table: pa.Table,
     input_table: pa.Table,
-    lineage: pa.Table,
-    **options: Any,
+    lineage: pa.Table | None,
 ) -> dict[str, ExpectationSuite]:
-    """``{"published": suite, "audit": suite}``: one expectation per guarantee of ``contract``
-    on the batch its checker reads, plus the built-ins on the published batch. ``options`` go to
-    the checkers (e.g. ``scaling``). Raises ``PrivfairError`` for a kind with no expectation."""
+    """``{frame: suite}``: one expectation per guarantee of ``contract`` on the evidence frame
+    its checker reads, plus the built-ins on the ``published`` frame. Raises ``PrivfairError``
+    for a kind with no expectation."""
     missing = sorted({g.kind for g in contract if g.kind not in EXPECTATIONS})
     if missing:
         raise PrivfairError(f"no expectation for guarantee kind(s) {missing} in this version")
-    per_batch: dict[str, list] = {b: [] for b in BATCHES}
+    per_frame: dict[str, list] = {PUBLISHED: []}
     for i, g in enumerate(contract):
-        e = expectation_for(g, i, **options)
-        per_batch[e.batch()].append(e)
-    per_batch["published"] += builtin_expectations(contract, published_table, input_table, lineage)
+        e = expectation_for(g, i)
+        per_frame.setdefault(e.batch(), []).append(e)
+    per_frame[PUBLISHED] += builtin_expectations(contract, published_table, input_table, lineage)
     return {
         b: ExpectationSuite(name=f"privfair_{b}", expectations=exps)
-        for b, exps in per_batch.items()
+        for b, exps in per_frame.items()
     }
 
 
 def count_declared(contract: list) -> dict[str, Counter]:
-    """Per batch, how many guarantee expectations of each kind the contract requires."""
-    out: dict[str, Counter] = {b: Counter() for b in BATCHES}
+    """Per frame, how many guarantee expectations of each kind the contract requires."""
+    checks = kind_checks()
+    out: dict[str, Counter] = {}
     for g in contract:
-        if g.kind not in CHECKS:
+        if g.kind not in checks:
             raise PrivfairError(f"no checker for guarantee kind '{g.kind}' in this version")
-        out[CHECKS[g.kind][0]][g.kind] += 1
+        out.setdefault(checks[g.kind].frame, Counter())[g.kind] += 1
     return out
 
 
@@ -536,8 +372,7 @@ def check_suites(
     """Raise ``PrivfairError`` when a suite holds fewer guarantee expectations than ``contract``
     declares for its batch. ``dropped``: GX's messages about expectations it dropped, per suite."""
     declared = count_declared(contract)
-    for b in BATCHES:
-        want = declared[b]
+    for b, want in declared.items():
         held = count_held(suites[b]) if b in suites else Counter()
         missing = sorted(k for k, n in want.items() if held[k] < n)
         if missing:

@@ -2,12 +2,13 @@
 
 ``load_dataset`` returns the typed Arrow table (roles in the field metadata) and an ``input``
 record of where it came from: the dataset name or file path, the sha256 of every raw file, one
-fingerprint over them, and the row count. ``validate_table`` holds the generic bad-input rules
-every component relies on.
+fingerprint over them, and the row count. ``validate_table`` holds the generic bad-input rules;
+each family checks its own (binary protected attribute, at least one QI...) before it runs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -20,27 +21,30 @@ from pipelines.sources import fingerprint_digests, locate, sha256_file
 from schemas.datasets import DATASETS
 from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from schemas.spec import DatasetSpec
-
-_MAX_SHOWN = 10
-
+from schemas.spec import ColumnSpec, DatasetSpec
 
 def load_dataset(
-    ds: DatasetSpec, data_dir: str | Path | None = None
+    ds: DatasetSpec,
+    data_dir: str | Path | None = None,
+    presets: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
 ) -> tuple[pa.Table, dict[str, Any]]:
     """The table a spec's ``dataset`` names, with roles attached, and its ``input`` record.
 
     - built-in (``name``): every raw file is located and verified (``pipelines.sources.locate``,
-      searching ``data_dir`` first), then prepared by its ``DatasetDefinition``;
+      searching ``data_dir`` first), then prepared by its ``DatasetDefinition``; the family's
+      role ``presets`` for that dataset, then the spec's ``columns``, override the built-in
+      roles (a column that does not exist is a ``SpecError`` naming ``dataset.columns.<col>``);
     - file (``path``, relative to the current directory): read as ``format`` (csv or parquet,
       else inferred from the suffix) and given the roles in ``columns``; columns not listed
       there are dropped;
     - ``quasi_identifiers`` keeps only those QIs (the others are demoted to ``ignored``);
-      ``exclude`` drops columns; columns with role ``ignored`` are dropped;
+      ``exclude`` drops columns; ``ignored`` columns stay (the family decides what to do);
     - the result is checked by ``validate_table``.
     """
     if ds.name is not None:
         table, label, digests = _load_builtin(ds.name, data_dir)
+        table = _override(table, (presets or {}).get(ds.name, {}), "preset", ds.name)
+        table = _override(table, ds.columns or {}, "dataset.columns", ds.name)
     else:
         table, label, digests = _load_file(ds)
     table = _select(table, ds, label)
@@ -62,6 +66,38 @@ def _load_builtin(name: str, data_dir: str | Path | None) -> tuple[pa.Table, str
     paths = {raw.name: locate(raw, data_dir) for raw in definition.files}
     table = definition.prepare(paths)
     return table, name, {raw.name: raw.sha256 for raw in definition.files}
+
+
+def _column_role(name: str, spec: ColumnSpec) -> ColumnRole:
+    return ColumnRole(
+        name=name,
+        role=spec.role,
+        kind=spec.kind,
+        favoured=spec.favoured,
+        unfavoured=spec.unfavoured,
+        positive=spec.positive,
+        domain=tuple(spec.domain) if spec.domain is not None else None,
+    )
+
+
+def _override(
+    table: pa.Table, columns: Mapping[str, Any], key: str, dataset: str
+) -> pa.Table:
+    """``table`` with the roles of ``columns`` (ColumnSpec or its plain data) replaced."""
+    if not columns:
+        return table
+    roles = read_roles(table)
+    for col, spec in columns.items():
+        if col not in table.column_names:
+            raise SpecError(
+                f"{key}.{col}",
+                f"not a column of built-in dataset '{dataset}'; "
+                f"columns: {', '.join(table.column_names)}",
+            )
+        cs = spec if isinstance(spec, ColumnSpec) else ColumnSpec.model_validate(spec)
+        new = _column_role(col, cs)
+        roles = roles.replace(new) if col in roles else TableRoles.of([*roles, new])
+    return attach_roles(table, roles.select(table.column_names))
 
 
 def _load_file(ds: DatasetSpec) -> tuple[pa.Table, str, dict[str, str]]:
@@ -89,16 +125,7 @@ def _load_file(ds: DatasetSpec) -> tuple[pa.Table, str, dict[str, str]]:
     for col, spec in ds.columns.items():
         if col not in names:
             raise InputError(col, f"not a column of {path.name}", f"columns: {', '.join(names)}")
-        roles.append(
-            ColumnRole(
-                name=col,
-                role=spec.role,
-                kind=spec.kind,
-                favoured=spec.favoured,
-                positive=spec.positive,
-                domain=tuple(spec.domain) if spec.domain is not None else None,
-            )
-        )
+        roles.append(_column_role(col, spec))
     listed = [n for n in names if n in ds.columns]
     table = attach_roles(table.select(listed), TableRoles.of(roles).select(listed))
     label = str(path)
@@ -106,7 +133,7 @@ def _load_file(ds: DatasetSpec) -> tuple[pa.Table, str, dict[str, str]]:
 
 
 def _select(table: pa.Table, ds: DatasetSpec, label: str) -> pa.Table:
-    """Apply ``quasi_identifiers`` and ``exclude``, then drop every ``ignored`` column."""
+    """Apply ``quasi_identifiers`` (the other QIs become ``ignored``) and ``exclude``."""
     roles = read_roles(table)
     names = table.column_names
     for n in [*(ds.quasi_identifiers or []), *ds.exclude]:
@@ -129,7 +156,7 @@ def _select(table: pa.Table, ds: DatasetSpec, label: str) -> pa.Table:
                     ColumnRole(name=c.name, role=Role.IGNORED, kind=c.kind, domain=c.domain)
                 )
     excluded = set(ds.exclude)
-    kept = [c.name for c in roles if c.role is not Role.IGNORED and c.name not in excluded]
+    kept = [n for n in names if n not in excluded]
     return attach_roles(table.select(kept), roles.select(kept))
 
 
@@ -138,22 +165,15 @@ def _raise_duplicates(names: list[str]) -> None:
     raise InputError(dup[0], "column names must be unique", f"duplicated: {', '.join(dup)}")
 
 
-def _shown(values: list[Any]) -> str:
-    try:
-        values = sorted(values)
-    except TypeError:
-        values = sorted(values, key=repr)
-    text = ", ".join(repr(v) for v in values[:_MAX_SHOWN])
-    return f"[{text}{', ...' if len(values) > _MAX_SHOWN else ''}]"
-
-
 def validate_table(table: pa.Table) -> None:
     """Raise ``InputError(column, rule)`` for the first generic bad-input rule ``table`` breaks.
 
     - it has no rows or no columns (column ``None``, "table is empty");
     - two columns share a name;
-    - a protected attribute or label has nulls, or not exactly two distinct values;
     - a NUMERIC quasi-identifier has a non-numeric Arrow type, or NaN / +-inf values.
+
+    Rules that only some algorithms need (a binary protected attribute or label, a minimum
+    number of rows...) belong to the family, which checks them before it runs.
     """
     if table.num_rows == 0 or table.num_columns == 0:
         raise InputError(None, "table is empty")
@@ -162,21 +182,7 @@ def validate_table(table: pa.Table) -> None:
         _raise_duplicates(names)
     for c in read_roles(table):
         col = table[c.name]
-        if c.role in (Role.PROTECTED, Role.LABEL):
-            what = "a protected attribute" if c.role is Role.PROTECTED else "a label"
-            if col.null_count:
-                raise InputError(
-                    c.name, f"{what} must not contain nulls", f"{col.null_count} null values"
-                )
-            distinct = pc.unique(col).to_pylist()
-            if len(distinct) != 2:
-                raise InputError(
-                    c.name,
-                    f"must have exactly two distinct values, found {len(distinct)}: "
-                    f"{_shown(distinct)}",
-                    f"{what} must be binary",
-                )
-        elif c.role is Role.QUASI_IDENTIFIER and c.kind is Kind.NUMERIC:
+        if c.role is Role.QUASI_IDENTIFIER and c.kind is Kind.NUMERIC:
             t = col.type
             if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
                 raise InputError(

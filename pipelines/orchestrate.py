@@ -1,12 +1,6 @@
-"""Helpers shared by the Dagster definitions, the Airflow DAG file, the demo and the tests.
+"""Development commands and embedded orchestrator homes (settings live in ``pipelines.settings``,
+the spec catalogue in ``pipelines.catalogue``).
 
-Import-light on purpose (stdlib only at module level): the Airflow DAG processor imports this
-module on every parse of ``dags/privfair_dags.py``.
-
-* where the specs live (``$PRIVFAIR_SPECS_DIR``, default ``pipelines/specs``) and loading them;
-* where releases go (``$PRIVFAIR_STORE``, default ``releases``; a relative path is taken
-  relative to the repository root, because orchestrator workers have no meaningful cwd);
-* the asset-check name of each guarantee a spec declares (``contract_slots``);
 * embedded defaults for ``DAGSTER_HOME`` (``.dagster_home/``) and ``AIRFLOW_HOME``
   (``.airflow_home/``, SQLite, no examples, dags folder = ``dags/``);
 * a small command line::
@@ -19,17 +13,12 @@ module on every parse of ``dags/privfair_dags.py``.
 from __future__ import annotations
 
 import os
-import re
 import signal
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from schemas.spec import PipelineSpec
+from pipelines.settings import REPO_ROOT
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_SPECS_DIR = REPO_ROOT / "pipelines" / "specs"
 DAGS_FOLDER = REPO_ROOT / "dags"
 DEFAULT_DAGSTER_HOME = REPO_ROOT / ".dagster_home"
 DEFAULT_AIRFLOW_HOME = REPO_ROOT / ".airflow_home"
@@ -40,121 +29,6 @@ DAGSTER_YAML = """\
 telemetry:
   enabled: false
 """
-
-# Spec presets -> cron (Dagster has no '@once'; that spec gets a job but no schedule).
-CRON_PRESETS = {
-    "@hourly": "0 * * * *",
-    "@daily": "0 0 * * *",
-    "@weekly": "0 0 * * 0",
-    "@monthly": "0 0 1 * *",
-    "@yearly": "0 0 1 1 *",
-}
-
-
-# --- specs -------------------------------------------------------------------------------------
-def specs_dir(specs: str | Path | None = None) -> Path:
-    """The folder of pipeline specs: ``specs``, else ``$PRIVFAIR_SPECS_DIR``, else the shipped ones."""
-    return Path(specs or os.environ.get("PRIVFAIR_SPECS_DIR") or DEFAULT_SPECS_DIR).resolve()
-
-
-def load_specs(specs: str | Path | None = None) -> list[tuple[Path, PipelineSpec]]:
-    """Every ``*.yaml`` / ``*.yml`` spec of the folder, sorted by file name, validated.
-
-    A malformed spec raises ``SpecError`` naming the file and key (an orchestrator shows it as a
-    load / import error) rather than silently dropping a release. Two specs with the same
-    ``name`` are an error too (they would publish into the same pipeline folder)."""
-    from schemas.errors import SpecError
-    from schemas.spec import load_spec
-
-    folder = specs_dir(specs)
-    if not folder.is_dir():
-        raise SpecError("<dir>", "spec folder does not exist", str(folder))
-    files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
-    out: list[tuple[Path, PipelineSpec]] = []
-    seen: dict[str, Path] = {}
-    for path in files:
-        spec = load_spec(path)
-        if spec.name in seen:
-            raise SpecError(
-                "name", f"'{spec.name}' is also the name of {seen[spec.name]}", str(path)
-            )
-        seen[spec.name] = path
-        out.append((path, spec))
-    return out
-
-
-def cron_of(schedule: str | None) -> str | None:
-    """A spec's schedule as a cron string for Dagster (None: no schedule)."""
-    if schedule is None or schedule == "@once":
-        return None
-    return CRON_PRESETS.get(schedule, schedule)
-
-
-# --- store and data ----------------------------------------------------------------------------
-def resolve_store(uri: str | Path | None = None) -> str:
-    """The release store URI: ``uri``, else ``$PRIVFAIR_STORE``, else ``releases``. A relative
-    local path is made absolute against the repository root; URIs are returned unchanged."""
-    text = str(uri or os.environ.get("PRIVFAIR_STORE") or "releases")
-    if "://" in text and not text.startswith("file://"):
-        return text
-    p = Path(text.removeprefix("file://")).expanduser()
-    return str(p if p.is_absolute() else (REPO_ROOT / p).resolve())
-
-
-def resolve_data_dir(data_dir: str | Path | None = None) -> str | None:
-    """The raw-data folder: ``data_dir``, else ``$PRIVFAIR_DATA_DIR``, else None (the dataset
-    sources fall back to their checked download cache)."""
-    text = str(data_dir or os.environ.get("PRIVFAIR_DATA_DIR") or "")
-    if not text:
-        return None
-    p = Path(text).expanduser()
-    return str(p if p.is_absolute() else (REPO_ROOT / p).resolve())
-
-
-def safe_name(text: str) -> str:
-    """``text`` reduced to ``[A-Za-z0-9_.-]`` (for folder names made of run ids)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"
-
-
-# --- asset-check names of a contract -----------------------------------------------------------
-def _slot_base(g: Any) -> str:
-    gid = str(getattr(g, "id", "") or "").replace("'", "_prime")
-    parts = [gid, g.kind]
-    if g.kind == "t_closeness":
-        parts.append(g.reference)
-    name = re.sub(r"[^A-Za-z0-9]+", "_", "_".join(p for p in parts if p)).strip("_")
-    return name if name and not name[0].isdigit() else f"g_{name}"
-
-
-def slot_names(contract: list) -> list[str]:
-    """One asset-check name per guarantee, in order: ``<id>_<kind>`` made identifier-safe
-    (``C4'`` -> ``C4_prime``; t-closeness also names its reference), ``_2``, ``_3``... on
-    repeats. The same contract always gives the same names."""
-    names: list[str] = []
-    counts: dict[str, int] = {}
-    for g in contract:
-        base = _slot_base(g)
-        counts[base] = counts.get(base, 0) + 1
-        names.append(base if counts[base] == 1 else f"{base}_{counts[base]}")
-    return names
-
-
-def declared_contract(spec: PipelineSpec) -> list:
-    """The guarantees a spec's release will declare, known from the spec alone (no data): the
-    component's contract *shape* from its own ``declared_contract`` (data-dependent values are
-    placeholders) followed by the spec's own demands, in the order
-    ``pipelines.stages.contract_for`` builds them. ``tests/test_dagster.py`` checks that every
-    check name matches the real contract."""
-    from components.core.registry import CONTRACTS
-
-    outline = CONTRACTS.get(spec.component.name)
-    out = outline(spec.params) if outline is not None else []
-    demanded = [
-        g if g.id else g.model_copy(update={"id": f"spec.{i}"})
-        for i, g in enumerate(spec.guarantees)
-    ]
-    return out + demanded
-
 
 # --- embedded homes ----------------------------------------------------------------------------
 def ensure_dagster_home(home: str | Path | None = None) -> Path:

@@ -2,8 +2,8 @@
 
 Layout::
 
-    <store>/<pipeline>/<version>/data.parquet      the published table (roles + contract in metadata)
-                                 lineage.parquet   validator sidecar (row ids, groups): internal
+    <store>/<pipeline>/<version>/<output>.parquet  each public output (roles + contract in metadata)
+                                 internal/*.parquet  validator sidecars (lineage...): internal
                                  manifest.json     spec, params, contract, results, metrics, input, code
                                  validation/...    Great Expectations results and Data Docs
                                  report.html       the human report
@@ -197,7 +197,8 @@ def list_versions(store: Store, pipeline: str) -> list[dict]:
                 "pipeline": pipeline,
                 "version": name,
                 "published_at": m.get("published_at", ""),
-                "rows": m.get("metrics", {}).get("output_rows"),
+                "rows": sum(int(o.get("rows") or 0) for o in (m.get("outputs") or {}).values())
+                or None,
                 "status": m.get("validation", {}).get("status", "?"),
             }
         )

@@ -2,11 +2,9 @@
 no external URLs) written next to the manifest as ``report.html``.
 
 It shows what was released (pipeline, version, input checksums, rows, code version), every
-guarantee as a PASS/FAIL row (``<table id="contract">``), the warnings, the parameters and four
-plots: group sizes, positive ratio per protected group before/after, the protected attribute's
-share per group against the input share and the t-closeness bound, and information loss per
-attribute. The plots are recomputed from the published table and its lineage where possible
-(group sizes, shares per group), otherwise taken from the manifest's metrics.
+guarantee as a PASS/FAIL row (``<table id="contract">``), the warnings, the parameters, the
+algorithm's headline metrics and its figures (``Algorithm.headline`` / ``Algorithm.figures``:
+each family draws its own, from the published outputs and sidecars where it can).
 
 Everything that comes from data or the spec is HTML-escaped.
 """
@@ -14,19 +12,13 @@ Everything that comes from data or the spec is HTML-escaped.
 from __future__ import annotations
 
 import json
-import math
 import re
-from collections.abc import Callable, Mapping
-from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
-from pipelines import plots
-from pipelines.plots import esc, fmt_num
-from schemas.roles import Role, read_roles
+from components.core.descriptor import Algorithm, Metric, resolve
+from components.core.plots import esc, fmt_num, fmt_value
 
-MAX_LIST = 8
 MAX_OFFENDERS_SHOWN = 10
 
 CSS = """
@@ -86,14 +78,18 @@ def _kv_table(rows: list[tuple[str, str]], table_id: str) -> str:
 
 def _released(man: dict) -> str:
     inp = man.get("input") or {}
-    m = man.get("metrics") or {}
     files = inp.get("files") or {}
     files_html = (
         "<br>".join(f"{esc(name)}: <code>{esc(sha)}</code>" for name, sha in sorted(files.items()))
         or "—"
     )
     spec = man.get("spec") or {}
-    rows_in = m.get("input_rows", inp.get("rows"))
+    published = "; ".join(
+        f"{name}: {fmt_value(o.get('rows'))}" for name, o in sorted((man.get("outputs") or {}).items())
+    )
+    internal = ", ".join(
+        f"{o.get('file', name)}" for name, o in sorted((man.get("sidecars") or {}).items())
+    )
     rows = [
         ("Pipeline", esc(man.get("pipeline", "?"))),
         ("Description", esc((spec.get("description") or "").strip() or "—")),
@@ -102,14 +98,9 @@ def _released(man: dict) -> str:
         ("Dataset", esc(inp.get("dataset") or (spec.get("dataset") or {}).get("path") or "?")),
         ("Input files (sha256)", files_html),
         ("Input fingerprint", f"<code>{esc(inp.get('fingerprint', '—'))}</code>"),
-        (
-            "Rows in / out / dropped",
-            esc(
-                f"{fmt_value(rows_in)} / {fmt_value(m.get('output_rows'))} / "
-                f"{fmt_value(m.get('dropped_rows'))}"
-            ),
-        ),
-        ("Groups", esc(fmt_value(m.get("groups")))),
+        ("Input rows", esc(fmt_value(inp.get("rows")))),
+        ("Published rows", esc(published or "—")),
+        ("Internal sidecars (not for distribution)", esc(internal or "none")),
         ("Code version", f"<code>{esc(man.get('code_version', '?'))}</code>"),
         ("Spec fingerprint", f"<code>{esc(man.get('spec_fingerprint', '—'))}</code>"),
         ("Created (UTC)", esc(man.get("published_at", "?"))),
@@ -263,237 +254,30 @@ def _params(man: dict) -> str:
     return out + "\n" + _kv_table(extra, "spec")
 
 
-_SCALAR_METRICS = (
-    ("k", "k (group size)"),
-    ("m", "m (unfavoured rows per fairlet)"),
-    ("n", "n (favoured rows per fairlet)"),
-    ("relabelled", "labels relabelled"),
-    ("dpar_before", "demographic parity difference, input"),
-    ("dpar_after", "demographic parity difference, published"),
-    ("unfavoured_share_input", "unfavoured share in the input"),
-    ("t_pa_exact", "t of the protected attribute (max over groups)"),
-    ("t_pa_bound", "t bound 1/(2k)"),
-)
-
-
-def _metrics(man: dict) -> str:
+def _metrics(man: dict, headline: list[Metric]) -> str:
     m = man.get("metrics") or {}
-    rows = [(label, esc(fmt_value(m[key]))) for key, label in _SCALAR_METRICS if key in m]
-    il = m.get("information_loss") or {}
-    for key, label in (("il", "information loss IL"), ("il_attr", "IL per attribute (IL_attr)")):
-        if key in il:
-            rows.append((label, esc(fmt_value(il[key]))))
+    rows = []
+    for metric in headline:
+        v = metric.get(m)
+        if v is not None and not isinstance(v, dict | list):
+            rows.append((metric.label, esc(fmt_value(v))))
     timings = man.get("timings") or {}
     for k, v in sorted(timings.items()):
         rows.append((f"time: {k.removesuffix('_s')}", esc(f"{fmt_num(v * 1000.0)} ms")))
     return _kv_table(rows, "metrics") if rows else '<p id="metrics">No metrics.</p>'
 
 
-# --- plots -----------------------------------------------------------------------------------
-
-
-def _figure(name: str, svg: str, caption: str) -> str:
-    return f'<figure id="fig-{name}">\n{svg}\n<figcaption>{caption}</figcaption>\n</figure>'
-
-
-def _protected(published: pa.Table | None, man: dict) -> str | None:
-    if published is not None:
-        prot = read_roles(published).with_role(Role.PROTECTED)
-        if len(prot) == 1:
-            return prot[0].name
-    for g in man.get("contract") or []:
-        if g.get("kind") == "t_closeness":
-            return g.get("attribute")
-    return None
-
-
-def _other_value(table: pa.Table | None, column: str, favoured: Any) -> Any:
-    if table is None or column not in table.column_names:
-        return None
-    others = [v for v in table.column(column).unique().to_pylist() if v != favoured]
-    return others[0] if len(others) == 1 else None
-
-
-def _fig_group_sizes(man: dict, published, input_table, lineage) -> str | None:
-    m = man.get("metrics") or {}
-    if lineage is not None and "group" in lineage.column_names and lineage.num_rows:
-        g = lineage.column("group").to_numpy(zero_copy_only=False).astype(np.int64)
-        per_group = np.bincount(g)
-        per_group = per_group[per_group > 0]
-        hist = np.bincount(per_group).tolist()
-        source = "counted from the lineage of the published rows"
-    elif m.get("group_sizes"):
-        hist = [int(x) for x in m["group_sizes"]]
-        source = "from the component's metrics"
-    else:
-        return None
-    sizes = [s for s, c in enumerate(hist) if c]
-    if not sizes:
-        return None
-    lo, hi = min(sizes), max(sizes)
-    cats = [str(s) for s in range(lo, hi + 1)]
-    counts = [hist[s] if s < len(hist) else 0 for s in range(lo, hi + 1)]
-    svg = plots.bar_chart(
-        cats,
-        counts,
-        title="Group sizes",
-        x_label="rows per group (equivalence class)",
-        y_label="groups",
-    )
-    k = m.get("k")
-    kpart = f" The declared group size is k = {esc(fmt_value(k))}." if k is not None else ""
-    caption = (
-        f"<b>Group-size distribution.</b> {sum(counts)} groups of {lo}"
-        f"{'' if lo == hi else f' to {hi}'} rows ({esc(source)}).{kpart}"
-    )
-    return _figure("group-sizes", svg, caption)
-
-
-def _fig_positive_ratio(man: dict, published, input_table, lineage) -> str | None:
-    m = man.get("metrics") or {}
-    before, after = m.get("positive_ratio_before") or {}, m.get("positive_ratio_after") or {}
-    if not before:
-        return None
-    prot = _protected(published, man) or "protected attribute"
-    fav = m.get("favoured_value")
-    unf = _other_value(input_table, prot, fav)
-    names = {
-        "unfavoured": f"unfavoured ({prot} = {fmt_value(unf)})"
-        if unf is not None
-        else "unfavoured",
-        "favoured": f"favoured ({prot} = {fmt_value(fav)})" if fav is not None else "favoured",
-    }
-    keys = [k for k in ("unfavoured", "favoured") if k in before]
-    nan = float("nan")
-    svg = plots.grouped_bar_chart(
-        [names[k] for k in keys],
-        [
-            ("input (before)", [float(before.get(k, nan)) for k in keys]),
-            ("published (after)", [float(after.get(k, nan)) for k in keys]),
-        ],
-        title="Positive ratio per protected group",
-        y_label="share with the positive label",
-        y_max=1.0,
-    )
-    dpar = ""
-    if "dpar_before" in m and m.get("dpar_after") is not None:
-        dpar = (
-            f" Demographic parity difference |PR(U) − PR(F)|: {esc(fmt_num(m['dpar_before']))} "
-            f"before, {esc(fmt_num(m['dpar_after']))} after."
-        )
-    caption = (
-        f"<b>Positive ratio PR = #positives / #rows of each group of <code>{esc(prot)}</code>,"
-        f" before and after protection.</b>{dpar}"
-    )
-    return _figure("positive-ratio", svg, caption)
-
-
-def _fig_protected_share(man: dict, published, input_table, lineage) -> str | None:
-    m = man.get("metrics") or {}
-    prot = _protected(published, man)
-    fav = m.get("favoured_value")
-    if (
-        prot is None
-        or fav is None
-        or published is None
-        or lineage is None
-        or prot not in published.column_names
-        or "group" not in lineage.column_names
-        or not lineage.num_rows
-    ):
-        return None
-    unf_out = np.array([v != fav for v in published.column(prot).to_pylist()], dtype=np.float64)
-    g = lineage.column("group").to_numpy(zero_copy_only=False).astype(np.int64)
-    size = np.bincount(g)
-    share = np.bincount(g, weights=unf_out, minlength=len(size))[size > 0] / size[size > 0]
-    if input_table is not None and prot in input_table.column_names:
-        share_in = float(np.mean([v != fav for v in input_table.column(prot).to_pylist()]))
-    elif "unfavoured_share_input" in m:
-        share_in = float(m["unfavoured_share_input"])
-    else:
-        return None
-    bound = next(
-        (
-            float(c["t"])
-            for c in man.get("contract") or []
-            if c.get("kind") == "t_closeness" and c.get("reference") == "input"
-        ),
-        m.get("t_pa_bound"),
-    )
-    t_max = float(np.max(np.abs(share - share_in))) if len(share) else 0.0
-    band = None
-    if bound is not None:
-        band = (share_in - bound, share_in + bound, f"input share ± bound t ≤ {fmt_num(bound)}")
-    svg = plots.histogram(
-        share.tolist(),
-        title=f"Unfavoured share of {prot} per group",
-        lo=0.0,
-        hi=1.0,
-        bins=40,
-        x_label=f"share of unfavoured {prot} in the group",
-        y_label="groups",
-        markers=[(share_in, f"input share {fmt_num(share_in)}")],
-        band=band,
-    )
-    outside = int(np.sum(np.abs(share - share_in) > bound + 1e-12)) if bound is not None else 0
-    bpart = (
-        f"; bound t ≤ {esc(fmt_num(bound))}; {outside} group(s) outside the bound"
-        if bound is not None
-        else ""
-    )
-    caption = (
-        f"<b>t-closeness of <code>{esc(prot)}</code>:</b> share of the unfavoured value in each of "
-        f"{len(share)} groups (from the published table and its lineage) against the input share "
-        f"{esc(fmt_num(share_in))}. Largest distance t = max |share − input share| = "
-        f"{esc(fmt_num(t_max))}{bpart}."
-    )
-    return _figure("protected-share", svg, caption)
-
-
-def _fig_information_loss(man: dict, published, input_table, lineage) -> str | None:
-    il = (man.get("metrics") or {}).get("information_loss") or {}
-    per = il.get("per_attribute") or {}
-    if not per:
-        return None
-    items = sorted(per.items(), key=lambda kv: (-float(kv[1]), kv[0]))
-    svg = plots.hbar_chart(
-        [k for k, _ in items],
-        [float(v) for _, v in items],
-        title="Information loss per attribute",
-        x_label="root-mean-square change in scaled units, sqrt(SSE_A / N)",
-    )
-    overall = (
-        f" Averaged over attributes: IL_attr = {esc(fmt_num(il['il_attr']))}."
-        if "il_attr" in il
-        else ""
-    )
-    caption = (
-        "<b>Information loss per quasi-identifier</b> (0 = published unchanged): the root-mean-"
-        "square distance between each original and published value in the scaled QI space, one-hot "
-        f"columns of an attribute summed.{overall}"
-    )
-    return _figure("information-loss", svg, caption)
-
-
-_FIGURES: tuple[tuple[str, Callable[..., str | None]], ...] = (
-    ("group sizes", _fig_group_sizes),
-    ("positive ratio", _fig_positive_ratio),
-    ("protected share", _fig_protected_share),
-    ("information loss", _fig_information_loss),
-)
-
-
-def _figures(man: dict, published, input_table, lineage) -> str:
-    out = []
-    for name, fn in _FIGURES:
-        try:
-            fig = fn(man, published, input_table, lineage)
-        except Exception as e:  # a broken plot must not hide the rest of the report
-            fig = (
-                f'<p class="unavailable">Plot "{esc(name)}" could not be drawn: {esc(repr(e))}</p>'
-            )
-        if fig:
-            out.append(fig)
+def _figures(man: dict, algo: Algorithm | None, outputs, input_table, sidecars) -> str:
+    if algo is None or algo.figures is None:
+        return "<p>No plots apply to this release.</p>"
+    try:
+        figs = resolve(algo.figures)(man, outputs or {}, input_table, sidecars or {})
+    except Exception as e:  # a broken plot must not hide the rest of the report
+        return f'<p class="unavailable">The plots could not be drawn: {esc(repr(e))}</p>'
+    out = [
+        f'<figure id="fig-{esc(f.name)}">\n{f.svg}\n<figcaption>{f.caption}</figcaption>\n</figure>'
+        for f in figs
+    ]
     return "\n".join(out) or "<p>No plots apply to this release.</p>"
 
 
@@ -511,13 +295,17 @@ _TOC = (
 
 
 # --- the page --------------------------------------------------------------------------------
+def _headline(man: dict) -> list[Metric]:
+    return [Metric(k, label) for k, label in (man.get("headline") or {}).items()]
+
 
 
 def render_report(
     manifest: dict,
-    published_table: pa.Table | None = None,
+    algo: Algorithm | None = None,
+    outputs: dict[str, pa.Table] | None = None,
     input_table: pa.Table | None = None,
-    lineage: pa.Table | None = None,
+    sidecars: dict[str, pa.Table] | None = None,
 ) -> str:
     """The release report as one self-contained HTML page (UTF-8 text)."""
     man = manifest
@@ -551,9 +339,9 @@ def render_report(
         _contract(man),
         _artefacts(man),
         '<h2 id="plots">Plots</h2>',
-        _figures(man, published_table, input_table, lineage),
+        _figures(man, algo, outputs, input_table, sidecars),
         "<h2>Metrics</h2>",
-        _metrics(man),
+        _metrics(man, list(algo.headline) if algo is not None else _headline(man)),
         "<h2>Parameters</h2>",
         _params(man),
         f"<footer>privfair {esc(man.get('code_version', '?'))} · this page is self-contained: "

@@ -1,11 +1,14 @@
-"""Validation of a candidate release: every declared guarantee recomputed from the files that
-will be published (and the input, for guarantees relative to it), run as Great Expectations
+"""Validation of a candidate release: the contract rebuilt from the spec, every guarantee
+recomputed from the files that will be published (and the input), run as Great Expectations
 suites (see ``pipelines.expectations``).
 
-Two batches: ``published`` (the published table as pandas) and ``audit`` (the audit frame of
-``components.microaggregation.audit``). Each guarantee is one custom expectation calling its pure checker; the
-built-in expectations (column set, nulls, value sets, types, row count) run on the published
-batch. Great Expectations is imported on first use (the import takes seconds).
+The contract that is checked is the *required* one: the algorithm's contract for the spec's
+params on this input (``Algorithm.required_contract``) plus the spec's demands. Whatever the
+release says about itself (the manifest's contract, the copy in each output's Parquet metadata)
+is only compared with it: a declared contract lacking a required guarantee fails the
+``declared_contract`` check, and a guarantee it declares beyond the required ones is checked
+too. The evidence frames come from the algorithm's evidence builder over the outputs, the
+sidecars and the input. Great Expectations is imported on first use (the import takes seconds).
 """
 
 from __future__ import annotations
@@ -16,17 +19,24 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from components.microaggregation.audit import build_audit
-from components.microaggregation.checks import CHECKS, CheckResult
+from components.core.checks import CheckResult
+from components.core.descriptor import Algorithm, Params, resolve
+from pipelines.catalogue import check_keys
+from schemas.contracts import Guarantee
 from schemas.errors import InputError
 
 RESULTS_FILE = "validation/ge_results.json"
 DATA_DOCS_DIR = "validation/data_docs"
 DATA_DOCS_SITE = "privfair_release"
+SCHEMA_ID = "schema"
+DECLARED_ID = "declared"
 
 
 @dataclass
 class Validation:
+    """``results``: one per checked guarantee (with its ``key``), then the ``declared_contract``
+    check, then the built-in schema checks."""
+
     results: list[CheckResult]
     artefacts: dict[str, str] = field(default_factory=dict)
 
@@ -40,12 +50,12 @@ class Validation:
 
     @property
     def guarantees(self) -> list[CheckResult]:
-        """Results of the declared guarantees (the contract), without the schema checks."""
-        return [r for r in self.results if r.id != "schema"]
+        """Results of the guarantees and of the declaration check, without the schema checks."""
+        return [r for r in self.results if r.id != SCHEMA_ID]
 
     @property
     def schema_checks(self) -> list[CheckResult]:
-        return [r for r in self.results if r.id == "schema"]
+        return [r for r in self.results if r.id == SCHEMA_ID]
 
     def summary(self) -> dict:
         return {
@@ -58,6 +68,37 @@ class Validation:
             "results": [r.to_dict() for r in self.results],
             "artefacts": self.artefacts,
         }
+
+
+def declaration_check(required: list[Guarantee], declared: dict[str, list[Guarantee]]) -> CheckResult:
+    """Every required guarantee appears, equal field for field, in every declared copy."""
+    missing = []
+    for source, copy in declared.items():
+        for g in required:
+            if g not in copy:
+                missing.append({"copy": source, "guarantee": g.title, "required": g.model_dump(mode="json")})
+    lacking = sorted({m["guarantee"] for m in missing})
+    return CheckResult(
+        DECLARED_ID,
+        "declared_contract",
+        not missing,
+        {s: len(c) for s, c in declared.items()},
+        len(required),
+        f"the declared contract lacks required guarantees: {', '.join(lacking)} "
+        f"(in {', '.join(sorted({m['copy'] for m in missing}))})"
+        if missing
+        else f"every declared copy holds the {len(required)} required guarantees",
+        missing,
+        len(missing),
+    )
+
+
+def to_check(required: list[Guarantee], declared: dict[str, list[Guarantee]]) -> list[Guarantee]:
+    """The required guarantees, then every further guarantee a declared copy claims."""
+    out = list(required)
+    for copy in declared.values():
+        out += [g for g in copy if g not in out]
+    return out
 
 
 def _write_artefacts(ctx, runs: dict, out_dir: Path) -> dict[str, str]:
@@ -86,17 +127,19 @@ def _write_artefacts(ctx, runs: dict, out_dir: Path) -> dict[str, str]:
 
 
 def validate_release(
+    algo: Algorithm,
+    params: Params,
     input_table: pa.Table,
-    published: pa.Table,
-    lineage: pa.Table,
-    contract: list,
-    scaling: str = "minmax",
+    outputs: dict[str, pa.Table],
+    sidecars: dict[str, pa.Table],
+    required: list[Guarantee],
+    declared: dict[str, list[Guarantee]],
     out_dir: Path | None = None,
 ) -> Validation:
-    """Check ``contract`` against ``published`` (as read back from disk) and its lineage.
+    """Check ``required`` (and whatever ``declared`` adds) against the outputs as read back
+    from disk, their sidecars and the input.
 
-    Results are in contract order, followed by the built-in (``schema``) expectations. With
-    ``out_dir``, the GX results and Data Docs are written under ``out_dir/validation/``.
+    With ``out_dir``, the GX results and Data Docs are written under ``out_dir/validation/``.
     Raises ``PrivfairError`` if a compiled suite lost guarantee expectations (see
     ``pipelines.expectations.round_trip``)."""
     import great_expectations as gx
@@ -104,47 +147,42 @@ def validate_release(
 
     from pipelines import expectations as E
 
-    supported = [i for i, g in enumerate(contract) if g.kind in E.EXPECTATIONS]
-    checked = [contract[i] for i in supported]
+    contract = to_check(required, declared)
+    keys = check_keys(contract)
     results: list[CheckResult | None] = [None] * len(contract)
+    supported = []
     for i, g in enumerate(contract):
-        if g.kind not in E.EXPECTATIONS:
-            what = "expectation" if g.kind in CHECKS else "checker"
-            results[i] = CheckResult(
-                g.id,
-                g.kind,
-                False,
-                message=f"no {what} for guarantee kind '{g.kind}' in this version",
-            )
+        if g.kind in E.EXPECTATIONS:
+            supported.append(i)
+        else:
+            results[i] = CheckResult.failed(g, f"no checker for guarantee kind '{g.kind}' in this version")
+    checked = [contract[i] for i in supported]
 
-    frames = {"published": published.to_pandas(), "audit": None}
-    audit_error = None
+    frames: dict = {}
+    evidence_error = None
     try:
-        frames["audit"] = build_audit(input_table, published, lineage)
-    except InputError as e:  # the files do not fit together: every audit guarantee fails
-        audit_error = str(e)
+        frames = resolve(algo.evidence)(input_table, outputs, sidecars, params)
+    except InputError as e:  # the files do not fit together: every guarantee fails
+        evidence_error = str(e)
 
+    published = next(iter(outputs.values()))
     ctx = E.new_context()
     suites = E.round_trip(
-        checked,
-        E.compile_suites(checked, published, input_table, lineage, scaling=scaling),
-        ctx,
+        checked, E.compile_suites(checked, published, input_table, sidecars.get("lineage")), ctx
     )
+    if E.PUBLISHED not in frames:
+        frames[E.PUBLISHED] = published.to_pandas()
     source = ctx.data_sources.add_pandas("privfair")
     run_id = RunIdentifier(run_name="privfair_validation")
     runs = {}
-    for b in E.BATCHES:
-        if frames[b] is None or not suites[b].expectations:
+    for b, suite in suites.items():
+        if frames.get(b) is None or not suite.expectations:
             continue
         definition = source.add_dataframe_asset(b).add_batch_definition_whole_dataframe("whole")
         vd = ctx.validation_definitions.add(
-            gx.ValidationDefinition(
-                name=f"privfair_{b}", data=definition, suite=ctx.suites.add(suites[b])
-            )
+            gx.ValidationDefinition(name=f"privfair_{b}", data=definition, suite=ctx.suites.add(suite))
         )
-        runs[b] = vd.run(
-            batch_parameters={"dataframe": frames[b]}, result_format="BASIC", run_id=run_id
-        )
+        runs[b] = vd.run(batch_parameters={"dataframe": frames[b]}, result_format="BASIC", run_id=run_id)
 
     builtins: list[CheckResult] = []
     for run in runs.values():
@@ -157,8 +195,11 @@ def validate_release(
                 results[pos] = E.to_check_result(evr, contract[pos])
     for i, g in enumerate(contract):
         if results[i] is None:
-            why = f"audit frame could not be built: {audit_error}" if audit_error else "not run"
-            results[i] = CheckResult(g.id, g.kind, False, message=why)
+            why = f"evidence could not be built: {evidence_error}" if evidence_error else "not run"
+            results[i] = CheckResult.failed(g, why)
+    for r, key in zip(results, keys, strict=True):
+        r.key = key  # type: ignore[union-attr]
 
     artefacts = _write_artefacts(ctx, runs, Path(out_dir)) if out_dir is not None else {}
-    return Validation([r for r in results if r is not None] + builtins, artefacts)
+    final = [r for r in results if r is not None] + [declaration_check(required, declared)]
+    return Validation(final + builtins, artefacts)

@@ -1,22 +1,31 @@
-"""Code version: the package version plus a digest of the algorithm and schema sources, so a
-change to any of them yields a new release version even without a version bump."""
+"""Code version of a release: the package version plus a digest of the sources the release
+depends on, the shared core (``schemas``, ``components/core``) and the algorithm's own family
+package, so a change to one family republishes that family's releases and no other."""
 
 from __future__ import annotations
 
 import hashlib
+import importlib
 from functools import lru_cache
 from pathlib import Path
 
 from pipelines import __version__
 
 _ROOT = Path(__file__).resolve().parents[1]
+SHARED = (_ROOT / "schemas", _ROOT / "components" / "core")
 
 
-@lru_cache(maxsize=1)
-def code_version() -> str:
+def _package_dir(package: str) -> Path:
+    return Path(importlib.import_module(package).__file__).resolve().parent  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=None)
+def code_version(package: str) -> str:
+    """``<version>+<digest>`` over the shared core and the family ``package``'s sources."""
     h = hashlib.sha256()
-    for pkg in ("schemas", "components"):
-        for f in sorted((_ROOT / pkg).rglob("*.py")):
-            h.update(f.relative_to(_ROOT).as_posix().encode())
+    for folder in (*SHARED, _package_dir(package)):
+        for f in sorted(folder.rglob("*.py")):
+            rel = f.relative_to(_ROOT) if f.is_relative_to(_ROOT) else Path(folder.name) / f.relative_to(folder)
+            h.update(rel.as_posix().encode())
             h.update(f.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"

@@ -49,9 +49,11 @@ class CheckResult:
     message: str = ""
     offending: list[dict] = field(default_factory=list)
     n_offending: int = 0
+    key: str = ""  # the guarantee's check name in a release (set by the validator)
 
     def to_dict(self) -> dict:
         return {
+            "key": self.key,
             "id": self.id,
             "kind": self.kind,
             "passed": self.passed,

@@ -1,0 +1,350 @@
+"""The release flow, in memory: ingest -> protect -> validate -> publish (or quarantine).
+
+The CLI calls ``run_release``; the file-based task layer (``pipelines.tasks``) that Dagster and
+Airflow drive calls the same functions one at a time. Nothing here names an algorithm: the spec
+names one, and its descriptor (``components.core.descriptor.Algorithm``) says how to run it,
+what it owes (its contract), how to check it (its evidence) and what to show (its metrics).
+
+A release folder ``<store>/<pipeline>/<version>/`` holds each public output as
+``<output>.parquet``, each sidecar as ``internal/<sidecar>.parquet`` (never for distribution),
+``manifest.json`` (listing both), ``validation/`` and ``report.html``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from components.core.descriptor import Algorithm
+from components.core.registry import family_of
+from components.core.result import META_CONTRACT, ComponentResult
+from pipelines.catalogue import algorithm_of, parse_spec
+from pipelines.ingest import load_dataset
+from pipelines.release import Candidate, Store, repair_latest, sweep_staging
+from pipelines.validate import Validation, validate_release
+from pipelines.version import code_version
+from schemas import contracts as C
+from schemas.errors import ContractViolation, DataSourceError, PrivfairError, SpecError
+from schemas.spec import PipelineSpec
+
+SIDECAR_DIR = "internal"
+
+
+# --- small helpers ---------------------------------------------------------------------------------
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default).encode()
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def output_file(name: str) -> str:
+    return f"{name}.parquet"
+
+
+def sidecar_file(name: str) -> str:
+    return f"{SIDECAR_DIR}/{name}.parquet"
+
+
+def violation(
+    failed: list[str], results: list[dict], where: str | None = None, reused: str | None = None
+) -> ContractViolation:
+    """The error of a release whose guarantees do not hold, listing each failed check."""
+    details = "\n".join(
+        f"  {r['id']} {r['kind']}: {r['message']}" for r in results if not r["passed"]
+    )
+    if reused:
+        tail = f"\nthe published release {reused} does not pass validation any more"
+    elif where:
+        tail = f"\ncandidate quarantined at {where}"
+    else:
+        tail = "\nnothing was published"
+    return ContractViolation(failed, f"{details}{tail}")
+
+
+# --- ingest ------------------------------------------------------------------------------------------
+@dataclass
+class Ingested:
+    table: pa.Table
+    input: dict[str, Any]
+
+
+def ingest(spec: PipelineSpec, data_dir: str | Path | None = None) -> Ingested:
+    """The spec's input table (roles attached, generic rules checked) and its input record; a
+    built-in dataset takes the role presets of the spec's algorithm family."""
+    presets = family_of(algorithm_of(spec)).dataset_roles
+    table, info = load_dataset(spec.dataset, data_dir, presets)
+    return Ingested(table, info)
+
+
+# --- the contract ------------------------------------------------------------------------------------
+def demands(spec: PipelineSpec, algo: Algorithm, input_table: pa.Table, owed: list) -> list:
+    """The spec's demanded guarantees for this input: each column they name must exist (in the
+    input, or among the quasi-identifiers the algorithm publishes), and a k-anonymity demand
+    without quasi-identifiers applies to the ones the algorithm's own k-anonymity names (else
+    the input's)."""
+    published_qis: tuple[str, ...] = ()
+    for g in owed:
+        if isinstance(g, C.KAnonymity) and g.quasi_identifiers:
+            published_qis = g.quasi_identifiers
+            break
+    known = set(input_table.column_names) | set(published_qis)
+    out = []
+    for i, g in enumerate(spec.demands):
+        for f in g.column_fields:
+            value = getattr(g, f)
+            for name in (value,) if isinstance(value, str) else value:
+                if name not in known:
+                    raise SpecError(
+                        f"guarantees.{i}.{f}",
+                        f"no column '{name}' in the input of '{spec.name}'",
+                    )
+        if isinstance(g, C.KAnonymity) and not g.quasi_identifiers:
+            from schemas.roles import read_roles
+
+            qis = published_qis or tuple(read_roles(input_table).quasi_identifiers)
+            g = g.model_copy(update={"quasi_identifiers": qis})
+        out.append(g)
+    return out
+
+
+def required_contract(spec: PipelineSpec, input_table: pa.Table) -> list:
+    """What a release of ``spec`` on ``input_table`` must guarantee: the algorithm's contract
+    for the spec's params on this input, then the spec's demands. Computed from the spec and
+    the input only, never from what a release says about itself."""
+    algo = algorithm_of(spec)
+    owed = algo.required_contract(spec.params, input_table)
+    return owed + demands(spec, algo, input_table, owed)
+
+
+def protect(spec: PipelineSpec, ing: Ingested) -> ComponentResult:
+    """Run the spec's algorithm; its declared contract gets the spec's demands appended. A demand
+    naming a missing column is refused before anything runs."""
+    algo = algorithm_of(spec)
+    owed = algo.required_contract(spec.params, ing.table)
+    extra = demands(spec, algo, ing.table, owed)
+    result = algo(ing.table, spec.params)
+    result.contract = list(result.contract) + extra
+    return result.stamped()
+
+
+def version_id(spec: PipelineSpec, input_fingerprint: str) -> str:
+    """Deterministic release version: input fingerprint + spec + the code version of the shared
+    core and the algorithm's family."""
+    package = family_of(algorithm_of(spec)).package
+    h = hashlib.sha256(
+        json.dumps([input_fingerprint, spec.fingerprint(), code_version(package)]).encode()
+    )
+    return h.hexdigest()[:16]
+
+
+# --- validate and publish -----------------------------------------------------------------------------
+def declared_copies(manifest_contract: list, outputs: dict[str, pa.Table]) -> dict[str, list]:
+    """Every copy of the contract a release carries: the manifest's and each output's."""
+    copies = {"manifest.json": list(manifest_contract)}
+    for name, t in outputs.items():
+        raw = (t.schema.metadata or {}).get(META_CONTRACT)
+        copies[output_file(name)] = C.contract_from_json(raw) if raw else []
+    return copies
+
+
+def manifest(
+    spec: PipelineSpec,
+    ing: Ingested,
+    result: ComponentResult,
+    validation: Validation,
+    version: str,
+) -> dict:
+    algo = algorithm_of(spec)
+    return {
+        "pipeline": spec.name,
+        "version": version,
+        # microseconds: repair_latest orders releases by this stamp
+        "published_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "code_version": code_version(family_of(algo).package),
+        "spec": spec.model_dump(mode="json"),
+        "spec_fingerprint": spec.fingerprint(),
+        "component": result.component,
+        "family": algo.family,
+        "params": result.params,
+        "contract": C.contract_to_data(result.contract),
+        "validation": validation.summary(),
+        "metrics": result.metrics,
+        "headline": {m.key: m.label for m in algo.headline},
+        "timings": result.timings,
+        "warnings": result.warnings,
+        "input": ing.input,
+        "outputs": {
+            k: {"file": output_file(k), "rows": t.num_rows} for k, t in result.outputs.items()
+        },
+        "sidecars": {
+            k: {"file": sidecar_file(k), "rows": t.num_rows, "internal": True}
+            for k, t in result.sidecars.items()
+        },
+        "files": {"report": "report.html", **validation.artefacts},
+    }
+
+
+def build_candidate(
+    spec: PipelineSpec, ing: Ingested, result: ComponentResult, cand: Candidate
+) -> tuple[Validation, dict]:
+    """Write the candidate's files, validate what was written (against the contract rebuilt
+    from the spec and the input), then write the manifest and the report."""
+    for k, t in result.outputs.items():
+        cand.write(output_file(k), parquet_bytes(t))
+    for k, t in result.sidecars.items():
+        cand.write(sidecar_file(k), parquet_bytes(t))
+    outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
+    sidecars = {k: cand.read_table(sidecar_file(k)) for k in result.sidecars}
+    algo = algorithm_of(spec)
+    validation = validate_release(
+        algo,
+        spec.params,
+        ing.table,
+        outputs,
+        sidecars,
+        required_contract(spec, ing.table),
+        declared_copies(result.contract, outputs),
+        cand.local_dir if cand.store.local else None,
+    )
+    man = manifest(spec, ing, result, validation, cand.version)
+    cand.write("manifest.json", dumps(man))
+    from pipelines.report import render_report
+
+    cand.write("report.html", render_report(man, algo, outputs, ing.table, sidecars).encode())
+    return validation, man
+
+
+def already_published(store: Store, pipeline: str, version: str) -> bool:
+    """True when ``version`` is published; then ``latest`` is repaired, since a crash between
+    the rename and ``latest`` may have left it behind."""
+    if not store.exists(pipeline, version, "manifest.json"):
+        return False
+    repair_latest(store, pipeline)
+    return True
+
+
+@dataclass
+class Outcome:
+    status: str  # published | exists | quarantined
+    pipeline: str
+    version: str
+    path: str
+    validation: Validation | None = None
+    metrics: dict = field(default_factory=dict)
+    headline: list = field(default_factory=list)
+
+
+def run_release(
+    spec: PipelineSpec,
+    store_uri: str | Path,
+    data_dir: str | Path | None = None,
+    crash_after: str | None = None,
+) -> Outcome:
+    """Publish one release of ``spec``. Idempotent: an existing version is not rewritten.
+    A failed validation quarantines the candidate and raises ``ContractViolation``."""
+    store = Store.open(store_uri)
+    ing = ingest(spec, data_dir)
+    version = version_id(spec, ing.input["fingerprint"])
+    headline = list(algorithm_of(spec).headline)
+    sweep_staging(store, spec.name, older_than_s=3600)
+    if already_published(store, spec.name, version):
+        return Outcome("exists", spec.name, version, store.path(spec.name, version), headline=headline)
+    result = protect(spec, ing)
+    cand = Candidate(store, spec.name, version)
+    try:
+        validation, _ = build_candidate(spec, ing, result, cand)
+        if not validation.passed:
+            where = cand.quarantine()
+            raise violation(validation.failed, validation.summary()["results"], where)
+        if crash_after == "validate":
+            import os
+
+            os._exit(17)
+        published = cand.publish(crash_after=crash_after)
+    except BaseException:
+        cand.discard()
+        raise
+    status = "published" if published else "exists"
+    return Outcome(
+        status,
+        spec.name,
+        version,
+        store.path(spec.name, version),
+        validation,
+        result.metrics,
+        headline,
+    )
+
+
+# --- re-check a published release ----------------------------------------------------------------
+def release_files(man: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(outputs, sidecars) as name -> file inside the release, from its manifest (releases
+    written before named outputs had ``data.parquet`` and ``lineage.parquet``)."""
+    if "outputs" in man:
+        return (
+            {k: v["file"] for k, v in man["outputs"].items()},
+            {k: v["file"] for k, v in (man.get("sidecars") or {}).items()},
+        )
+    files = man.get("files") or {}
+    return {"data": files.get("data", "data.parquet")}, {
+        "lineage": files.get("lineage", "lineage.parquet")
+    }
+
+
+def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
+    """Recompute every guarantee of ``release`` against the contract rebuilt from its spec. The
+    input is re-loaded from the spec in the manifest and must match the fingerprint recorded at
+    publication; the contract copies the release carries are only compared with that contract."""
+    mpath = release / "manifest.json"
+    if not mpath.exists():
+        raise PrivfairError(f"{release}: not a release folder (no manifest.json)")
+    man = json.loads(mpath.read_text())
+    spec = parse_spec(man["spec"], source=str(mpath))
+    ing = ingest(spec, data_dir)
+    if ing.input["fingerprint"] != man["input"]["fingerprint"]:
+        raise DataSourceError(
+            f"input fingerprint {ing.input['fingerprint'][:12]} differs from the release's "
+            f"{man['input']['fingerprint'][:12]}: cannot re-check guarantees relative to the input"
+        )
+    out_files, side_files = release_files(man)
+    try:
+        outputs = {k: pq.read_table(release / f) for k, f in out_files.items()}
+        sidecars = {k: pq.read_table(release / f) for k, f in side_files.items()}
+    except (OSError, pa.ArrowInvalid) as e:
+        raise PrivfairError(f"{release}: a release file cannot be read: {e}") from None
+    try:
+        declared = declared_copies(C.parse_contract(man.get("contract") or []), outputs)
+    except C.GuaranteeError as e:
+        raise PrivfairError(f"{release}: its declared contract cannot be read: {e}") from None
+    return validate_release(
+        algorithm_of(spec),
+        spec.params,
+        ing.table,
+        outputs,
+        sidecars,
+        required_contract(spec, ing.table),
+        declared,
+    )

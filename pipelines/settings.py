@@ -1,0 +1,64 @@
+"""Where things are: the spec folder, the release store, the raw data, the repository.
+
+Import-light on purpose (stdlib only): the Airflow DAG processor imports it on every parse.
+
+* specs: ``$PRIVFAIR_SPECS_DIR``, default ``<repo>/pipelines/specs``;
+* releases: ``$PRIVFAIR_STORE``, default ``releases``; a relative path is taken relative to the
+  repository root, because orchestrator workers have no meaningful working directory;
+* raw data: ``$PRIVFAIR_DATA_DIR``, default none (the checked download cache).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_SPECS_DIR = REPO_ROOT / "pipelines" / "specs"
+
+# Spec presets -> cron (Dagster has no '@once'; that spec gets a job but no schedule).
+CRON_PRESETS = {
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+}
+
+
+def specs_dir(specs: str | Path | None = None) -> Path:
+    """The folder of pipeline specs: ``specs``, else ``$PRIVFAIR_SPECS_DIR``, else the shipped ones."""
+    return Path(specs or os.environ.get("PRIVFAIR_SPECS_DIR") or DEFAULT_SPECS_DIR).resolve()
+
+
+def resolve_store(uri: str | Path | None = None) -> str:
+    """The release store URI: ``uri``, else ``$PRIVFAIR_STORE``, else ``releases``. A relative
+    local path is made absolute against the repository root; URIs are returned unchanged."""
+    text = str(uri or os.environ.get("PRIVFAIR_STORE") or "releases")
+    if "://" in text and not text.startswith("file://"):
+        return text
+    p = Path(text.removeprefix("file://")).expanduser()
+    return str(p if p.is_absolute() else (REPO_ROOT / p).resolve())
+
+
+def resolve_data_dir(data_dir: str | Path | None = None) -> str | None:
+    """The raw-data folder: ``data_dir``, else ``$PRIVFAIR_DATA_DIR``, else None (the dataset
+    sources fall back to their checked download cache)."""
+    text = str(data_dir or os.environ.get("PRIVFAIR_DATA_DIR") or "")
+    if not text:
+        return None
+    p = Path(text).expanduser()
+    return str(p if p.is_absolute() else (REPO_ROOT / p).resolve())
+
+
+def cron_of(schedule: str | None) -> str | None:
+    """A spec's schedule as a cron string for Dagster (None: no schedule)."""
+    if schedule is None or schedule == "@once":
+        return None
+    return CRON_PRESETS.get(schedule, schedule)
+
+
+def safe_name(text: str) -> str:
+    """``text`` reduced to ``[A-Za-z0-9_.-]`` (for folder names made of run ids)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "run"

@@ -1,0 +1,352 @@
+"""The release flow as four file-based tasks over ``pipelines.flow``, for the orchestrators.
+
+Each task reads its inputs from files, writes its outputs as files into a work folder and
+returns a small typed record of paths and numbers (``IngestRecord``, ``ProtectRecord``,
+``ValidateRecord``, ``PublishRecord``). Records turn into plain dicts (``as_dict``) for Airflow's
+XCom or Dagster's asset values, and back (``of``), never holding a table. The tasks call exactly
+the functions of ``privfair run`` (``pipelines.flow``), so a release they publish has the same
+version id and byte-identical outputs::
+
+    ingest_task   -> raw.parquet (typed, roles in the schema), input.json (input record)
+    protect_task  -> one Parquet file per output and sidecar, contract.json, params.json,
+                     metrics.json, result.json, spec.json; a version already published in the
+                     store is reused, not recomputed
+    validate_task -> a complete candidate in the store's staging area (``flow.build_candidate``);
+                     quarantined when a guarantee fails; validation.json in the work dir
+    publish_task  -> the candidate atomically renamed into ``<store>/<pipeline>/<version>``
+
+``publish_task`` is idempotent (an existing version is left alone and reported as ``exists``)
+and never publishes a failed candidate: it raises ``ContractViolation`` after quarantining it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pyarrow.parquet as pq
+
+from components.core.result import ComponentResult
+from pipelines import flow
+from pipelines.catalogue import algorithm_of, load_spec, parse_spec
+from pipelines.release import STAGING, Candidate, Store, sweep_staging
+from schemas.contracts import contract_to_data, parse_contract
+from schemas.spec import PipelineSpec
+
+R = TypeVar("R", bound="Record")
+
+
+@dataclass(frozen=True)
+class Record:
+    """A task's result: JSON-able fields only."""
+
+    pipeline: str
+    version: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def of(cls: type[R], value: R | dict[str, Any]) -> R:
+        if isinstance(value, cls):
+            return value
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in dict(value).items() if k in names})
+
+
+@dataclass(frozen=True)
+class IngestRecord(Record):
+    spec: str
+    raw: str
+    input: str
+    rows: int
+    columns: int
+    dataset: str | None
+    fingerprint: str
+
+
+@dataclass(frozen=True)
+class ProtectRecord(Record):
+    work: str
+    spec: str
+    raw: str
+    input: str
+    outputs: dict[str, str]
+    sidecars: dict[str, str]
+    contract: str
+    params: str
+    metrics: str
+    result: str
+    rows_in: int
+    rows_out: int
+    guarantees: int
+    reused: str | None = None
+
+
+@dataclass(frozen=True)
+class ValidateRecord(Record):
+    passed: bool
+    failed: list[str]
+    checked: int
+    results: str
+    candidate: str | None = None
+    quarantine: str | None = None
+    reused: str | None = None
+
+
+@dataclass(frozen=True)
+class PublishRecord(Record):
+    path: str
+    status: str
+    manifest: str | None = None
+    report: str | None = None
+
+
+# --- small file helpers ------------------------------------------------------------------------
+def _write(path: Path, data: bytes) -> str:
+    """Write ``data`` aside, then rename into place (a retried task never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return str(path)
+
+
+def _read_json(path: str | Path) -> Any:
+    return json.loads(Path(path).read_text())
+
+
+def _store(store: Store | str | Path) -> Store:
+    return store if isinstance(store, Store) else Store.open(store)
+
+
+def as_spec(spec: PipelineSpec | str | Path) -> PipelineSpec:
+    """A resolved spec from an object, a YAML spec file or a ``spec.json`` written by a task."""
+    if isinstance(spec, PipelineSpec):
+        return spec
+    path = Path(spec)
+    if path.suffix == ".json":
+        return parse_spec(_read_json(path), source=str(path))
+    return load_spec(path)
+
+
+def load_ingested(rec: IngestRecord | ProtectRecord) -> flow.Ingested:
+    return flow.Ingested(pq.read_table(rec.raw), _read_json(rec.input))
+
+
+def load_result(rec: ProtectRecord) -> ComponentResult:
+    """The algorithm's result, rebuilt from the files ``protect_task`` wrote."""
+    meta = _read_json(rec.result)
+    return ComponentResult(
+        component=meta["component"],
+        outputs={k: pq.read_table(p) for k, p in rec.outputs.items()},
+        sidecars={k: pq.read_table(p) for k, p in rec.sidecars.items()},
+        contract=parse_contract(_read_json(rec.contract)),
+        params=_read_json(rec.params),
+        metrics=_read_json(rec.metrics),
+        timings=meta.get("timings", {}),
+        warnings=meta.get("warnings", []),
+    )
+
+
+# --- the tasks ---------------------------------------------------------------------------------
+def ingest_task(
+    spec: PipelineSpec | str | Path, work_dir: str | Path, data_dir: str | Path | None = None
+) -> IngestRecord:
+    """Load the spec's dataset (typed, roles attached, input checked) into ``raw.parquet``."""
+    spec = as_spec(spec)
+    work = Path(work_dir)
+    ing = flow.ingest(spec, data_dir)
+    return IngestRecord(
+        pipeline=spec.name,
+        version=flow.version_id(spec, ing.input["fingerprint"]),
+        spec=_write(work / "spec.json", flow.dumps(spec.model_dump(mode="json"))),
+        raw=_write(work / "raw.parquet", flow.parquet_bytes(ing.table)),
+        input=_write(work / "input.json", flow.dumps(ing.input)),
+        rows=ing.table.num_rows,
+        columns=ing.table.num_columns,
+        dataset=ing.input.get("dataset"),
+        fingerprint=ing.input["fingerprint"],
+    )
+
+
+def protect_task(
+    spec: PipelineSpec | str | Path,
+    ingested: IngestRecord | dict,
+    work_dir: str | Path,
+    store: Store | str | Path | None = None,
+) -> ProtectRecord:
+    """Run the spec's algorithm on the ingested table; write its result as files.
+
+    With ``store``, a version already published there is not recomputed (as ``privfair run``
+    skips it): the record points at the published files and the manifest's contract, params and
+    metrics, and says ``reused``. The version id covers the input, the spec and the code, and
+    algorithms are deterministic, so this is what the algorithm would give."""
+    spec = as_spec(spec)
+    ing_rec = IngestRecord.of(ingested)
+    work = Path(work_dir)
+    info = _read_json(ing_rec.input)
+    version = flow.version_id(spec, info["fingerprint"])
+    st = _store(store) if store is not None else None
+    published = (
+        Path(st.path(spec.name, version))
+        if st is not None and st.local and st.exists(spec.name, version, "manifest.json")
+        else None
+    )
+    if published is not None:
+        man = _read_json(published / "manifest.json")
+        out_files, side_files = flow.release_files(man)
+        outputs = {k: str(published / f) for k, f in out_files.items()}
+        sidecars = {k: str(published / f) for k, f in side_files.items()}
+        contract, params, metrics = man["contract"], man["params"], man["metrics"]
+        meta = {k: man.get(k) for k in ("component", "timings", "warnings")}
+        rows_in, rows_out = info["rows"], sum(pq.read_metadata(p).num_rows for p in outputs.values())
+    else:
+        ing = load_ingested(ing_rec)
+        result = flow.protect(spec, ing)
+        outputs = {
+            k: _write(work / flow.output_file(k), flow.parquet_bytes(t))
+            for k, t in result.outputs.items()
+        }
+        sidecars = {
+            k: _write(work / flow.sidecar_file(k), flow.parquet_bytes(t))
+            for k, t in result.sidecars.items()
+        }
+        contract = contract_to_data(result.contract)
+        params, metrics = result.params, result.metrics
+        meta = {"component": result.component, "timings": result.timings, "warnings": result.warnings}
+        rows_in, rows_out = ing.table.num_rows, sum(t.num_rows for t in result.outputs.values())
+    return ProtectRecord(
+        pipeline=spec.name,
+        version=version,
+        work=str(work),
+        spec=_write(work / "spec.json", flow.dumps(spec.model_dump(mode="json"))),
+        raw=ing_rec.raw,
+        input=ing_rec.input,
+        outputs=outputs,
+        sidecars=sidecars,
+        contract=_write(work / "contract.json", flow.dumps(contract)),
+        params=_write(work / "params.json", flow.dumps(params)),
+        metrics=_write(work / "metrics.json", flow.dumps(metrics)),
+        result=_write(work / "result.json", flow.dumps(meta)),
+        rows_in=rows_in,
+        rows_out=rows_out,
+        guarantees=len(contract),
+        reused=str(published) if published is not None else None,
+    )
+
+
+def validate_task(
+    protected: ProtectRecord | dict,
+    store: Store | str | Path,
+    *,
+    raise_on_failure: bool = True,
+) -> ValidateRecord:
+    """Build the release candidate in the store's staging area exactly as ``privfair run`` does
+    (``flow.build_candidate``: writes outputs, sidecars, validation results, manifest and report,
+    and validates what was written against the contract rebuilt from the spec), and record the
+    outcome in ``validation.json``.
+
+    On failure the candidate is quarantined and, with ``raise_on_failure``, ``ContractViolation``
+    is raised; otherwise the record says ``passed=False``. When ``protect_task`` reused a
+    published release, that release's files are validated again (nothing is staged)."""
+    rec = ProtectRecord.of(protected)
+    spec = as_spec(rec.spec)
+    ing = load_ingested(rec)
+    result = load_result(rec)
+    st = _store(store)
+    cand = None
+    if rec.reused:
+        validation = flow.validate_release(
+            algorithm_of(spec),
+            spec.params,
+            ing.table,
+            result.outputs,
+            result.sidecars,
+            flow.required_contract(spec, ing.table),
+            flow.declared_copies(result.contract, result.outputs),
+        )
+    else:
+        sweep_staging(st, spec.name, older_than_s=3600)
+        cand = Candidate(st, spec.name, rec.version)
+        try:
+            validation, _ = flow.build_candidate(spec, ing, result, cand)
+        except BaseException:
+            cand.discard()
+            raise
+    summary = validation.summary()
+    quarantine = cand.quarantine() if (cand is not None and not validation.passed) else None
+    results = _write(
+        Path(rec.work) / "validation.json",
+        flow.dumps({**summary, "candidate": cand.name if cand else None, "quarantine": quarantine}),
+    )
+    out = ValidateRecord(
+        pipeline=spec.name,
+        version=rec.version,
+        passed=validation.passed,
+        failed=validation.failed,
+        checked=len(validation.results),
+        results=results,
+        candidate=cand.name if (cand is not None and validation.passed) else None,
+        quarantine=quarantine,
+        reused=rec.reused,
+    )
+    if not validation.passed and raise_on_failure:
+        raise flow.violation(validation.failed, summary["results"], quarantine, rec.reused)
+    return out
+
+
+def _staged(store: Store, pipeline: str, version: str, name: str | None) -> Candidate | None:
+    """Re-attach the candidate ``validate_task`` staged (None if it is gone or incomplete)."""
+    if not name or not store.exists(pipeline, STAGING, name, "manifest.json"):
+        return None
+    return Candidate.attach(store, pipeline, version, name)
+
+
+def publish_task(
+    protected: ProtectRecord | dict,
+    validated: ValidateRecord | dict | None,
+    store: Store | str | Path,
+) -> PublishRecord:
+    """Atomically publish the validated candidate as ``<store>/<pipeline>/<version>``.
+
+    * ``validated`` failed -> nothing is published; ``ContractViolation`` is raised.
+    * the version already exists -> nothing is rewritten; status ``exists``.
+    * no staged candidate (``validated`` is None, or it was swept) -> the candidate is built and
+      validated here, as ``privfair run`` would (quarantine + ``ContractViolation`` on failure).
+    """
+    rec = ProtectRecord.of(protected)
+    val = ValidateRecord.of(validated) if validated is not None else None
+    st = _store(store)
+    name, version = rec.pipeline, rec.version
+    if val is not None and not val.passed:
+        results = _read_json(val.results).get("results", [])
+        raise flow.violation(val.failed, results, val.quarantine, val.reused)
+    cand = _staged(st, name, version, val.candidate if val else None)
+    if flow.already_published(st, name, version):
+        if cand is not None:
+            cand.discard()
+        status = "exists"
+    else:
+        if cand is None:
+            val = validate_task(rec, st, raise_on_failure=True)
+            cand = _staged(st, name, version, val.candidate)
+            if cand is None:  # pragma: no cover - validate_task just staged it
+                raise RuntimeError(f"candidate {val.candidate} vanished from staging")
+        try:
+            status = "published" if cand.publish() else "exists"
+        except BaseException:
+            cand.discard()
+            raise
+    local = {}
+    if st.local:
+        for key, fname in (("manifest", "manifest.json"), ("report", "report.html")):
+            if st.exists(name, version, fname):
+                local[key] = st.path(name, version, fname)
+    return PublishRecord(
+        pipeline=name, version=version, path=st.path(name, version), status=status, **local
+    )
