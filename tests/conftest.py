@@ -6,9 +6,13 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
+
+# tests/ itself holds the shared helpers (``_shared``) of the test folders below it
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 os.environ.setdefault(
     "PRIVFAIR_DATA_DIR", str((Path(__file__).parents[1] / ".." / "shared" / "data").resolve())

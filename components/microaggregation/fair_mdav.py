@@ -209,7 +209,8 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
 
     Examples
     --------
-    Toy A of the specification (section 1.9): five rows, one (1, 1)-fairlet... at k = 2:
+    Toy A of the specification (section 1.9): five rows give two (1, 1)-fairlets; the leftover
+    favoured row is dropped and the unfavoured negative of the first fairlet is relabelled:
 
     >>> import pyarrow as pa
     >>> from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles

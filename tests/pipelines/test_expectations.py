@@ -19,14 +19,14 @@ import pytest
 from components.microaggregation.audit import build_audit
 from components.microaggregation.checks import CHECKS, check_contract
 from pipelines import expectations as E
-from pipelines.stages import ingest, protect
+from pipelines.flow import ingest, protect
 from pipelines.validate import validate_release
 from schemas import contracts as C
 from schemas.errors import PrivfairError
 from schemas.roles import Role, read_roles
-from schemas.spec import load_spec, parse_spec
+from pipelines.catalogue import load_spec, parse_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -17,12 +17,12 @@ import pytest
 import yaml
 
 from pipelines.report import render_report
-from pipelines.run import run_release
-from pipelines.stages import ingest
+from pipelines.flow import run_release
+from pipelines.flow import ingest
 from schemas.errors import ContractViolation
-from schemas.spec import load_spec
+from pipelines.catalogue import load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GERMAN = ROOT / "pipelines" / "specs" / "german_fair_mdav.yaml"
 SCREENSHOT = ROOT / "artifacts" / "report.png"
 

@@ -28,7 +28,7 @@ import pytest
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SCREENSHOT = REPO / "artifacts" / "dagster_ui.png"
 LOCATION = "pipelines.definitions"

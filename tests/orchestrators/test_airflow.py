@@ -19,7 +19,7 @@ from _shared import BROKEN_SPEC
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "pipelines" / "specs"
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
@@ -92,8 +92,8 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
 def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
     """Start the independent CLI runs side by side (each in its own copy of the home), compute
     the privfair-run reference in process meanwhile, then collect everything."""
-    from pipelines.run import run_release
-    from schemas.spec import load_spec
+    from pipelines.flow import run_release
+    from pipelines.catalogue import load_spec
 
     tmp = tmp_path_factory.mktemp("airflow_runs")
     specs = tmp / "specs"

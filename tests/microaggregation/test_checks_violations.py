@@ -18,7 +18,7 @@ from components.microaggregation.checks import CHECKS, check_contract, check_gua
 from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.mdav import mdav
 from schemas import contracts as C
-from schemas.params import FairMDAVParams, MDAVParams
+from components.microaggregation.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 N_ROWS = 60

@@ -16,7 +16,7 @@ from components.microaggregation.mdav import mdav
 from pipelines.cli import main
 from pipelines.ingest import load_dataset
 from schemas.errors import InputError, SpecError
-from schemas.params import FairMDAVParams, MDAVParams
+from components.microaggregation.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 from schemas.spec import DatasetSpec, parse_spec
 

@@ -11,7 +11,7 @@ import pytest
 
 from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.mdav import mdav
-from schemas.params import FairMDAVParams, MDAVParams
+from components.microaggregation.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 # --- reference ---------------------------------------------------------------------------------

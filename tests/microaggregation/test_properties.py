@@ -18,7 +18,7 @@ from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.mdav import mdav
 from components.core.metrics import demographic_parity_difference
 from schemas.errors import InputError
-from schemas.params import FairMDAVParams, MDAVParams
+from components.microaggregation.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 SETTINGS = settings(

@@ -12,7 +12,7 @@ import pytest
 
 from components.microaggregation.correction import correct_fairness, relabel_counts, relabel_counts_by_loop
 from components.microaggregation.fair_mdav import fair_mdav
-from schemas.params import FairMDAVParams
+from components.microaggregation.params import FairMDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 TAUS = [Fraction(i, 10) for i in range(11)]

@@ -9,7 +9,7 @@ import pytest
 from components.microaggregation.audit import build_audit
 from components.microaggregation.checks import check_contract
 from components.microaggregation.fair_mdav import fair_mdav, fairlet_sizes
-from schemas.params import FairMDAVParams
+from components.microaggregation.params import FairMDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 

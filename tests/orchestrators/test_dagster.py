@@ -25,7 +25,7 @@ from _shared import BROKEN_SPEC
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "pipelines" / "specs"
 BIN = Path(sys.executable).parent
 
@@ -42,8 +42,8 @@ schedule: "@daily"
 
 REFERENCE = """\
 import json, sys
-from pipelines.orchestrate import load_specs
-from pipelines.run import run_release
+from pipelines.catalogue import load_specs
+from pipelines.flow import run_release
 out = {}
 for _, spec in load_specs(sys.argv[2] if len(sys.argv) > 2 else None):
     o = run_release(spec, sys.argv[1])
@@ -128,7 +128,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
 def test_every_spec_publishes_what_privfair_run_publishes(everything):
     import dagster as dg
 
-    from pipelines.orchestrate import load_specs
+    from pipelines.catalogue import load_specs
 
     result, ref = everything["result"], everything["ref"]
     assert result.success
@@ -153,7 +153,7 @@ def test_every_spec_publishes_what_privfair_run_publishes(everything):
 def test_one_blocking_check_per_declared_guarantee(everything):
     """Every guarantee of the real contract got its own check (the names derived from the spec
     alone match the contract the component declared), every check passed, all are blocking."""
-    from pipelines.orchestrate import load_specs, slot_names
+    from pipelines.catalogue import check_keys, load_specs
     from schemas.contracts import contract_from_json
 
     defs, result = everything["defs"], everything["result"]
@@ -166,7 +166,7 @@ def test_one_blocking_check_per_declared_guarantee(everything):
         contract = contract_from_json(
             json.dumps(json.loads((release / "manifest.json").read_text())["contract"])
         )
-        expected = set(slot_names(contract)) | {"contract"}
+        expected = set(check_keys(contract)) | {"contract"}
         assert set(mine) == expected, spec.name
         assert all(e.passed for e in mine.values()), [n for n, e in mine.items() if not e.passed]
         checks = [k for k in graph.asset_check_keys if list(k.asset_key.path) == key_path]
@@ -205,7 +205,7 @@ def test_materialisation_metadata(everything):
 def test_jobs_and_schedules_follow_the_specs(everything):
     import dagster as dg
 
-    from pipelines.orchestrate import load_specs
+    from pipelines.catalogue import load_specs
 
     defs = everything["defs"]
     graph = defs.resolve_asset_graph()
@@ -221,8 +221,8 @@ def test_jobs_and_schedules_follow_the_specs(everything):
 
 
 def test_dagster_cli_materialises_german(tmp_path: Path):
-    from pipelines.run import run_release
-    from schemas.spec import load_spec
+    from pipelines.flow import run_release
+    from pipelines.catalogue import load_spec
 
     store = tmp_path / "store"
     env = _env(
@@ -329,8 +329,8 @@ def test_run_config_overrides_params(tmp_path: Path):
     import dagster as dg
 
     from pipelines.definitions import build_defs
-    from pipelines.run import run_release
-    from schemas.spec import load_spec
+    from pipelines.flow import run_release
+    from pipelines.catalogue import load_spec
 
     specs = tmp_path / "specs"
     specs.mkdir()
@@ -382,7 +382,7 @@ def test_steps_publish_is_idempotent_and_refuses_a_failed_validation(tmp_path: P
     from pipelines import steps
     from pipelines.release import Store, list_releases
     from schemas.errors import ContractViolation
-    from schemas.spec import parse_spec
+    from pipelines.catalogue import parse_spec
 
     spec = parse_spec(yaml.safe_load((SPECS / "german_fair_mdav.yaml").read_text()))
     ing = steps.ingest_step(spec, tmp_path / "w" / "raw")

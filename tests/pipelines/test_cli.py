@@ -20,7 +20,7 @@ from pipelines.cli import main
 from schemas.contracts import contract_from_json
 from schemas.roles import Role, read_roles
 
-SPECS = Path(__file__).resolve().parents[1] / "pipelines" / "specs"
+SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 RELEASE_FILES = ("data.parquet", "lineage.parquet", "manifest.json")
 
 

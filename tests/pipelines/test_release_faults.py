@@ -29,11 +29,11 @@ import yaml
 
 from pipelines import cli
 from pipelines.release import LATEST, QUARANTINE, STAGING, Store, latest
-from pipelines.run import run_release
+from pipelines.flow import run_release
 from pipelines.version import code_version
-from schemas.spec import load_spec
+from pipelines.catalogue import load_spec
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
 ADULT_MDAV = SPECS / "adult_mdav.yaml"
@@ -46,7 +46,7 @@ CHILD = textwrap.dedent(
     import os, sys, time
     import pipelines.run as run
     import pipelines.release as release
-    from schemas.spec import load_spec
+    from pipelines.catalogue import load_spec
 
     pause_at = os.environ.get("PAUSE_AT", "")
     barrier = os.environ.get("BARRIER_DIR")
