@@ -269,7 +269,8 @@ def check_minimal_correction(g: G.MinimalCorrection, audit: pd.DataFrame) -> Che
         bad.empty,
         int(c["relabelled"].sum()),
         int(expected.sum()),
-        f"{len(bad)} groups whose relabel count is not the minimum",
+        f"{len(bad)} groups whose relabel count is not the minimum for {g.direction} "
+        f"correction at tau = {g.tau}",
         bad,
     )
 
@@ -401,13 +402,19 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
         not bad,
         f"{len(ids) - len(bad)}/{len(ids)} replayed groups",
         "all",
-        f"replayed {len(ids)} of {n_groups} groups; {len(bad)} break the greedy rule",
+        f"replayed {len(ids)} of {n_groups} {g.grouping} groups in the {g.scaling} space "
+        + ("(all)" if len(ids) == n_groups else f"(a sample drawn with seed {g.seed})")
+        + f"; {len(bad)} break the greedy rule",
         bad,
     )
 
 
 def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> CheckResult:
+    """k >= 2, 1 <= m <= k-1, m + n = k, m = floor(k |U_in|/|In| + 1/2) when derived from k,
+    tau in [0, 1], and a binary protected attribute and label in the input."""
     off = []
+    if g.k < 2:
+        off.append({"rule": "k >= 2", "k": g.k})
     if g.m is not None:
         if not 1 <= g.m <= g.k - 1:
             off.append({"rule": "1 <= m <= k-1", "m": g.m, "k": g.k})
@@ -429,6 +436,7 @@ def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> Che
         not off,
         off or "valid",
         "valid",
-        f"{len(off)} parameter rules broken" if off else "valid",
+        (f"{len(off)} parameter rules broken" if off else "valid")
+        + f" (k = {g.k}, m = {g.m}, n = {g.n}, tau = {g.tau}, m derived from k: {g.derived_from_k})",
         off,
     )

@@ -2,12 +2,15 @@
 
 A German release is published into a temp store and its ``report.html`` opened via ``file://``:
 no console or page errors, no request leaves the file, every chart is drawn, the contract table
-has one PASS row per guarantee. A full-page screenshot goes to ``artifacts/report.png``. A
-candidate that fails its contract gets a report too (in ``.quarantine/``) showing the FAIL row.
+has one PASS row per guarantee (plus the ``declared_contract`` row and the schema checks). A
+full-page screenshot goes to ``artifacts/report.png`` and each figure's own pixels are checked
+(through a canvas in the same browser: not one flat colour, mostly not background). A candidate
+that fails its contract gets a report too (in ``.quarantine/``) showing the FAIL row.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from pathlib import Path
@@ -16,11 +19,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from pipelines.catalogue import algorithm_of, check_keys, load_spec
+from pipelines.flow import ingest, run_release
 from pipelines.report import render_report
-from pipelines.flow import run_release
-from pipelines.flow import ingest
+from schemas.contracts import parse_contract
 from schemas.errors import ContractViolation
-from pipelines.catalogue import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 GERMAN = ROOT / "pipelines" / "specs" / "german_fair_mdav.yaml"
@@ -38,6 +41,7 @@ class Opened:
     def __init__(self, browser, path: Path) -> None:
         self.errors: list[str] = []
         self.requests: list[str] = []
+        self.browser = browser
         self.page = browser.new_page(viewport={"width": 1100, "height": 900})
         self.page.on(
             "console",
@@ -119,6 +123,40 @@ CONTRACT_PROBE = """
 """
 
 
+PIXELS_PROBE = """
+async (url) => {
+  const img = new Image();
+  img.src = url;
+  await img.decode();
+  const canvas = document.createElement('canvas');
+  canvas.width = img.naturalWidth;
+  canvas.height = img.naturalHeight;
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+  const counts = new Map();
+  for (let i = 0; i < d.length; i += 4) {
+    const rgb = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
+    counts.set(rgb, (counts.get(rgb) || 0) + 1);
+  }
+  const top = Math.max(...counts.values());
+  return {width: canvas.width, height: canvas.height, colours: counts.size,
+          background_share: top / (d.length / 4)};
+}
+"""
+
+
+def pixel_stats(browser, png: bytes) -> dict:
+    """Width, height, number of distinct colours and the share of the most common colour (the
+    background) of a PNG, decoded by the browser's own canvas (no image library needed)."""
+    page = browser.new_page()
+    try:
+        url = "data:image/png;base64," + base64.b64encode(png).decode()
+        return page.evaluate(PIXELS_PROBE, url)
+    finally:
+        page.close()
+
+
 def check_page_basics(opened: Opened, expected_figures: int) -> list[dict]:
     assert opened.errors == [], opened.errors
     foreign = [u for u in opened.requests if not u.startswith(("file:", "data:"))]
@@ -163,16 +201,28 @@ def test_published_report_renders_in_chromium(open_page, german_release: Path) -
         man["code_version"],
         man["input"]["fingerprint"],
         *man["input"]["files"].values(),
-        "1000 / 980 / 20",
+        "Input rows\t1000",
+        "Published rows\tdata: 980",
+        "Internal sidecars (not for distribution)\tinternal/lineage.parquet",
     ):
         assert needle in released
-    # one PASS row per validation result: the declared guarantees first, then schema checks
+    metrics = page.locator("#metrics").inner_text()
+    for needle in ("input rows\t1000", "published rows\t980", "dropped rows\t20"):
+        assert needle in metrics, metrics
+    # one PASS row per validation result: the declared guarantees first (each with its check
+    # key), the declared-contract check, then the schema checks
     rows = page.evaluate(CONTRACT_PROBE)
     results = man["validation"]["results"]
-    guarantees = [r for r in results if r["id"] != "schema"]
+    guarantees = [r for r in results if r["id"] not in ("schema", "declared")]
     assert len(guarantees) == len(man["contract"]) == 15
-    ordered = guarantees + [r for r in results if r["id"] == "schema"]
-    assert len(rows) == len(results)
+    assert [r["key"] for r in guarantees] == check_keys(parse_contract(man["contract"]))
+    declared = [r for r in results if r["id"] == "declared"]
+    assert [(r["kind"], r["passed"]) for r in declared] == [("declared_contract", True)]
+    ordered = [r for r in results if r["id"] != "schema"] + [
+        r for r in results if r["id"] == "schema"
+    ]
+    assert ordered[len(guarantees)] is declared[0]
+    assert len(rows) == len(results) == man["validation"]["checked"]
     for row, r in zip(rows, ordered, strict=True):
         assert row["cells"][:3] == ["PASS", r["id"], r["kind"]]
         assert row["passed"] == "true"
@@ -202,9 +252,25 @@ def test_published_report_renders_in_chromium(open_page, german_release: Path) -
     assert "input share 0.31" in caption and "bound t ≤ 0.05" in caption
     assert "0 group(s) outside the bound" in caption
 
+    # what the screenshot shows: the whole page, not a blank one, and every figure drawn in it
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-    page.screenshot(path=str(SCREENSHOT), full_page=True)
-    assert SCREENSHOT.stat().st_size > 20_000
+    shot = page.screenshot(path=str(SCREENSHOT), full_page=True)
+    whole = pixel_stats(opened.browser, shot)
+    height = page.evaluate("() => document.documentElement.scrollHeight")
+    assert (whole["width"], whole["height"]) == (1100, height)
+    assert height > 3000  # four figures and an 82-row table: far more than one screen
+    assert whole["colours"] >= 200, whole  # text, badges and charts; a blank page has 1
+    assert whole["background_share"] < 0.95, whole
+    for i, s in enumerate(svgs):
+        fig = page.locator("main figure").nth(i)
+        assert fig.locator("svg > title").text_content() == s["title"]
+        box = fig.bounding_box()
+        assert box is not None and box["width"] > 300 and box["height"] > 200, (s["title"], box)
+        drawn = pixel_stats(opened.browser, fig.screenshot())
+        assert drawn["colours"] >= 20, (s["title"], drawn)
+        assert drawn["background_share"] < 0.92, (s["title"], drawn)
+    for text in ("Release report: german_fair_mdav", "Validation passed", "Group sizes"):
+        assert text in page.locator("body").inner_text()
 
 
 def test_failed_candidate_report_shows_fail_rows(open_page, failed_candidate: Path) -> None:
@@ -235,11 +301,13 @@ def test_report_escapes_everything_from_data(open_page, german_release: Path, tm
     man["validation"]["results"][0]["message"] = evil
     man["params"]["seed"] = evil
     man["metrics"]["information_loss"]["per_attribute"][evil] = 0.5
+    spec = load_spec(GERMAN)
     html = render_report(
         man,
-        pq.read_table(german_release / "data.parquet"),
-        ingest(load_spec(GERMAN)).table,
-        pq.read_table(german_release / "lineage.parquet"),
+        algorithm_of(spec),
+        {"data": pq.read_table(german_release / "data.parquet")},
+        ingest(spec).table,
+        {"lineage": pq.read_table(german_release / "internal" / "lineage.parquet")},
     )
     assert "<script" not in html and "<img" not in html
     tags = re.findall(r"<[^>]*>", html)  # escaped data never forms a tag
@@ -261,10 +329,12 @@ def test_report_escapes_everything_from_data(open_page, german_release: Path, tm
 
 def test_report_is_deterministic(german_release: Path) -> None:
     man = json.loads((german_release / "manifest.json").read_text())
+    spec = load_spec(GERMAN)
     tables = (
-        pq.read_table(german_release / "data.parquet"),
-        ingest(load_spec(GERMAN)).table,
-        pq.read_table(german_release / "lineage.parquet"),
+        algorithm_of(spec),
+        {"data": pq.read_table(german_release / "data.parquet")},
+        ingest(spec).table,
+        {"lineage": pq.read_table(german_release / "internal" / "lineage.parquet")},
     )
     first = render_report(man, *tables)
     assert first == render_report(json.loads(json.dumps(man)), *tables)

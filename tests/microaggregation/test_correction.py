@@ -110,8 +110,12 @@ def test_float_trap_through_the_component():
     )
     for direction in ("positive", "negative"):
         r = fair_mdav(table, FairMDAVParams(m=25, n=5, tau=0.1, correction=direction))
-        assert r.metrics["groups"] == 1
-        assert r.metrics["relabelled"] == 0
+        lin = r.sidecars["lineage"]
+        assert set(lin.column("group").to_pylist()) == {0}  # one fairlet
+        assert sorted(lin.column("row_id").to_pylist()) == list(range(30))  # of every row
+        # no label relabelled: each published row keeps its input row's label
+        y_in = table.column("y").to_pylist()
+        assert r.table.column("y").to_pylist() == [y_in[i] for i in lin.column("row_id").to_pylist()]
         assert r.table.column("y").to_pylist() == table.column("y").to_pylist()
 
 

@@ -73,6 +73,22 @@ def reference_mdav(X, k: int) -> tuple[list[list[int]], list[int]]:
     return groups, seeds
 
 
+def reference_pa01(table: pa.Table) -> list[int]:
+    """The protected attribute as 0/1, 1 = the value with the higher positive ratio of ``y``
+    (spec 1.3); on a tie the declared favoured value, 1."""
+    s, y = table.column("PA").to_pylist(), table.column("y").to_pylist()
+    pr = {v: Fraction(sum(y_ == 1 for s_, y_ in zip(s, y, strict=True) if s_ == v), s.count(v)) for v in (0, 1)}
+    fav = 0 if pr[0] > pr[1] else 1
+    return [int(v == fav) for v in s]
+
+
+def reference_sizes(k: int, pa01: list[int]) -> tuple[int, int]:
+    """m = floor(k |U| / |D| + 1/2) clamped to [1, k-1], n = k - m (spec 1.3), exact."""
+    m = int(Fraction(k * pa01.count(0), len(pa01)) + Fraction(1, 2))
+    m = min(max(m, 1), k - 1)
+    return m, k - m
+
+
 def reference_fairlets(X, pa01: list[int], m: int, n: int):
     groups, seeds = [], []
     R = list(range(len(X)))
@@ -130,7 +146,7 @@ def random_table(seed: int, n_rows: int, ties: str | None) -> tuple[pa.Table, li
 
 
 def lineage_groups(result) -> tuple[list[list[int]], list[int]]:
-    lin = result.lineage.to_pandas()
+    lin = result.sidecars["lineage"].to_pandas()
     groups = [list(g["row_id"]) for _, g in lin.groupby("group", sort=True)]
     seeds = list(lin.loc[lin["is_seed"], "row_id"])
     return groups, seeds
@@ -152,7 +168,7 @@ def test_mdav_matches_reference(seed, n_rows, k, ties):
     sizes = [len(g) for g in groups]
     assert all(k <= s <= 2 * k - 1 for s in sizes), sizes
     assert sorted(i for g in groups for i in g) == list(range(n_rows))  # every row, once
-    assert result.metrics["dropped_rows"] == 0 and result.table.num_rows == n_rows
+    assert result.table.num_rows == result.sidecars["lineage"].num_rows == n_rows  # none dropped
 
     ref_groups, ref_seeds = reference_mdav(dense_scaled(table, numeric, nominal), k)
     assert groups == ref_groups
@@ -163,11 +179,9 @@ def test_mdav_matches_reference(seed, n_rows, k, ties):
 def test_fairlets_match_reference(seed, n_rows, k, ties):
     table, numeric, nominal = random_table(seed, n_rows, ties)
     result = fair_mdav(table, FairMDAVParams(k=k, tau=0.0))
-    m, n = result.metrics["m"], result.metrics["n"]
     groups, seeds = lineage_groups(result)
-    # published pa01: 1 = favoured by the data (the higher positive ratio)
-    fav = result.metrics["favoured_value"]
-    pa01 = [int(v == fav) for v in table.column("PA").to_pylist()]
+    pa01 = reference_pa01(table)
+    m, n = reference_sizes(k, pa01)
     ref_groups, ref_seeds = reference_fairlets(dense_scaled(table, numeric, nominal), pa01, m, n)
     assert groups == ref_groups
     assert seeds == ref_seeds
@@ -178,7 +192,7 @@ def test_mdav_group_sizes_all_rows_assigned_larger():
     table, _, _ = random_table(99, 500, ties=None)
     for k in (2, 3, 10, 17):
         result = mdav(table, MDAVParams(k=k))
-        lin = result.lineage.to_pandas()
+        lin = result.sidecars["lineage"].to_pandas()
         sizes = lin.groupby("group").size()
         assert sizes.between(k, 2 * k - 1).all()
         assert sorted(lin["row_id"]) == list(range(500))

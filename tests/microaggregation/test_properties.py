@@ -12,14 +12,16 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from components.microaggregation.audit import build_audit
-from components.microaggregation.checks import check_contract
+from components.core.checks import check_contract
+from components.core.metrics import demographic_parity_difference
+from components.microaggregation import fair_mdav as fair_mdav_module
+from components.microaggregation import mdav as mdav_module
+from components.microaggregation.audit import evidence
 from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.mdav import mdav
-from components.core.metrics import demographic_parity_difference
-from schemas.errors import InputError
 from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from schemas.errors import InputError
+from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 SETTINGS = settings(
     max_examples=50,
@@ -104,11 +106,14 @@ def run_fair(table: pa.Table, params: FairMDAVParams):
         raise
 
 
-def assert_contract_holds(table: pa.Table, result, scaling: str) -> None:
-    audit = build_audit(table, result.table, result.lineage)
-    results = check_contract(
-        result.contract, result.table.to_pandas(), audit, scaling=scaling, sample=None
-    )
+def assert_contract_holds(table: pa.Table, result, params) -> None:
+    """The contract the run declares is the one owed for ``params`` on ``table``, and every
+    guarantee of it holds on evidence built from the input, the outputs and the sidecars
+    (the greedy trace replayed on every group)."""
+    owed = (fair_mdav_module if isinstance(params, FairMDAVParams) else mdav_module).contract
+    assert result.contract == owed(params, table)
+    frames = evidence(table, result.outputs, result.sidecars, params)
+    results = check_contract(result.contract, frames)
     assert len(results) == len(result.contract)
     failed = [(r.id, r.kind, r.message, r.offending[:3]) for r in results if not r.passed]
     assert not failed, failed
@@ -135,7 +140,7 @@ def test_fair_mdav_contract_holds(table, params):
         assert ids == expected
     else:
         assert {"C3", "C4'", "C6", "C7", "C8", "C9", "C11", "C14"} <= ids
-    assert_contract_holds(table, result, params.scaling)
+    assert_contract_holds(table, result, params)
 
 
 @SETTINGS
@@ -146,9 +151,10 @@ def test_fair_mdav_contract_holds(table, params):
 )
 def test_mdav_contract_holds(table, k, scaling):
     assume(table.num_rows >= k)
-    result = mdav(table, MDAVParams(k=k, scaling=scaling))
+    params = MDAVParams(k=k, scaling=scaling)
+    result = mdav(table, params)
     assert {"C3", "C4'", "C4", "C13", "C11"} <= {g.id for g in result.contract}
-    assert_contract_holds(table, result, scaling)
+    assert_contract_holds(table, result, params)
 
 
 # --- C12: determinism --------------------------------------------------------------------------
@@ -160,7 +166,7 @@ def test_rerun_is_byte_identical(table, params):
     first = run_fair(table, params)
     second = fair_mdav(table, params)
     assert ipc_bytes(first.table) == ipc_bytes(second.table)
-    assert ipc_bytes(first.lineage) == ipc_bytes(second.lineage)
+    assert ipc_bytes(first.sidecars["lineage"]) == ipc_bytes(second.sidecars["lineage"])
 
 
 @settings(SETTINGS, max_examples=20)
@@ -169,7 +175,7 @@ def test_mdav_rerun_is_byte_identical(table, k):
     assume(table.num_rows >= k)
     a, b = mdav(table, MDAVParams(k=k)), mdav(table, MDAVParams(k=k))
     assert ipc_bytes(a.table) == ipc_bytes(b.table)
-    assert ipc_bytes(a.lineage) == ipc_bytes(b.lineage)
+    assert ipc_bytes(a.sidecars["lineage"]) == ipc_bytes(b.sidecars["lineage"])
 
 
 # --- demographic parity against pandas ---------------------------------------------------------
@@ -184,8 +190,7 @@ def pandas_dpar(frame: pd.DataFrame, positive) -> float:
 @given(table=tables(), params=fair_params())
 def test_demographic_parity_matches_pandas(table, params):
     result = run_fair(table, params)
-    positive = table.schema.field("y").metadata[b"privfair.positive"].decode().strip('"')
-    positive = int(positive) if positive.isdigit() else positive
+    (positive,) = read_roles(table)["y"].positive  # a value set of one value
 
     before = pandas_dpar(table.to_pandas(), positive)
     after = pandas_dpar(result.table.to_pandas(), positive)
@@ -227,7 +232,16 @@ def test_clamped_m_contract_holds(n_u, k, m):
     )
     params = FairMDAVParams(k=k, tau=1.0)
     result = fair_mdav(table, params)
-    assert (result.metrics["m"], result.metrics["n"]) == (m, k - m)
+    # recomputed from the release: PA = 1 is favoured (the higher positive ratio), and every
+    # group holds m unfavoured (PA = 0) and k - m favoured published rows
+    group = result.sidecars["lineage"].column("group").to_numpy()
+    pa_out = result.table.column("PA").to_numpy()
+    assert y[prot == 1].mean() > y[prot == 0].mean()
+    unfavoured = np.bincount(group, weights=pa_out == 0).astype(int)
+    assert set(np.bincount(group).tolist()) == {k}
+    assert set(unfavoured.tolist()) == {m}
     assert any("clamped" in w for w in result.warnings)
-    assert result.metrics["t_pa_exact"] == pytest.approx(abs(m / k - n_u / n_rows))
-    assert_contract_holds(table, result, "minmax")
+    # t of PA against the input: max over groups of |share of PA = 0 - input share|
+    t = max(abs(u / k - n_u / n_rows) for u in unfavoured)
+    assert t == pytest.approx(abs(m / k - n_u / n_rows))
+    assert_contract_holds(table, result, params)
