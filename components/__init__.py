@@ -8,4 +8,13 @@ exports a ``FAMILY``. A component never imports an orchestrator or Great Expecta
 from components.core.descriptor import Algorithm, Family, KindCheck, Metric, Params
 from components.core.registry import algorithm, algorithms, families
 
-__all__ = ["Algorithm", "Family", "KindCheck", "Metric", "Params", "algorithm", "algorithms", "families"]
+__all__ = [
+    "Algorithm",
+    "Family",
+    "KindCheck",
+    "Metric",
+    "Params",
+    "algorithm",
+    "algorithms",
+    "families",
+]

@@ -29,7 +29,7 @@ Embedded defaults (``python -m pipelines.orchestrate airflow ...`` sets them):
 ``AIRFLOW_HOME=<repo>/.airflow_home`` (SQLite metadata DB, migrated on first use),
 ``AIRFLOW__CORE__LOAD_EXAMPLES=False``, ``AIRFLOW__CORE__DAGS_FOLDER=<repo>/dags``.
 
-    python -m pipelines.orchestrate airflow dags test german_fair_mdav
+    python -m pipelines.orchestrate airflow dags test <spec name>
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ Importing this module has no side effect on the environment. The work files of e
 under ``<instance storage>/privfair/<spec>/<run_id>/``.
 
     python -m pipelines.orchestrate dagster-dev -p 3000      # the UI on http://127.0.0.1:3000
-    dagster asset materialize -m pipelines.definitions --select 'key:german_fair_mdav/*'
+    dagster asset materialize -m pipelines.definitions --select 'key:<spec name>/*'
 """
 
 import json

@@ -5,7 +5,7 @@ One source of truth. Every guarantee expectation calls the same pure checker the
 (``components.core.checks.check_guarantee``) through ONE generic table metric,
 ``privfair.guarantee``, whose value kwargs carry the guarantee as JSON. The expectation classes
 are *generated*, one per registered guarantee kind (``components.core.registry.kind_checks``):
-``ExpectKAnonymity``, ``ExpectFairletComposition``..., their pydantic fields taken from the
+``ExpectKAnonymity``, ``ExpectTCloseness``... (one per kind, a family's own included), their pydantic fields taken from the
 guarantee model field for field (the guarantee's ``id`` becomes ``guarantee_id``, because ``id``
 is taken by GX). Adding a kind to a family adds its expectation; nothing here changes. The
 expectation's result holds ``observed_value``, the checker's ``message``, ``expected``,

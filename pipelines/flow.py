@@ -271,7 +271,9 @@ def run_release(
     headline = list(algorithm_of(spec).headline)
     sweep_staging(store, spec.name, older_than_s=3600)
     if already_published(store, spec.name, version):
-        return Outcome("exists", spec.name, version, store.path(spec.name, version), headline=headline)
+        return Outcome(
+            "exists", spec.name, version, store.path(spec.name, version), headline=headline
+        )
     result = protect(spec, ing)
     cand = Candidate(store, spec.name, version)
     try:

@@ -23,6 +23,7 @@ from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 from schemas.spec import ColumnSpec, DatasetSpec
 
+
 def load_dataset(
     ds: DatasetSpec,
     data_dir: str | Path | None = None,
@@ -80,9 +81,7 @@ def _column_role(name: str, spec: ColumnSpec) -> ColumnRole:
     )
 
 
-def _override(
-    table: pa.Table, columns: Mapping[str, Any], key: str, dataset: str
-) -> pa.Table:
+def _override(table: pa.Table, columns: Mapping[str, Any], key: str, dataset: str) -> pa.Table:
     """``table`` with the roles of ``columns`` (ColumnSpec or its plain data) replaced."""
     if not columns:
         return table

@@ -30,6 +30,7 @@ telemetry:
   enabled: false
 """
 
+
 # --- embedded homes ----------------------------------------------------------------------------
 def ensure_dagster_home(home: str | Path | None = None) -> Path:
     """Make sure ``$DAGSTER_HOME`` is set (default ``<repo>/.dagster_home``), exists and holds a

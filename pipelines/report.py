@@ -85,7 +85,8 @@ def _released(man: dict) -> str:
     )
     spec = man.get("spec") or {}
     published = "; ".join(
-        f"{name}: {fmt_value(o.get('rows'))}" for name, o in sorted((man.get("outputs") or {}).items())
+        f"{name}: {fmt_value(o.get('rows'))}"
+        for name, o in sorted((man.get("outputs") or {}).items())
     )
     internal = ", ".join(
         f"{o.get('file', name)}" for name, o in sorted((man.get("sidecars") or {}).items())
@@ -297,7 +298,6 @@ _TOC = (
 # --- the page --------------------------------------------------------------------------------
 def _headline(man: dict) -> list[Metric]:
     return [Metric(k, label) for k, label in (man.get("headline") or {}).items()]
-
 
 
 def render_report(

@@ -204,7 +204,10 @@ def protect_task(
         sidecars = {k: str(published / f) for k, f in side_files.items()}
         contract, params, metrics = man["contract"], man["params"], man["metrics"]
         meta = {k: man.get(k) for k in ("component", "timings", "warnings")}
-        rows_in, rows_out = info["rows"], sum(pq.read_metadata(p).num_rows for p in outputs.values())
+        rows_in, rows_out = (
+            info["rows"],
+            sum(pq.read_metadata(p).num_rows for p in outputs.values()),
+        )
     else:
         ing = load_ingested(ing_rec)
         result = flow.protect(spec, ing)
@@ -218,7 +221,11 @@ def protect_task(
         }
         contract = contract_to_data(result.contract)
         params, metrics = result.params, result.metrics
-        meta = {"component": result.component, "timings": result.timings, "warnings": result.warnings}
+        meta = {
+            "component": result.component,
+            "timings": result.timings,
+            "warnings": result.warnings,
+        }
         rows_in, rows_out = ing.table.num_rows, sum(t.num_rows for t in result.outputs.values())
     return ProtectRecord(
         pipeline=spec.name,

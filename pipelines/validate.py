@@ -70,13 +70,17 @@ class Validation:
         }
 
 
-def declaration_check(required: list[Guarantee], declared: dict[str, list[Guarantee]]) -> CheckResult:
+def declaration_check(
+    required: list[Guarantee], declared: dict[str, list[Guarantee]]
+) -> CheckResult:
     """Every required guarantee appears, equal field for field, in every declared copy."""
     missing = []
     for source, copy in declared.items():
         for g in required:
             if g not in copy:
-                missing.append({"copy": source, "guarantee": g.title, "required": g.model_dump(mode="json")})
+                missing.append(
+                    {"copy": source, "guarantee": g.title, "required": g.model_dump(mode="json")}
+                )
     lacking = sorted({m["guarantee"] for m in missing})
     return CheckResult(
         DECLARED_ID,
@@ -155,7 +159,9 @@ def validate_release(
         if g.kind in E.EXPECTATIONS:
             supported.append(i)
         else:
-            results[i] = CheckResult.failed(g, f"no checker for guarantee kind '{g.kind}' in this version")
+            results[i] = CheckResult.failed(
+                g, f"no checker for guarantee kind '{g.kind}' in this version"
+            )
     checked = [contract[i] for i in supported]
 
     frames: dict = {}
@@ -180,9 +186,13 @@ def validate_release(
             continue
         definition = source.add_dataframe_asset(b).add_batch_definition_whole_dataframe("whole")
         vd = ctx.validation_definitions.add(
-            gx.ValidationDefinition(name=f"privfair_{b}", data=definition, suite=ctx.suites.add(suite))
+            gx.ValidationDefinition(
+                name=f"privfair_{b}", data=definition, suite=ctx.suites.add(suite)
+            )
         )
-        runs[b] = vd.run(batch_parameters={"dataframe": frames[b]}, result_format="BASIC", run_id=run_id)
+        runs[b] = vd.run(
+            batch_parameters={"dataframe": frames[b]}, result_format="BASIC", run_id=run_id
+        )
 
     builtins: list[CheckResult] = []
     for run in runs.values():

@@ -25,7 +25,11 @@ def code_version(package: str) -> str:
     h = hashlib.sha256()
     for folder in (*SHARED, _package_dir(package)):
         for f in sorted(folder.rglob("*.py")):
-            rel = f.relative_to(_ROOT) if f.is_relative_to(_ROOT) else Path(folder.name) / f.relative_to(folder)
+            rel = (
+                f.relative_to(_ROOT)
+                if f.is_relative_to(_ROOT)
+                else Path(folder.name) / f.relative_to(folder)
+            )
             h.update(rel.as_posix().encode())
             h.update(f.read_bytes())
     return f"{__version__}+{h.hexdigest()[:12]}"

@@ -151,7 +151,11 @@ def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
     Classes are the values of the evidence column ``__<within>`` over the published rows; the
     reference is the attribute's distribution over the published rows (``output``) or over every
     input row (``input``). Nulls count as a value of their own."""
-    cls_col, out_col, in_col = f"__{g.within}", f"__out_col__{g.attribute}", f"__in_col__{g.attribute}"
+    cls_col, out_col, in_col = (
+        f"__{g.within}",
+        f"__out_col__{g.attribute}",
+        f"__in_col__{g.attribute}",
+    )
     if cls_col not in audit.columns:
         return make_result(
             g, False, None, g.t, f"no class structure '{g.within}' in this release's evidence"

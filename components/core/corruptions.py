@@ -36,7 +36,9 @@ def set_cells(table: pa.Table, column: str, rows: np.ndarray, value) -> pa.Table
 def _different(table: pa.Table, column: str, current):
     """A value of ``column``'s type different from ``current`` (another value of the column
     when there is one)."""
-    others = [v for v in pc.unique(table.column(column)).to_pylist() if v != current and v is not None]
+    others = [
+        v for v in pc.unique(table.column(column)).to_pylist() if v != current and v is not None
+    ]
     if others:
         return others[0]
     t = table.schema.field(column).type
@@ -94,4 +96,7 @@ def break_attributes_preserved(g: C.AttributesPreserved, input_table, outputs, s
     """Change one published cell of the first preserved column."""
     name, table = next(iter(outputs.items()))
     c = g.columns[0]
-    return {**outputs, name: set_cells(table, c, np.array([0]), _different(table, c, table.column(c)[0].as_py()))}, sidecars
+    return {
+        **outputs,
+        name: set_cells(table, c, np.array([0]), _different(table, c, table.column(c)[0].as_py())),
+    }, sidecars

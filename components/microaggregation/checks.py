@@ -297,28 +297,65 @@ def check_demographic_parity_bound(g: G.DemographicParityBound, audit: pd.DataFr
     )
 
 
-def _scaled_input(audit: pd.DataFrame, scaling: str) -> np.ndarray:
+def _mixed_input(audit: pd.DataFrame, scaling: str) -> tuple[np.ndarray, np.ndarray, list[int]]:
+    """The input QIs of the audit frame in ``scaling``: (numeric block, nominal codes, level
+    counts). Nominal codes (-1 = missing) are read back from the one-hot ``__in_hot__<a>=<v>``
+    columns, grouped by attribute; distances computed on them equal one-hot distances."""
     num = [c for c in audit.columns if c.startswith("__in_num__")]
-    hot = [c for c in audit.columns if c.startswith("__in_hot__")]
     x = audit[num].to_numpy(dtype=np.float64)
     if scaling == "zscore":
         off, sc = x.mean(axis=0), x.std(axis=0)
     else:
         off, sc = x.min(axis=0), x.max(axis=0) - x.min(axis=0)
-    sc = np.where(sc > 0, sc, 1.0)
-    return np.hstack([(x - off) / sc, audit[hot].to_numpy(dtype=np.float64)])
+    x = (x - off) / np.where(sc > 0, sc, 1.0)
+    blocks: dict[str, list[str]] = {}
+    for c in audit.columns:
+        if c.startswith("__in_hot__"):
+            blocks.setdefault(c.removeprefix("__in_hot__").split("=", 1)[0], []).append(c)
+    codes = np.full((len(audit), len(blocks)), -1, dtype=np.int64)
+    for j, cols in enumerate(blocks.values()):
+        hot = audit[cols].to_numpy(dtype=np.float64)
+        codes[:, j] = np.where(hot.sum(axis=1) > 0, hot.argmax(axis=1), -1)
+    return x, codes, [len(c) for c in blocks.values()]
+
+
+def _to_point(
+    num: np.ndarray,
+    sq: np.ndarray,
+    flat: np.ndarray,
+    n_present: np.ndarray,
+    p: tuple,
+    n_levels: int,
+) -> np.ndarray:
+    """Squared one-hot distance of each row to the record ``p`` = (numeric, ||numeric||^2,
+    level positions, #present): numeric ||x||^2 - 2 x.x_p + ||x_p||^2, plus over nominal
+    attributes #present(x) + #present(x_p) - 2 #equal present values (``flat``: each code's
+    position among all levels; a missing value is ``n_levels``)."""
+    p_num, p_sq, p_flat, p_present = p
+    d = sq - 2.0 * (num @ p_num) + p_sq
+    if flat.shape[1]:
+        hit = np.zeros(n_levels + 1)
+        hit[p_flat[p_flat < n_levels]] = 1.0
+        d += n_present + p_present - 2.0 * (hit[flat] @ np.ones(flat.shape[1]))
+    return d
 
 
 def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9) -> CheckResult:
     """Replay the greedy trace in the ``g.scaling`` space on every group, or on ``g.sample``
-    groups drawn with ``g.seed``, with a plain dense computation independent of the component:
-    the seed is a farthest remaining row from the mean of the remaining rows (for MDAV's second
-    group of a pair: farthest from the first seed), and the other members are the seed's
-    nearest remaining rows (within each protected value for fairlets)."""
-    x = _scaled_input(audit, g.scaling)
+    groups drawn with ``g.seed``, independently of the component's search: the seed is a
+    farthest remaining row from the mean of the remaining rows (for MDAV's second group of a
+    pair: farthest from the first seed), and the other members are the seed's nearest remaining
+    rows (within each protected value for fairlets).
+
+    Rows are put in creation order (dropped rows last), so the rows remaining when group g was
+    made are a suffix; their mean comes from suffix sums, and the squared distance to a mean c
+    uses the one-hot identity ||e_v - c_j||^2 = ||c_j||^2 + 1 - 2 c_j[v] per nominal attribute.
+    """
+    num, codes, levels = _mixed_input(audit, g.scaling)
     grp = audit["__group"].to_numpy()
-    order_key = np.where(grp < 0, np.iinfo(np.int64).max, grp)
     n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
+    if n_groups == 0:
+        return make_result(g, False, None, None, "no groups to replay")
     seed_rows = audit.loc[audit["__is_seed"].to_numpy(), ["__row_id", "__group"]]
     seed_count = seed_rows["__group"].value_counts()
     seeds = seed_rows.drop_duplicates("__group").set_index("__group")["__row_id"]
@@ -327,19 +364,45 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
         if "__pa_in" in audit.columns
         else np.zeros(len(audit), dtype=np.int8)
     )
-    if n_groups == 0:
-        return make_result(g, False, None, None, "no groups to replay")
     ids = (
         np.arange(n_groups)
         if g.sample is None or g.sample >= n_groups
         else np.sort(np.random.default_rng(g.seed).choice(n_groups, g.sample, replace=False))
     )
+    # creation order: groups by id, dropped rows last; position of every input row in it
+    order_key = np.where(grp < 0, np.iinfo(np.int64).max, grp)
+    perm = np.lexsort((audit["__row_id"].to_numpy(), order_key))
+    pos = np.empty(len(perm), dtype=np.int64)
+    pos[perm] = np.arange(len(perm))
+    num, codes, part, grp_s = num[perm], codes[perm], pa_in[perm], grp[perm]
+    sizes = np.bincount(grp[grp >= 0], minlength=n_groups)
+    start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    n = len(perm)
+    # suffix sums: numeric columns and per-level counts of each nominal attribute
+    suffix_num = np.cumsum(num[::-1], axis=0)[::-1]
+    offsets = np.concatenate([[0], np.cumsum(levels)]).astype(np.int64)
+    hot = np.zeros((n, int(offsets[-1])), dtype=np.int64)
+    for j in range(codes.shape[1]):
+        present = codes[:, j] >= 0
+        hot[np.flatnonzero(present), offsets[j] + codes[present, j]] = 1
+    suffix_hot = np.cumsum(hot[::-1], axis=0)[::-1]
+    del hot
+    n_present = (codes >= 0).sum(axis=1).astype(np.float64)
+    sq = np.einsum("ij,ij->i", num, num)
+    ones = np.ones(codes.shape[1])
+    # one gather for every nominal attribute: code -> position in the concatenated level
+    # shares; a missing value points at an extra entry 1/2, whose term 1 - 2 * 1/2 is 0
+    flat = np.where(codes >= 0, offsets[:-1] + codes, offsets[-1])
+    n_levels = int(offsets[-1])
+
+    def record(i: int) -> tuple:
+        return num[i], sq[i], flat[i], n_present[i]
+
     # MDAV group types by creation order: pairs (centre, farthest-from-previous-seed) while >= 3k remained
     kinds = ["centre"] * n_groups
     if g.grouping == "mdav":
-        sizes = np.bincount(grp[grp >= 0], minlength=n_groups)
         k = int(sizes.min())
-        remaining, i = len(audit), 0
+        remaining, i = n, 0
         while remaining >= 3 * k and i + 1 < n_groups:
             kinds[i], kinds[i + 1] = "centre", "pair"
             remaining -= 2 * k
@@ -352,44 +415,45 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
             kinds[i] = "rest"
     bad = []
     for gi in ids:
-        rem = order_key >= gi
-        rows = np.flatnonzero(rem)
-        members = grp[rows] == gi
         if gi not in seeds.index:
             bad.append({"group": int(gi), "reason": "no seed recorded"})
             continue
         if seed_count.loc[gi] > 1:
             bad.append({"group": int(gi), "reason": f"{int(seed_count.loc[gi])} seeds recorded"})
             continue
-        seed = int(seeds.loc[gi])
+        s, size = int(start[gi]), int(sizes[gi])
         if kinds[gi] == "rest":
-            if not members.all():
+            if s + size != n or (grp_s[s:] != gi).any():
                 bad.append({"group": int(gi), "reason": "last group is not all remaining rows"})
             continue
-        xr = x[rows]
+        seed = int(pos[int(seeds.loc[gi])])
+        if not s <= seed < s + size:
+            bad.append({"group": int(gi), "reason": "the recorded seed is not a member"})
+            continue
+        rn, rs, rf, rp = num[s:], sq[s:], flat[s:], n_present[s:]
         if kinds[gi] == "pair":
-            prev = int(seeds.loc[gi - 1])
-            d_ref = ((xr - x[prev]) ** 2).sum(axis=1)
+            prev = int(pos[int(seeds.loc[gi - 1])])
+            d_ref = _to_point(rn, rs, rf, rp, record(prev), n_levels)
         else:
-            d_ref = ((xr - xr.mean(axis=0)) ** 2).sum(axis=1)
-        seed_pos = int(np.flatnonzero(rows == seed)[0])
-        if d_ref[seed_pos] < d_ref.max() - atol:
+            m = n - s
+            c = suffix_num[s] / m
+            d_ref = rs - 2.0 * (rn @ c) + c @ c
+            if len(ones):
+                shares = np.append(suffix_hot[s] / m, 0.5)
+                d_ref += (shares[:-1] @ shares[:-1] + len(ones)) - 2.0 * (shares[flat[s:]] @ ones)
+        if d_ref[seed - s] < d_ref.max() - atol:
             bad.append({"group": int(gi), "reason": "seed is not a farthest remaining row"})
             continue
-        d_seed = ((xr - x[seed]) ** 2).sum(axis=1)
-        parts = (
-            [np.ones(len(rows), bool)]
-            if g.grouping == "mdav"
-            else [pa_in[rows] == 0, pa_in[rows] == 1]
-        )
-        for part in parts:
-            inside = part & members
-            outside = part & ~members
-            if (
-                inside.any()
-                and outside.any()
-                and d_seed[inside].max() > d_seed[outside].min() + atol
-            ):
+        d_seed = _to_point(rn, rs, rf, rp, record(seed), n_levels)
+        # members are the first ``size`` rows of the suffix; per protected value for fairlets
+        inside, outside = d_seed[:size], d_seed[size:]
+        values = [None] if g.grouping == "mdav" else [0, 1]
+        for v in values:
+            w_in = None if v is None else part[s : s + size] == v
+            w_out = None if v is None else part[s + size :] == v
+            far = np.max(inside, where=True if w_in is None else w_in, initial=-np.inf)
+            near = np.min(outside, where=True if w_out is None else w_out, initial=np.inf)
+            if far > near + atol:
                 bad.append(
                     {
                         "group": int(gi),

@@ -33,7 +33,12 @@ def _role(table: pa.Table, role: Role) -> str:
 def _lineage_col(sidecars, name: str, values) -> dict:
     lin = sidecars["lineage"]
     i = lin.schema.get_field_index(name)
-    return {**sidecars, "lineage": lin.set_column(i, lin.schema.field(i), pa.array(values, lin.schema.field(i).type))}
+    return {
+        **sidecars,
+        "lineage": lin.set_column(
+            i, lin.schema.field(i), pa.array(values, lin.schema.field(i).type)
+        ),
+    }
 
 
 def break_group_size_range(g: G.GroupSizeRange, input_table, outputs, sidecars, rng):
@@ -51,7 +56,10 @@ def break_qi_values(g, input_table, outputs, sidecars, rng):
     qis = list(g.quasi_identifiers) or read_roles(data).quasi_identifiers
     q = qis[0]
     v = data.column(q)[0].as_py()
-    return {**outputs, "data": set_cells(data, q, np.array([0]), v + 0.5 if isinstance(v, float) else v + 1)}, sidecars
+    return {
+        **outputs,
+        "data": set_cells(data, q, np.array([0]), v + 0.5 if isinstance(v, float) else v + 1),
+    }, sidecars
 
 
 def break_fairlet_composition(g: G.FairletComposition, input_table, outputs, sidecars, rng):

@@ -69,9 +69,7 @@ class Facts:
     t_input: float
 
 
-def _facts(
-    params: FairMDAVParams, table, roles: TableRoles, pa01: np.ndarray, enc=None
-) -> Facts:
+def _facts(params: FairMDAVParams, table, roles: TableRoles, pa01: np.ndarray, enc=None) -> Facts:
     prot = roles.with_role(Role.PROTECTED)[0].name
     lab = roles.with_role(Role.LABEL)[0].name
     n_rows, n_u = len(pa01), int((pa01 == 0).sum())
@@ -116,7 +114,9 @@ def _contract(params: FairMDAVParams, f: Facts) -> list:
     if fairlet:
         out += [
             C.TCloseness(id="C5", attribute=f.protected, t=0.0, within="group", reference="output"),
-            C.TCloseness(id="C5", attribute=f.protected, t=f.t_input, within="group", reference="input"),
+            C.TCloseness(
+                id="C5", attribute=f.protected, t=f.t_input, within="group", reference="input"
+            ),
         ]
     out += [
         C.AttributesPreserved(id="C6", columns=f.passthrough),

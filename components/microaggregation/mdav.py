@@ -36,7 +36,11 @@ def _contract(params: MDAVParams, qis: tuple[str, ...], passthrough: tuple[str, 
         G.GroupMeans(id="C4", quasi_identifiers=qis),
         G.MeanPreservation(id="C13", quasi_identifiers=qis),
         G.SeedNearest(
-            id="C11", grouping="mdav", scaling=params.scaling, sample=params.trace_sample, seed=params.seed
+            id="C11",
+            grouping="mdav",
+            scaling=params.scaling,
+            sample=params.trace_sample,
+            seed=params.seed,
         ),
     ]
     if passthrough:
@@ -52,7 +56,9 @@ def contract(params: MDAVParams, table: pa.Table | None = None) -> list:
         return _contract(params, (), ("*",))
     table, roles, _ = prepare(table)
     qis = tuple(encode_qis(table, roles, params.scaling).column_names)
-    return _contract(params, qis, tuple(c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER))
+    return _contract(
+        params, qis, tuple(c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER)
+    )
 
 
 def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
