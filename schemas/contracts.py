@@ -133,11 +133,15 @@ def register_kind(model: type[Guarantee]) -> type[Guarantee]:
     if not isinstance(kind, str) or not kind:
         raise PrivfairError(f"{model.__name__} needs a 'kind' field with a string default")
     have = _KINDS.get(kind)
-    if have is not None and have is not model:
-        if (have.__module__, have.__qualname__) != (model.__module__, model.__qualname__):
-            raise PrivfairError(
-                f"guarantee kind '{kind}' is already {have.__module__}.{have.__qualname__}"
-            )
+    # the same class re-imported (a reloaded module) is the same kind
+    same = have is not None and (have.__module__, have.__qualname__) == (
+        model.__module__,
+        model.__qualname__,
+    )
+    if have is not None and not same:
+        raise PrivfairError(
+            f"guarantee kind '{kind}' is already {have.__module__}.{have.__qualname__}"
+        )
     _KINDS[kind] = model
     return model
 

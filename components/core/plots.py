@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 from html import escape
+from typing import Any
 
 FONT = "DejaVu Sans, Verdana, Arial, Helvetica, sans-serif"
 PALETTE = ("#4c72b0", "#dd8452", "#55a868", "#c44e52", "#8172b3", "#937860")

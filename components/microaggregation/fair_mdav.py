@@ -13,12 +13,11 @@ the code, checked by the test-suite.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
-
-from dataclasses import dataclass
 
 from components.core.inputs import require_rows
 from components.core.metrics import (

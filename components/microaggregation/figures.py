@@ -198,12 +198,7 @@ def _fig_information_loss(man: dict, published, input_table, lineage) -> Figure 
     return Figure("information-loss", svg, caption)
 
 
-_FIGURES: tuple[tuple[str, Callable[..., str | None]], ...] = (
-    ("group sizes", _fig_group_sizes),
-    ("positive ratio", _fig_positive_ratio),
-    ("protected share", _fig_protected_share),
-    ("information loss", _fig_information_loss),
-)
+_FIGURES = (_fig_group_sizes, _fig_positive_ratio, _fig_protected_share, _fig_information_loss)
 
 
 def figures(
@@ -212,7 +207,7 @@ def figures(
     """The four figures that apply to this release (a figure lacking its data is left out)."""
     published, lineage = outputs.get("data"), sidecars.get("lineage")
     out = []
-    for fn in (_fig_group_sizes, _fig_positive_ratio, _fig_protected_share, _fig_information_loss):
+    for fn in _FIGURES:
         fig = fn(man, published, input_table, lineage)
         if fig is not None:
             out.append(fig)

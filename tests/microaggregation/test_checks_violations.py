@@ -1,30 +1,38 @@
-"""Every checker in ``components.microaggregation.checks.CHECKS`` catches a corrupted release: a valid Fair-MDAV
-(or MDAV) result passes, then one targeted corruption of the published table, the lineage
+"""Every checker the microaggregation family relies on (its own kinds and the shared ones,
+``components.core.registry.kind_checks``) catches a corrupted release: a valid Fair-MDAV (or
+MDAV) result passes, then one targeted corruption of the published table, the lineage
 sidecar, the audit frame or the guarantee's parameters makes that check fail and name its
-offenders."""
+offenders. The shared checkers are also shown to read the fields of their guarantee (the
+t-closeness ``attribute`` and ``within``, the preserved ``columns``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
 
+from components.core.checks import SHARED_KINDS, check_contract, check_guarantee
+from components.core.registry import kind_checks
+from components.microaggregation import FAMILY
+from components.microaggregation import guarantees as G
 from components.microaggregation.audit import build_audit
-from components.microaggregation.checks import CHECKS, check_contract, check_guarantee
 from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.mdav import mdav
-from schemas import contracts as C
 from components.microaggregation.params import FairMDAVParams, MDAVParams
+from schemas import contracts as C
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 N_ROWS = 60
 
 
 def input_table(n_rows: int = N_ROWS) -> pa.Table:
+    """QIs ``x``, ``z`` (numeric) and ``c`` (nominal, with nulls), protected ``PA``, label ``y``
+    and a sensitive pass-through column ``s`` (with nulls)."""
     rng = np.random.default_rng(11)
     prot = (rng.random(n_rows) < 0.6).astype(np.int64)
     y = np.where(prot == 1, rng.random(n_rows) < 0.7, rng.random(n_rows) < 0.3).astype(np.int64)
@@ -37,6 +45,7 @@ def input_table(n_rows: int = N_ROWS) -> pa.Table:
             ColumnRole("c", Role.QUASI_IDENTIFIER, Kind.NOMINAL),
             ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured=1),
             ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1),
+            ColumnRole("s", Role.SENSITIVE, Kind.NOMINAL),
         ]
     )
     return attach_roles(
@@ -47,6 +56,7 @@ def input_table(n_rows: int = N_ROWS) -> pa.Table:
                 "c": pa.array(c.tolist(), pa.string()),
                 "PA": prot,
                 "y": y,
+                "s": pa.array([None if i % 9 == 4 else f"d{i % 4}" for i in range(n_rows)]),
             }
         ),
         roles,
@@ -72,7 +82,12 @@ def table() -> pa.Table:
 @pytest.fixture(scope="module")
 def fair(table):
     r = fair_mdav(table, FairMDAVParams(k=5, tau=1.0))
-    assert r.metrics["favoured_value"] == 1 and r.metrics["relabelled"] > 0
+    # recomputed from the input and the release: PA = 1 is favoured by the data (as declared),
+    # and the correction relabelled some published rows
+    pa_in, y_in = table.column("PA").to_numpy(), table.column("y").to_numpy()
+    assert y_in[pa_in == 1].mean() > y_in[pa_in == 0].mean()
+    row_id = lin(r)["row_id"].to_numpy()
+    assert (r.table.column("y").to_numpy() != y_in[row_id]).any()
     return r
 
 
@@ -99,22 +114,42 @@ def edit(t: pa.Table, fn: Callable[[pd.DataFrame], None]) -> pa.Table:
     return pa.Table.from_pandas(df, schema=t.schema, preserve_index=False)
 
 
+def frames(
+    table: pa.Table,
+    published: pa.Table,
+    lineage: pa.Table,
+    audit_fn: Callable[[pd.DataFrame], pd.DataFrame] | None = None,
+) -> dict[str, pd.DataFrame]:
+    """The evidence frames the checkers read, built from the input, the (corrupted) published
+    table and lineage only (every release here uses min-max scaling)."""
+    audit = build_audit(table, published, lineage, scaling="minmax")
+    if audit_fn is not None:
+        audit = audit_fn(audit.copy())
+    return {"published": published.to_pandas(), "audit": audit}
+
+
 def run_checks(table: pa.Table, case: Case):
-    audit = build_audit(table, case.published, case.lineage)
-    if case.audit_fn is not None:
-        audit = case.audit_fn(audit.copy())
     return check_contract(
-        case.guarantees, case.published.to_pandas(), audit, scaling="minmax", sample=None
+        case.guarantees, frames(table, case.published, case.lineage, case.audit_fn)
     )
 
 
 def lin(result) -> pd.DataFrame:
-    return result.lineage.to_pandas()
+    return result.sidecars["lineage"].to_pandas()
+
+
+def lineage_of(result) -> pa.Table:
+    return result.sidecars["lineage"]
 
 
 def group_rows(result, g: int) -> np.ndarray:
     """Published row positions of group ``g``."""
     return np.flatnonzero(lin(result)["group"].to_numpy() == g)
+
+
+def classes(off: list[dict]) -> list:
+    """The class ids (``within`` values) of t-closeness offenders: every key but ``t``."""
+    return [v for o in off for k, v in o.items() if k != "t"]
 
 
 # --- one corruption per checker kind ------------------------------------------------------------
@@ -130,7 +165,7 @@ def perturb_qi(fair, **_) -> Case:
     pub = edit(fair.table, f)
     gs = of_kind(fair, "k_anonymity") + of_kind(fair, "group_means")
     gs += of_kind(fair, "mean_preservation")
-    return Case(pub, fair.lineage, gs)
+    return Case(pub, lineage_of(fair), gs)
 
 
 def k_anonymity(fair, **_) -> Case:
@@ -162,7 +197,7 @@ def qis_unchanged(fair_raw, **_) -> Case:
     row = int(lin(fair_raw)["row_id"][4])
     return Case(
         edit(fair_raw.table, f),
-        fair_raw.lineage,
+        lineage_of(fair_raw),
         of_kind(fair_raw, "qis_unchanged"),
         offender=lambda off: [o["__row_id"] for o in off] == [row],
     )
@@ -177,7 +212,7 @@ def partition(fair, **_) -> Case:
     dup = int(lin(fair)["row_id"][0])
     return Case(
         fair.table,
-        edit(fair.lineage, f),
+        edit(lineage_of(fair), f),
         of_kind(fair, "partition"),
         offender=lambda off: any(o["__row_id"] == dup and o["__out_count"] == 2 for o in off),
     )
@@ -188,7 +223,7 @@ def partition_no_drops(plain, **_) -> Case:
     dropped = int(lin(plain)["row_id"][0])
     return Case(
         plain.table.slice(1),
-        plain.lineage.slice(1),
+        lineage_of(plain).slice(1),
         of_kind(plain, "partition"),
         offender=lambda off: any(o["__row_id"] == dropped for o in off),
     )
@@ -201,13 +236,13 @@ def change_pa(fair, **_) -> Case:
     def f(df):
         df.loc[0, "PA"] = 1
 
-    return Case(edit(fair.table, f), fair.lineage, [])
+    return Case(edit(fair.table, f), lineage_of(fair), [])
 
 
 def fairlet_composition(fair, **_) -> Case:
     case = change_pa(fair)
     case.guarantees = of_kind(fair, "fairlet_composition")
-    m, n = fair.metrics["m"], fair.metrics["n"]
+    ((m, n),) = {(g.m, g.n) for g in case.guarantees}
     case.offender = lambda off: off == [{"group": 0, "m_g": m - 1, "n_g": n + 1}]
     return case
 
@@ -220,7 +255,7 @@ def fairlet_composition_moved_row(fair, **_) -> Case:
 
     return Case(
         fair.table,
-        edit(fair.lineage, f),
+        edit(lineage_of(fair), f),
         of_kind(fair, "fairlet_composition"),
         offender=lambda off: {o["group"] for o in off} == {0, 1},
     )
@@ -230,22 +265,83 @@ def t_closeness(fair, **_) -> Case:
     case = change_pa(fair)
     case.guarantees = of_kind(fair, "t_closeness")  # against the output and the input
     assert {g.reference for g in case.guarantees} == {"input", "output"}
-    case.offender = lambda off: 0 in [o["__group"] for o in off]
+    case.offender = lambda off: 0 in classes(off)
     return case
+
+
+def changed_columns(off: list[dict]) -> list[tuple]:
+    return [(o["column"], o["changed_rows"]) for o in off]
 
 
 def attributes_preserved(fair, **_) -> Case:
     case = change_pa(fair)
     case.guarantees = of_kind(fair, "attributes_preserved")
-    case.offender = lambda off: off == [{"column": "PA", "changed_rows": 1}]
+    case.offender = lambda off: changed_columns(off) == [("PA", 1)]
     return case
+
+
+def attributes_preserved_sensitive(fair, **_) -> Case:
+    """Swap the sensitive values of two published rows: the column keeps its values (and its
+    distribution), but two rows no longer hold their input row's value."""
+    s = fair.table.column("s").to_pylist()
+    a = next(i for i, v in enumerate(s) if v is not None)
+    b = next(i for i, v in enumerate(s) if v is not None and v != s[a])
+
+    def f(df):
+        df.loc[[a, b], "s"] = [s[b], s[a]]
+
+    return Case(
+        edit(fair.table, f),
+        lineage_of(fair),
+        of_kind(fair, "attributes_preserved"),
+        offender=lambda off: changed_columns(off) == [("s", 2)],
+    )
+
+
+def attributes_preserved_overwritten(fair, **_) -> Case:
+    """Overwrite the sensitive column of every published row (nulls included)."""
+
+    def f(df):
+        df["s"] = "redacted"
+
+    return Case(
+        edit(fair.table, f),
+        lineage_of(fair),
+        of_kind(fair, "attributes_preserved"),
+        offender=lambda off: changed_columns(off) == [("s", fair.table.num_rows)],
+    )
+
+
+def attributes_preserved_withheld(fair, **_) -> Case:
+    """Publish the release without its sensitive column."""
+    return Case(
+        fair.table.drop_columns(["s"]),
+        lineage_of(fair),
+        of_kind(fair, "attributes_preserved"),
+        offender=lambda off: [(o["column"], o["reason"]) for o in off] == [("s", "not published")],
+    )
+
+
+def attributes_preserved_mdav_label(plain, **_) -> Case:
+    """MDAV passes the label through: flipping one published label breaks its C6."""
+
+    def f(df):
+        df.loc[0, "y"] = 1 - df.loc[0, "y"]
+
+    return Case(
+        edit(plain.table, f),
+        lineage_of(plain),
+        of_kind(plain, "attributes_preserved"),
+        offender=lambda off: changed_columns(off) == [("y", 1)],
+    )
 
 
 def fairlet_count(fair, **_) -> Case:
     """Withhold the last fairlet: one group too few although enough rows were left."""
-    keep = fair.table.num_rows - (fair.metrics["m"] + fair.metrics["n"])
+    ((m, n),) = {(g.m, g.n) for g in of_kind(fair, "fairlet_count")}
+    keep = fair.table.num_rows - (m + n)
     return Case(
-        fair.table.slice(0, keep), fair.lineage.slice(0, keep), of_kind(fair, "fairlet_count")
+        fair.table.slice(0, keep), lineage_of(fair).slice(0, keep), of_kind(fair, "fairlet_count")
     )
 
 
@@ -257,7 +353,7 @@ def group_size_range(plain, **_) -> Case:
 
     return Case(
         plain.table,
-        edit(plain.lineage, f),
+        edit(lineage_of(plain), f),
         of_kind(plain, "group_size_range"),
         offender=lambda off: any(o["__group"] == 0 and o["size"] == 3 for o in off),
     )
@@ -279,7 +375,7 @@ def correction_direction(fair, **_) -> Case:
     pub, _, row = flip_label(fair, want_pa=1, want_y=1)
     return Case(
         pub,
-        fair.lineage,
+        lineage_of(fair),
         of_kind(fair, "correction_direction"),
         offender=lambda off: [o["__row_id"] for o in off] == [row],
     )
@@ -291,7 +387,7 @@ def minimal_correction(fair, **_) -> Case:
     g = int(lin(fair)["group"][pos])
     return Case(
         pub,
-        fair.lineage,
+        lineage_of(fair),
         of_kind(fair, "minimal_correction"),
         offender=lambda off: [o["group"] for o in off] == [g],
     )
@@ -308,7 +404,7 @@ def local_fairness(fair, **_) -> Case:
 
     return Case(
         edit(fair.table, f),
-        fair.lineage,
+        lineage_of(fair),
         of_kind(fair, "local_fairness"),
         offender=lambda off: off == [{"group": 0, "upr": 0.0, "fpr": 1.0}],
     )
@@ -320,14 +416,17 @@ def demographic_parity_bound(fair, **_) -> Case:
     def f(df):
         df.loc[df["PA"] == 0, "y"] = 0
 
-    return Case(edit(fair.table, f), fair.lineage, of_kind(fair, "demographic_parity_bound"))
+    return Case(edit(fair.table, f), lineage_of(fair), of_kind(fair, "demographic_parity_bound"))
 
 
 def demographic_parity_max_difference(fair, **_) -> Case:
     """The released table holds PR_U >= PR_F, but a demanded max_difference of 0 does not."""
-    g = C.DemographicParityBound(id="spec", ratio=0.0, max_difference=0.0)
-    assert fair.metrics["dpar_after"] > 0
-    return Case(fair.table, fair.lineage, [g])
+    g = G.DemographicParityBound(id="spec", ratio=0.0, max_difference=0.0)
+    out = fair.table.to_pandas()
+    pr = out["y"].groupby(out["PA"]).mean()
+    assert pr[0] >= pr[1]  # PR_U >= PR_F on the release ...
+    assert abs(pr[0] - pr[1]) > 0  # ... yet its dPar is not 0
+    return Case(fair.table, lineage_of(fair), [g])
 
 
 def seed_nearest(fair, **_) -> Case:
@@ -340,7 +439,7 @@ def seed_nearest(fair, **_) -> Case:
 
     return Case(
         fair.table,
-        edit(fair.lineage, f),
+        edit(lineage_of(fair), f),
         of_kind(fair, "seed_nearest"),
         offender=lambda off: [o["group"] for o in off] == [0],
     )
@@ -358,8 +457,8 @@ def seed_nearest_swapped_members(fair, **_) -> Case:
 
     return Case(
         fair.table,
-        edit(fair.lineage, f),
-        [C.SeedNearest(id="C11", grouping="fairlet")],
+        edit(lineage_of(fair), f),
+        [G.SeedNearest(id="C11", grouping="fairlet")],
         offender=lambda off: 0 in [o["group"] for o in off],
     )
 
@@ -373,7 +472,7 @@ def seed_nearest_mdav(plain, **_) -> Case:
 
     return Case(
         plain.table,
-        edit(plain.lineage, f),
+        edit(lineage_of(plain), f),
         of_kind(plain, "seed_nearest"),
         # group 1 is built around the row farthest from group 0's seed, so it is caught too
         offender=lambda off: [o["group"] for o in off][:1] == [0],
@@ -386,7 +485,7 @@ def parameter_validity(fair, **_) -> Case:
     bad = g.model_copy(update={"m": g.m + 1, "tau": 1.5})
     return Case(
         fair.table,
-        fair.lineage,
+        lineage_of(fair),
         [bad],
         offender=lambda off: (
             {o["rule"] for o in off} == {"m + n = k", "m = floor(k |U|/|D| + 1/2)", "tau in [0, 1]"}
@@ -398,7 +497,7 @@ def parameter_validity_m_range(fair, **_) -> Case:
     (g,) = of_kind(fair, "parameter_validity")
     bad = g.model_copy(update={"m": g.k, "n": 0, "derived_from_k": False})
     return Case(
-        fair.table, fair.lineage, [bad], offender=lambda off: off[0]["rule"] == "1 <= m <= k-1"
+        fair.table, lineage_of(fair), [bad], offender=lambda off: off[0]["rule"] == "1 <= m <= k-1"
     )
 
 
@@ -411,7 +510,7 @@ def parameter_validity_non_binary(fair, **_) -> Case:
 
     return Case(
         fair.table,
-        fair.lineage,
+        lineage_of(fair),
         of_kind(fair, "parameter_validity"),
         audit_fn=f,
         offender=lambda off: off == [{"rule": "binary", "column": "__y_in"}],
@@ -428,7 +527,13 @@ CORRUPTIONS: dict[str, list[Callable[..., Case]]] = {
     "qis_unchanged": [qis_unchanged],
     "mean_preservation": [mean_preservation],
     "t_closeness": [t_closeness],
-    "attributes_preserved": [attributes_preserved],
+    "attributes_preserved": [
+        attributes_preserved,
+        attributes_preserved_sensitive,
+        attributes_preserved_overwritten,
+        attributes_preserved_withheld,
+        attributes_preserved_mdav_label,
+    ],
     "correction_direction": [correction_direction],
     "local_fairness": [local_fairness],
     "minimal_correction": [minimal_correction],
@@ -443,12 +548,20 @@ CORRUPTIONS: dict[str, list[Callable[..., Case]]] = {
 
 
 def test_every_checker_has_a_corruption():
-    assert set(CORRUPTIONS) == set(CHECKS)
+    """One corruption at least for each family kind and each shared kind, and the registry
+    resolves every family kind to the family's own checker on the audit frame."""
+    family = {k.kind for k in FAMILY.kinds}
+    shared = {k.kind for k in SHARED_KINDS}
+    assert set(CORRUPTIONS) == family | shared
+    registry = kind_checks()
+    for kind in family:
+        assert registry[kind].check.startswith("components.microaggregation.checks:"), kind
+        assert registry[kind].frame == "audit"
 
 
 def test_valid_releases_pass(table, fair, fair_raw, plain):
     for r in (fair, fair_raw, plain):
-        case = Case(r.table, r.lineage, r.contract)
+        case = Case(r.table, lineage_of(r), r.contract)
         failed = [(c.id, c.kind, c.message) for c in run_checks(table, case) if not c.passed]
         assert not failed, failed
 
@@ -471,13 +584,91 @@ def test_corruption_fails_its_check(table, fair, fair_raw, plain, corrupt):
             assert case.offender(r.offending), r.offending
 
 
-def test_unknown_guarantee_kind_fails():
-    g = C.DifferentialPrivacy(id="dp", epsilon=1.0, delta=0.0)
-    r = check_guarantee(g, pd.DataFrame(), pd.DataFrame())
+# --- the shared checkers read their guarantee's fields -----------------------------------------
+
+
+def test_fair_mdav_preserves_every_non_qi_column_but_the_label(fair):
+    """C6 covers the protected attribute and the sensitive column, not the corrected label."""
+    (g,) = of_kind(fair, "attributes_preserved")
+    assert set(g.columns) == {"PA", "s"}
+
+
+def test_t_closeness_reads_the_attribute(table, fair):
+    """The same t = 0 demand holds of the protected attribute within fairlets and fails of the
+    label, which the correction leaves unevenly spread over the groups."""
+    ev = frames(table, fair.table, lineage_of(fair))
+    on_pa = C.TCloseness(id="t", attribute="PA", t=0.0, within="group", reference="output")
+    on_label = C.TCloseness(id="t", attribute="y", t=0.0, within="group", reference="output")
+    assert check_guarantee(on_pa, ev).passed
+    r = check_guarantee(on_label, ev)
     assert not r.passed
-    assert "no checker" in r.message and "differential_privacy" in r.message
-    (r2,) = check_contract([g], pd.DataFrame(), pd.DataFrame())
+    assert r.observed > 0 and "'y'" in r.message
+    assert r.n_offending >= 1 and classes(r.offending)
+
+
+@pytest.mark.parametrize("attribute", ["income", "x"])
+def test_t_closeness_attribute_not_in_the_evidence_fails(table, fair, attribute):
+    """An attribute that is no column at all (``income``), or no audited pass-through column
+    (the microaggregated QI ``x``), fails with a message naming it."""
+    g = C.TCloseness(id="t", attribute=attribute, t=1.0)
+    r = check_guarantee(g, frames(table, fair.table, lineage_of(fair)))
+    assert not r.passed
+    assert f"'{attribute}'" in r.message
+
+
+def test_t_closeness_reads_within(table, fair):
+    """Classes by ``rank`` (members are listed unfavoured first) are not mixed, classes by
+    ``group`` are; a ``within`` naming no lineage field fails and names it."""
+    ev = frames(table, fair.table, lineage_of(fair))
+    by = {
+        w: check_guarantee(C.TCloseness(id="t", attribute="PA", t=0.0, within=w), ev)
+        for w in ("group", "rank", "cluster")
+    }
+    assert by["group"].passed
+    assert not by["rank"].passed and by["rank"].observed > 0 and "rank" in by["rank"].message
+    assert 0 in classes(by["rank"].offending)  # rank 0 holds unfavoured rows only
+    assert not by["cluster"].passed
+    assert "'cluster'" in by["cluster"].message
+    assert "__cluster" not in ev["audit"].columns
+
+
+def test_seed_nearest_replays_every_group_by_default(table, fair, plain):
+    """Without a trace sample the declared C11 replays every group; a ``sample`` on the
+    guarantee replays that many."""
+    for r in (fair, plain):
+        (g,) = of_kind(r, "seed_nearest")
+        assert g.sample is None
+        n_groups = lin(r)["group"].nunique()
+        res = check_guarantee(g, frames(table, r.table, lineage_of(r)))
+        assert res.passed and res.observed == f"{n_groups}/{n_groups} replayed groups"
+    sampled = G.SeedNearest(id="C11", grouping="fairlet", sample=3, seed=1)
+    res = check_guarantee(sampled, frames(table, fair.table, lineage_of(fair)))
+    assert res.passed and res.observed == "3/3 replayed groups"
+
+
+# --- no checker, no evidence, many offenders -----------------------------------------------------
+
+
+class Unchecked(C.Guarantee):
+    """A kind no family defines a checker for (never registered)."""
+
+    kind: Literal["unchecked_kind"] = "unchecked_kind"
+
+
+def test_unknown_guarantee_kind_fails():
+    g = Unchecked(id="u")
+    r = check_guarantee(g, {"published": pd.DataFrame(), "audit": pd.DataFrame()})
+    assert not r.passed
+    assert "no checker" in r.message and "unchecked_kind" in r.message
+    (r2,) = check_contract([g], {})
     assert not r2.passed
+
+
+def test_missing_evidence_frame_fails(table, fair):
+    """A family kind reads the audit frame: without it the check fails and says so."""
+    (g,) = of_kind(fair, "local_fairness")
+    r = check_guarantee(g, {"published": fair.table.to_pandas()})
+    assert not r.passed and "'audit'" in r.message
 
 
 def test_offenders_are_capped():
@@ -488,8 +679,8 @@ def test_offenders_are_capped():
     def f(df):
         df["y"] = np.where(df["PA"] == 0, 0, 1)
 
-    case = Case(edit(pairs.table, f), pairs.lineage, of_kind(pairs, "local_fairness"))
+    case = Case(edit(pairs.table, f), lineage_of(pairs), of_kind(pairs, "local_fairness"))
     (r,) = run_checks(table, case)
     assert not r.passed
-    assert r.n_offending == pairs.metrics["groups"] > 20
+    assert r.n_offending == lin(pairs)["group"].nunique() > 20
     assert len(r.offending) == 20

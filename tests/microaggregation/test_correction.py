@@ -10,7 +10,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from components.microaggregation.correction import correct_fairness, relabel_counts, relabel_counts_by_loop
+from components.microaggregation.correction import (
+    correct_fairness,
+    relabel_counts,
+    relabel_counts_by_loop,
+)
 from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.params import FairMDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
@@ -115,7 +119,9 @@ def test_float_trap_through_the_component():
         assert sorted(lin.column("row_id").to_pylist()) == list(range(30))  # of every row
         # no label relabelled: each published row keeps its input row's label
         y_in = table.column("y").to_pylist()
-        assert r.table.column("y").to_pylist() == [y_in[i] for i in lin.column("row_id").to_pylist()]
+        assert r.table.column("y").to_pylist() == [
+            y_in[i] for i in lin.column("row_id").to_pylist()
+        ]
         assert r.table.column("y").to_pylist() == table.column("y").to_pylist()
 
 

@@ -77,7 +77,10 @@ def reference_pa01(table: pa.Table) -> list[int]:
     """The protected attribute as 0/1, 1 = the value with the higher positive ratio of ``y``
     (spec 1.3); on a tie the declared favoured value, 1."""
     s, y = table.column("PA").to_pylist(), table.column("y").to_pylist()
-    pr = {v: Fraction(sum(y_ == 1 for s_, y_ in zip(s, y, strict=True) if s_ == v), s.count(v)) for v in (0, 1)}
+    pr = {
+        v: Fraction(sum(y_ == 1 for s_, y_ in zip(s, y, strict=True) if s_ == v), s.count(v))
+        for v in (0, 1)
+    }
     fav = 0 if pr[0] > pr[1] else 1
     return [int(v == fav) for v in s]
 

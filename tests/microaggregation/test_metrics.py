@@ -7,8 +7,6 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
-from components.microaggregation.encoding import encode_qis
-from components.microaggregation.grouping import _centre, _Space, _WorkingSet
 from components.core.metrics import (
     demographic_parity_difference,
     demographic_parity_ratio,
@@ -19,6 +17,8 @@ from components.core.metrics import (
     positive_ratio,
     t_closeness_binary,
 )
+from components.microaggregation.encoding import encode_qis
+from components.microaggregation.grouping import _centre, _Space, _WorkingSet
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
 
 

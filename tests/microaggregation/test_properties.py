@@ -241,7 +241,11 @@ def test_clamped_m_contract_holds(n_u, k, m):
     assert set(np.bincount(group).tolist()) == {k}
     assert set(unfavoured.tolist()) == {m}
     assert any("clamped" in w for w in result.warnings)
-    # t of PA against the input: max over groups of |share of PA = 0 - input share|
-    t = max(abs(u / k - n_u / n_rows) for u in unfavoured)
+    # t of PA against the input, max over groups of |share of PA = 0 - input share|, is
+    # |m/k - |U|/|D||, and the declared C5 (reference: input) bound follows the clamp
+    share = pd.Series(pa_out == 0).groupby(group).mean()
+    t = float((share - n_u / n_rows).abs().max())
     assert t == pytest.approx(abs(m / k - n_u / n_rows))
+    (c5_input,) = [g for g in result.contract if g.kind == "t_closeness" and g.reference == "input"]
+    assert c5_input.attribute == "PA" and c5_input.t == pytest.approx(t)
     assert_contract_holds(table, result, params)
