@@ -46,8 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     home = ensure_dagster_home()
     import dagster as dg
 
-    from pipelines.definitions import build_defs
     from pipelines.catalogue import load_specs
+    from pipelines.definitions import build_defs
 
     store = args.store if "://" in args.store else str(Path(args.store).resolve())
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None

@@ -49,6 +49,7 @@ from great_expectations.render import (
 )
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
+
 from components.core.checks import CheckResult, check_guarantee
 from components.core.registry import families, kind_checks
 from schemas.contracts import Guarantee, kind_of, parse_guarantee

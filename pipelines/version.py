@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 from pipelines import __version__
@@ -19,7 +19,7 @@ def _package_dir(package: str) -> Path:
     return Path(importlib.import_module(package).__file__).resolve().parent  # type: ignore[arg-type]
 
 
-@lru_cache(maxsize=None)
+@cache
 def code_version(package: str) -> str:
     """``<version>+<digest>`` over the shared core and the family ``package``'s sources."""
     h = hashlib.sha256()
