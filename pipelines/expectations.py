@@ -293,7 +293,7 @@ def builtin_expectations(
     contract: list, published_table: pa.Table, input_table: pa.Table, lineage: pa.Table | None
 ) -> list[Expectation]:
     """Built-in GX expectations on the published table: the column set, no nulls in the role
-    columns, the protected attributes' and labels' values within those of the input, their
+    columns that had none in the input, the protected attributes' and labels' values within those of the input, their
     types equal to the input's, and (with a lineage sidecar) one published row per lineage row."""
     roles = read_roles(input_table)
     cols = expected_columns(contract, input_table)
@@ -303,10 +303,16 @@ def builtin_expectations(
     ]
     if lineage is not None:
         out.append(gxe.ExpectTableRowCountToEqual(value=int(lineage.num_rows), meta=meta))
+    # role columns stay complete where the input was (a QI whose group value is a missing
+    # value may publish nulls only if the input had them)
     role_cols = [
         c
         for c in cols
-        if c not in roles or roles[c].role in (Role.QUASI_IDENTIFIER, Role.PROTECTED, Role.LABEL)
+        if c not in roles
+        or (
+            roles[c].role in (Role.QUASI_IDENTIFIER, Role.PROTECTED, Role.LABEL)
+            and input_table.column(c).null_count == 0
+        )
     ]
     out += [gxe.ExpectColumnValuesToNotBeNull(column=c, meta=meta) for c in role_cols]
     for c in roles:

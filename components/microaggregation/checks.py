@@ -19,6 +19,7 @@ from components.microaggregation import guarantees as G
 __all__ = [
     "check_group_size_range",
     "check_group_means",
+    "check_group_representatives",
     "check_qis_unchanged",
     "check_mean_preservation",
     "check_fairlet_composition",
@@ -149,6 +150,86 @@ def check_group_means(g: G.GroupMeans, audit: pd.DataFrame) -> CheckResult:
     )
 
 
+def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) -> CheckResult:
+    """Members share one published QI vector: per numeric QI the input mean rounded to
+    ``g.decimals``, per ordinal QI the lower median, per nominal QI the mode (recomputed from
+    the input's one-hot columns; ties to the lowest level, a value before a missing one)."""
+    r = retained(audit)
+    outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
+    if missing:
+        return _missing_qis(g, missing)
+    if r.empty:
+        return make_result(g, False, None, None, "no rows published")
+    grp = r["__group"].to_numpy()
+    groups, gid = np.unique(grp, return_inverse=True)
+    n_groups = len(groups)
+    sizes = np.bincount(gid)
+    wrong = np.zeros(n_groups, dtype=bool)
+    reasons: dict[int, str] = {}
+    nominal: dict[str, list[tuple[str, str]]] = {}
+    for o, i in zip(outs, ins, strict=True):
+        name = o.split("__", 2)[2]
+        out = r[o].to_numpy(dtype=np.float64)
+        first = np.zeros(n_groups)
+        first[gid[::-1]] = out[::-1]
+        spread = np.abs(out - first[gid]) > 0
+        wrong |= np.bincount(gid, weights=spread, minlength=n_groups) > 0
+        if o.startswith("__out_hot__"):
+            nominal.setdefault(name.split("=", 1)[0], []).append((o, i))
+            continue
+        x = r[i].to_numpy(dtype=np.float64)
+        if name in g.ordinal:
+            order = np.lexsort((x, gid))
+            starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+            want = x[order][starts + (sizes - 1) // 2]
+            bad = first != want
+            why = "not the lower median"
+        elif name in g.decimals:
+            # exact sums in units of 10^-d, then half-to-even: independent of summation order
+            unit = 10.0 ** g.decimals[name]
+            want = np.round(np.bincount(gid, weights=np.rint(x * unit)) / sizes) / unit
+            bad = np.abs(first - want) > g.rtol * np.maximum(np.abs(want), 1.0)
+            why = f"not the mean rounded to {g.decimals[name]} decimals"
+        else:
+            return make_result(g, False, None, None, f"no precision declared for '{name}'")
+        for k in np.flatnonzero(bad):
+            reasons.setdefault(int(groups[k]), f"{name}: {why}")
+        wrong |= bad
+    for attr, pairs in nominal.items():
+        hot_in = np.column_stack([r[i].to_numpy(dtype=np.float64) for _, i in pairs])
+        hot_out = np.column_stack(
+            [first_rows(r[o].to_numpy(dtype=np.float64), gid, n_groups) for o, _ in pairs]
+        )
+        counts = np.zeros((n_groups, len(pairs) + 1))
+        np.add.at(counts, gid, np.hstack([hot_in, (hot_in.sum(axis=1) == 0)[:, None]]))
+        mode = counts.argmax(axis=1)
+        want = np.zeros((n_groups, len(pairs) + 1))
+        want[np.arange(n_groups), mode] = 1.0
+        bad = (hot_out != want[:, :-1]).any(axis=1)
+        for k in np.flatnonzero(bad):
+            reasons.setdefault(int(groups[k]), f"{attr}: not the mode")
+        wrong |= bad
+    for k in np.flatnonzero(wrong):
+        reasons.setdefault(int(groups[k]), "members differ")
+    off = [{"group": k, "reason": v} for k, v in sorted(reasons.items())]
+    return make_result(
+        g,
+        not off,
+        f"{n_groups - len(off)}/{n_groups} groups",
+        "all groups",
+        f"{len(off)} groups whose QIs are not one representative vector "
+        f"(decimals {g.decimals}, ordinal {list(g.ordinal)})",
+        off,
+    )
+
+
+def first_rows(values: np.ndarray, gid: np.ndarray, n_groups: int) -> np.ndarray:
+    """The value of each group's first row."""
+    out = np.zeros(n_groups)
+    out[gid[::-1]] = values[::-1]
+    return out
+
+
 def check_qis_unchanged(g: G.QIsUnchanged, audit: pd.DataFrame) -> CheckResult:
     r = retained(audit)
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
@@ -172,8 +253,11 @@ def check_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> Check
     if missing:
         return _missing_qis(g, missing)
     s_out, s_in = r[outs].to_numpy().sum(axis=0), r[ins].to_numpy().sum(axis=0)
-    bad = np.abs(s_out - s_in) > g.rtol * np.maximum(np.abs(s_in), 1.0)
     names = [c.split("__", 2)[2] for c in outs]
+    rounding = np.array(
+        [len(r) * 0.5 * 10.0 ** -g.decimals[n] if n in g.decimals else 0.0 for n in names]
+    )
+    bad = np.abs(s_out - s_in) > g.rtol * np.maximum(np.abs(s_in), 1.0) + rounding
     off = [
         {"column": n, "sum_published": float(a), "sum_input": float(b)}
         for n, a, b, x in zip(names, s_out, s_in, bad, strict=True)

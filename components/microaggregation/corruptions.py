@@ -16,6 +16,7 @@ from schemas.roles import Role, read_roles
 __all__ = [
     "break_group_size_range",
     "break_qi_values",
+    "break_sums",
     "break_fairlet_composition",
     "break_fairlet_count",
     "break_labels_direction",
@@ -60,6 +61,19 @@ def break_qi_values(g, input_table, outputs, sidecars, rng):
         **outputs,
         "data": set_cells(data, q, np.array([0]), v + 0.5 if isinstance(v, float) else v + 1),
     }, sidecars
+
+
+def break_sums(g: G.MeanPreservation, input_table, outputs, sidecars, rng):
+    """Shift one published cell by more than the rounding the guarantee allows."""
+    data = outputs["data"]
+    q = g.quasi_identifiers[0] if g.quasi_identifiers else None
+    if q is None:
+        return None
+    allowed = data.num_rows * 0.5 * 10.0 ** -g.decimals[q] if q in g.decimals else 0.0
+    v = data.column(q)[0].as_py()
+    shift = 2 * allowed + 1  # past the bound whatever the rounding already used
+    new = v + shift if isinstance(v, float) else v + int(np.ceil(shift))
+    return {**outputs, "data": set_cells(data, q, np.array([0]), new)}, sidecars
 
 
 def break_fairlet_composition(g: G.FairletComposition, input_table, outputs, sidecars, rng):

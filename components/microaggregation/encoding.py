@@ -16,7 +16,7 @@ one-hot columns are already 0/1 and are not rescaled.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
@@ -43,6 +43,13 @@ class EncodedQIs:
     offset: np.ndarray  # (q,) scaling: scaled = (x - offset) / scale
     scale: np.ndarray  # (q,)
     roles: list[ColumnRole]  # role of each QI in the input table
+    domains: dict[str, tuple] = field(default_factory=dict)  # ordinal QI -> its ordered domain
+
+    def is_ordinal(self, name: str) -> bool:
+        return name in self.domains
+
+    def domain_of(self, name: str) -> tuple:
+        return self.domains[name]
 
     @property
     def n_rows(self) -> int:
@@ -149,13 +156,18 @@ def encode_qis(
     nominal: list[NominalAttribute] = []
     code_cols: list[np.ndarray] = []
     qi_roles = [roles[n] for n in roles.quasi_identifiers]
+    domains: dict[str, tuple] = {}
     for r in qi_roles:
         if r.name not in table.column_names:
             raise InputError(r.name, "quasi-identifier is not a column of the table")
         col = table.column(r.name)
         as_number = r.kind is Kind.NUMERIC or (r.kind is Kind.BINARY and _is_numeric(col.type))
         if r.kind is Kind.ORDINAL:
-            domain = r.domain or tuple(sorted(pc.unique(col.drop_null()).to_pylist()))
+            domain = (
+                (fit.domains.get(r.name) if fit is not None else None)
+                or r.domain
+                or tuple(sorted(pc.unique(col.drop_null()).to_pylist()))
+            )
             idx = pc.index_in(col, value_set=pa.array(list(domain)))
             if idx.null_count != col.null_count:
                 raise InputError(r.name, "ordinal value outside the declared domain")
@@ -163,6 +175,7 @@ def encode_qis(
                 raise InputError(r.name, "an ordinal quasi-identifier must not contain nulls")
             numeric_names.append(r.name)
             numeric_cols.append(idx.to_numpy(zero_copy_only=False).astype(np.float64))
+            domains[r.name] = tuple(domain)
         elif as_number:
             numeric_names.append(r.name)
             numeric_cols.append(_numeric_column(table, r.name))
@@ -196,7 +209,7 @@ def encode_qis(
         offset, scale = mu, np.where(sd > 0, sd, 1.0)
     else:
         raise InputError("scaling", "must be 'minmax' or 'zscore'", scaling)
-    return EncodedQIs(numeric_names, numeric, nominal, codes, offset, scale, qi_roles)
+    return EncodedQIs(numeric_names, numeric, nominal, codes, offset, scale, qi_roles, domains)
 
 
 def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, list]:

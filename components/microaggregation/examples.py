@@ -14,6 +14,8 @@ from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 __all__ = ["table", "fair_mdav_example", "mdav_example"]
 
+LEVELS = ("low", "medium", "high", "top")
+
 
 def table(seed: int, n_rows: int | None = None) -> pa.Table:
     rng = np.random.default_rng(seed)
@@ -27,6 +29,7 @@ def table(seed: int, n_rows: int | None = None) -> pa.Table:
             ColumnRole("age", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
             ColumnRole("income", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
             ColumnRole("region", Role.QUASI_IDENTIFIER, Kind.NOMINAL),
+            ColumnRole("level", Role.QUASI_IDENTIFIER, Kind.ORDINAL, domain=LEVELS),
             ColumnRole("group", Role.PROTECTED, Kind.BINARY, favoured="F"),
             ColumnRole("outcome", Role.LABEL, Kind.BINARY, positive=1),
             ColumnRole("note", Role.SENSITIVE, Kind.NOMINAL),
@@ -36,7 +39,10 @@ def table(seed: int, n_rows: int | None = None) -> pa.Table:
         {
             "age": pa.array(rng.integers(18, 80, n), pa.int64()),
             "income": pa.array(np.round(rng.gamma(2.0, 20.0, n), 2)),
-            "region": pa.array(rng.choice(["north", "south", "east"], n).tolist()),
+            "region": pa.array(
+                [None if v == "-" else v for v in rng.choice(["north", "south", "east", "-"], n)]
+            ),
+            "level": pa.array(rng.choice(list(LEVELS), n).tolist()),
             "group": pa.array(pa_.tolist()),
             "outcome": pa.array(y, pa.int8()),
             "note": pa.array([f"n{i % 7}" for i in range(n)]),
@@ -54,9 +60,12 @@ def fair_mdav_example(seed: int) -> tuple[pa.Table, FairMDAVParams]:
         microaggregate=bool(rng.integers(0, 2)),
         correction=str(rng.choice(["positive", "negative"])),
         grouping=str(rng.choice(["fairlet", "fairlet", "mdav"])),
+        publish=str(rng.choice(["schema", "onehot"])),
     )
 
 
 def mdav_example(seed: int) -> tuple[pa.Table, MDAVParams]:
     rng = np.random.default_rng(seed + 2)
-    return table(seed), MDAVParams(k=int(rng.integers(2, 6)))
+    return table(seed), MDAVParams(
+        k=int(rng.integers(2, 6)), publish=str(rng.choice(["schema", "onehot"]))
+    )

@@ -32,7 +32,7 @@ from components.microaggregation.encoding import encode_qis, label_01, protected
 from components.microaggregation.grouping import make_fairlets, mdav
 from components.microaggregation.inputs import binary_roles, prepare
 from components.microaggregation.lineage import lineage_table
-from components.microaggregation.microaggregate import microaggregate
+from components.microaggregation.microaggregate import publish_qis, qi_contract
 from components.microaggregation.params import FairMDAVParams
 from schemas import contracts as C
 from schemas.errors import InputError
@@ -62,7 +62,7 @@ class Facts:
     m: int | None
     n: int | None
     clamped: bool
-    qis: tuple[str, ...]
+    qi_guarantees: tuple
     protected: str
     passthrough: tuple[str, ...]
     t_input: float
@@ -83,15 +83,15 @@ def _facts(params: FairMDAVParams, table, roles: TableRoles, pa01: np.ndarray, e
         k = m + n
     if params.microaggregate:
         enc = enc if enc is not None else encode_qis(table, roles, params.scaling)
-        qis = tuple(enc.column_names)
+        qi = tuple(qi_contract(params.publish, k, table, enc))
     else:
-        qis = tuple(roles.quasi_identifiers)
+        qi = (G.QIsUnchanged(id="C4''", quasi_identifiers=tuple(roles.quasi_identifiers)),)
     derived = fairlet and params.m is None and not clamped
     t_in = (0.5 / k if derived else abs(m / k - n_u / n_rows)) if fairlet else 0.0
     passthrough = tuple(
         c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER and c.name != lab
     )
-    return Facts(k, m, n, clamped, qis, prot, passthrough, float(t_in))
+    return Facts(k, m, n, clamped, qi, prot, passthrough, float(t_in))
 
 
 def _contract(params: FairMDAVParams, f: Facts) -> list:
@@ -102,14 +102,7 @@ def _contract(params: FairMDAVParams, f: Facts) -> list:
         out += [G.FairletComposition(id="C1", m=f.m, n=f.n), G.FairletCount(id="C2", m=f.m, n=f.n)]
     else:
         out.append(G.GroupSizeRange(id="C4'", min_size=f.k, max_size=2 * f.k - 1))
-    if params.microaggregate:
-        out += [
-            C.KAnonymity(id="C4", k=f.k, quasi_identifiers=f.qis),
-            G.GroupMeans(id="C4", quasi_identifiers=f.qis),
-            G.MeanPreservation(id="C13", quasi_identifiers=f.qis),
-        ]
-    else:
-        out.append(G.QIsUnchanged(id="C4''", quasi_identifiers=f.qis))
+    out += list(f.qi_guarantees)
     if fairlet:
         out += [
             C.TCloseness(id="C5", attribute=f.protected, t=0.0, within="group", reference="output"),
@@ -169,7 +162,12 @@ def contract(params: FairMDAVParams, table: pa.Table | None = None) -> list:
         k = params.k or (params.m or 1) + (params.n or 1)
         m = params.m or 1 if params.grouping == "fairlet" else None
         n = params.n or 1 if params.grouping == "fairlet" else None
-        return _contract(params, Facts(k, m, n, False, (), "*", ("*",), 0.0))
+        qi = (
+            tuple(qi_contract(params.publish, k, None, None))
+            if params.microaggregate
+            else (G.QIsUnchanged(id="C4''"),)
+        )
+        return _contract(params, Facts(k, m, n, False, qi, "*", ("*",), 0.0))
     table, roles, _ = prepare(table)
     prot, lab = binary_roles(table, roles)
     y = label_01(table, lab)
@@ -271,9 +269,9 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     cols: dict[str, pa.Array] = {}
     out_roles = []
     if params.microaggregate:
-        qi_cols, il = microaggregate(enc, grouping)
+        qi_cols, qi_roles, il = publish_qis(params.publish, table, enc, grouping)
         cols.update(qi_cols)
-        out_roles += enc.published_roles()
+        out_roles += qi_roles
     else:
         il = {
             "il": 0.0,

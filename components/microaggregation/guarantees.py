@@ -14,6 +14,7 @@ from schemas.contracts import Guarantee
 __all__ = [
     "GroupSizeRange",
     "GroupMeans",
+    "GroupRepresentatives",
     "QIsUnchanged",
     "MeanPreservation",
     "FairletComposition",
@@ -44,6 +45,20 @@ class GroupMeans(Guarantee):
     rtol: float = 1e-9
 
 
+class GroupRepresentatives(Guarantee):
+    """Every group's published QI values are identical across members and are the group's
+    representative of its members' input values: for a numeric QI the mean rounded to
+    ``decimals[column]`` decimals (``rtol`` for float noise), for an ``ordinal`` QI the lower
+    median on its domain, for a nominal QI the mode (ties to the lowest level, a value before
+    a missing one)."""
+
+    kind: Literal["group_representatives"] = "group_representatives"
+    quasi_identifiers: tuple[str, ...] = ()
+    decimals: dict[str, int] = Field(default_factory=dict)
+    ordinal: tuple[str, ...] = ()
+    rtol: float = 1e-9
+
+
 class QIsUnchanged(Guarantee):
     """Published QI values equal the input values of the same rows exactly (no anonymity claim)."""
 
@@ -52,10 +67,13 @@ class QIsUnchanged(Guarantee):
 
 
 class MeanPreservation(Guarantee):
-    """For every QI column, the sum over published rows equals the sum over the retained input rows."""
+    """For every listed QI column, the sum over published rows equals the sum over the retained
+    input rows (relative tolerance ``rtol``); a column published rounded to ``decimals[c]``
+    decimals may differ by at most half a unit of that decimal per published row."""
 
     kind: Literal["mean_preservation"] = "mean_preservation"
     quasi_identifiers: tuple[str, ...] = ()
+    decimals: dict[str, int] = Field(default_factory=dict)
     rtol: float = 1e-9
 
 

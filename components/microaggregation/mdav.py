@@ -20,7 +20,7 @@ from components.microaggregation.encoding import encode_qis, label_01, protected
 from components.microaggregation.grouping import mdav as mdav_grouping
 from components.microaggregation.inputs import prepare
 from components.microaggregation.lineage import lineage_table
-from components.microaggregation.microaggregate import microaggregate
+from components.microaggregation.microaggregate import publish_qis, qi_contract
 from components.microaggregation.params import MDAVParams
 from schemas import contracts as C
 from schemas.roles import Role, TableRoles, attach_roles
@@ -28,13 +28,11 @@ from schemas.roles import Role, TableRoles, attach_roles
 __all__ = ["mdav", "contract"]
 
 
-def _contract(params: MDAVParams, qis: tuple[str, ...], passthrough: tuple[str, ...]) -> list:
+def _contract(params: MDAVParams, qi: list, passthrough: tuple[str, ...]) -> list:
     out: list = [
         C.Partition(id="C3", allow_drops=False),
         G.GroupSizeRange(id="C4'", min_size=params.k, max_size=2 * params.k - 1),
-        C.KAnonymity(id="C4", k=params.k, quasi_identifiers=qis),
-        G.GroupMeans(id="C4", quasi_identifiers=qis),
-        G.MeanPreservation(id="C13", quasi_identifiers=qis),
+        *qi,
         G.SeedNearest(
             id="C11",
             grouping="mdav",
@@ -50,14 +48,15 @@ def _contract(params: MDAVParams, qis: tuple[str, ...], passthrough: tuple[str, 
 
 def contract(params: MDAVParams, table: pa.Table | None = None) -> list:
     """The guarantees MDAV owes: every row kept once (C3), groups in [k, 2k-1] (C4'),
-    k-anonymity with group means (C4, C13), the greedy trace (C11), and every non-QI column
+    k-anonymity over one representative per group (C4, C13), the greedy trace (C11), and every non-QI column
     unchanged (C6, when there is one). ``table=None``: the data-free outline."""
     if table is None:
-        return _contract(params, (), ("*",))
+        return _contract(params, qi_contract(params.publish, params.k, None, None), ("*",))
     table, roles, _ = prepare(table)
-    qis = tuple(encode_qis(table, roles, params.scaling).column_names)
+    enc = encode_qis(table, roles, params.scaling)
+    qi = qi_contract(params.publish, params.k, table, enc)
     return _contract(
-        params, qis, tuple(c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER)
+        params, qi, tuple(c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER)
     )
 
 
@@ -105,8 +104,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     t2 = time.perf_counter()
     order = grouping.row_order()
     gid = grouping.group_ids()
-    cols, il = microaggregate(enc, grouping)
-    out_roles = enc.published_roles()
+    cols, out_roles, il = publish_qis(params.publish, table, enc, grouping)
     passthrough = [c for c in roles if c.role is not Role.QUASI_IDENTIFIER]
     take = pa.array(order)
     for c in passthrough:
@@ -139,13 +137,12 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
         order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
     )
     timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "assemble_s": time.perf_counter() - t2}
-    qis = tuple(enc.column_names)
     pass_names = tuple(c.name for c in passthrough)
     return ComponentResult(
         "mdav",
         {"data": out},
         {"lineage": lineage},
-        _contract(params, qis, pass_names),
+        _contract(params, qi_contract(params.publish, params.k, table, enc), pass_names),
         params.model_dump(mode="json"),
         metrics,
         timings,

@@ -65,3 +65,130 @@ def microaggregate(enc: EncodedQIs, grouping: Grouping) -> tuple[dict[str, pa.Ar
         "per_attribute": {a: float(np.sqrt(v / n_g)) if n_g else 0.0 for a, v in per_attr.items()},
     }
     return cols, il
+
+
+MAX_DECIMALS = 9
+
+
+def decimals_of(values: np.ndarray) -> int:
+    """The input's precision of a float column: the fewest decimals (at most ``MAX_DECIMALS``)
+    that write every value exactly (to 1e-9 relative)."""
+    v = values[np.isfinite(values)]
+    for d in range(MAX_DECIMALS + 1):
+        scaled = v * 10.0**d
+        if np.all(np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(np.abs(scaled), 1.0)):
+            return d
+    return MAX_DECIMALS
+
+
+def qi_decimals(table: pa.Table, enc: EncodedQIs) -> dict[str, int]:
+    """Decimals each numeric (non-ordinal) QI is published with: 0 for integer columns."""
+    out = {}
+    for name in enc.numeric_names:
+        t = table.schema.field(name).type
+        if enc.is_ordinal(name):
+            continue
+        if pa.types.is_integer(t) or pa.types.is_boolean(t):
+            out[name] = 0
+        else:
+            out[name] = decimals_of(enc.numeric[:, enc.numeric_names.index(name)])
+    return out
+
+
+def rounded_means(x: np.ndarray, sizes: np.ndarray, decimals: int) -> np.ndarray:
+    """Each contiguous group's mean rounded to ``decimals`` (half to even), from exact integer
+    sums of the values in units of 10^-decimals, so the result does not depend on the order
+    of summation."""
+    if not len(sizes):
+        return np.zeros(0)
+    units = np.rint(x * 10.0**decimals)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return np.round(np.add.reduceat(units, starts) / sizes) / 10.0**decimals
+
+
+def _mode_codes(codes: np.ndarray, gid: np.ndarray, n_groups: int, levels: int) -> np.ndarray:
+    """Per group, the most frequent code (-1 = missing counts as a value); ties go to the
+    lowest level, a present value before a missing one."""
+    counts = np.bincount(
+        gid * (levels + 1) + np.where(codes >= 0, codes, levels), minlength=n_groups * (levels + 1)
+    )
+    counts = counts.reshape(n_groups, levels + 1)
+    best = counts.argmax(axis=1)  # first maximum: lowest level, missing (last slot) only if alone
+    return np.where(best == levels, -1, best)
+
+
+def representatives(
+    table: pa.Table, enc: EncodedQIs, grouping: Grouping, decimals: dict[str, int]
+) -> dict[str, pa.Array]:
+    """Published QI columns in the input's schema, in grouping order: numeric QIs as the group
+    mean rounded to ``decimals`` (integer columns stay integers), ordinal QIs as the group's
+    lower median on the declared domain, nominal QIs as the group's mode (``_mode_codes``).
+    Every member of a group gets the same values, so the table is k-anonymous over them."""
+    order = grouping.row_order()
+    sizes = np.array([len(m) for m in grouping.members], dtype=np.int64)
+    gid = grouping.group_ids()
+    n_groups = len(sizes)
+    cols: dict[str, pa.Array] = {}
+    for j, name in enumerate(enc.numeric_names):
+        t = table.schema.field(name).type
+        x = enc.numeric[order, j]
+        if enc.is_ordinal(name):
+            domain = list(enc.domain_of(name))
+            # lower median of the domain positions in each group
+            ranks = np.lexsort((x, gid))
+            lower = np.concatenate([[0], np.cumsum(sizes)[:-1]]) + (sizes - 1) // 2
+            med = x[ranks][lower].astype(np.int64) if n_groups else np.zeros(0, np.int64)
+            vals = [domain[i] for i in np.repeat(med, sizes)]
+            cols[name] = pa.array(vals, type=t)
+            continue
+        values = np.repeat(rounded_means(x, sizes, decimals[name]), sizes)
+        if pa.types.is_integer(t) or pa.types.is_boolean(t):
+            cols[name] = pa.array(values.astype(np.int64)).cast(t)
+        else:
+            cols[name] = pa.array(values, type=t if pa.types.is_floating(t) else pa.float64())
+    for j, attr in enumerate(enc.nominal):
+        codes = enc.codes[order, j]
+        mode = (
+            _mode_codes(codes, gid, n_groups, len(attr.levels))
+            if n_groups
+            else np.zeros(0, np.int64)
+        )
+        per_row = np.repeat(mode, sizes)
+        vals = [attr.levels[c] if c >= 0 else None for c in per_row]
+        cols[attr.name] = pa.array(vals, type=table.schema.field(attr.name).type)
+    return {name: cols[name] for name in [r.name for r in enc.roles]}
+
+
+def qi_contract(publish: str, k: int, table: pa.Table | None, enc: EncodedQIs | None) -> list:
+    """The guarantees of the published QIs (C4, C13): k-anonymity over them, each group one
+    representative vector, sums preserved (up to the rounding of the schema form). Without a
+    table (``enc`` None): the outline, same ids and kinds."""
+    from components.microaggregation import guarantees as G
+    from schemas import contracts as C
+
+    if publish == "onehot":
+        qis = tuple(enc.column_names) if enc is not None else ()
+        return [
+            C.KAnonymity(id="C4", k=k, quasi_identifiers=qis),
+            G.GroupMeans(id="C4", quasi_identifiers=qis),
+            G.MeanPreservation(id="C13", quasi_identifiers=qis),
+        ]
+    qis = tuple(r.name for r in enc.roles) if enc is not None else ()
+    dec = qi_decimals(table, enc) if enc is not None else {}
+    ordinal = tuple(n for n in enc.numeric_names if enc.is_ordinal(n)) if enc is not None else ()
+    return [
+        C.KAnonymity(id="C4", k=k, quasi_identifiers=qis),
+        G.GroupRepresentatives(id="C4", quasi_identifiers=qis, decimals=dec, ordinal=ordinal),
+        G.MeanPreservation(id="C13", quasi_identifiers=tuple(dec), decimals=dec),
+    ]
+
+
+def publish_qis(
+    publish: str, table: pa.Table, enc: EncodedQIs, grouping: Grouping
+) -> tuple[dict[str, pa.Array], list, dict]:
+    """(published QI columns in grouping order, their roles, information loss). The
+    information loss is the paper's (Eq. 3), measured on the exact group means."""
+    cols, il = microaggregate(enc, grouping)
+    if publish == "onehot":
+        return cols, enc.published_roles(), il
+    return representatives(table, enc, grouping, qi_decimals(table, enc)), list(enc.roles), il

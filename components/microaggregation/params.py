@@ -11,6 +11,13 @@ from components.core.descriptor import Params
 
 __all__ = ["MDAVParams", "FairMDAVParams"]
 
+Publish = Field(
+    "schema",
+    description="published QI form: 'schema' keeps the input's columns and types (group means "
+    "rounded to the input's precision, modes of nominal QIs, medians of ordinal ones); "
+    "'onehot' publishes exact means, nominal QIs as one-hot level shares (for model training)",
+)
+
 TraceSample = Field(
     default=None,
     ge=1,
@@ -24,6 +31,7 @@ class MDAVParams(Params):
 
     k: int = Field(ge=2, description="minimum group size (k-anonymity level)")
     scaling: Literal["minmax", "zscore"] = Field("minmax", description="QI scaling")
+    publish: Literal["schema", "onehot"] = Publish
     trace_sample: int | None = TraceSample
     seed: int = Field(0, description="seed of the greedy-trace sample")
 
@@ -39,7 +47,8 @@ class FairMDAVParams(Params):
     m: int | None = Field(default=None, ge=1, description="unfavoured records per fairlet")
     n: int | None = Field(default=None, ge=1, description="favoured records per fairlet")
     tau: float = Field(default=1.0, ge=0.0, le=1.0, description="correction level in [0, 1]")
-    microaggregate: bool = Field(True, description="replace QIs by the group mean")
+    microaggregate: bool = Field(True, description="replace QIs by their group's representative")
+    publish: Literal["schema", "onehot"] = Publish
     correction: Literal["positive", "negative"] = Field("positive", description="relabel direction")
     grouping: Literal["fairlet", "mdav"] = Field("fairlet", description="fairlets or MDAV groups")
     scaling: Literal["minmax", "zscore"] = Field("minmax", description="QI scaling")
