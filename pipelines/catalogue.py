@@ -79,15 +79,17 @@ def parse_spec(raw: Any, source: str | None = None) -> PipelineSpec:
 
 
 def load_spec(path: str | Path) -> PipelineSpec:
-    """A resolved spec from a YAML file."""
+    """A resolved spec from a YAML file (it keeps the file's folder, ``spec.spec_dir``)."""
     return resolve(envelope.load_spec(path), str(path))
 
 
 def with_params(spec: PipelineSpec, overrides: dict[str, Any]) -> PipelineSpec:
-    """A copy of ``spec`` whose component params are updated by ``overrides`` (validated)."""
+    """A copy of ``spec`` whose component params are updated by ``overrides`` (validated); it
+    keeps the spec file's folder."""
     if not overrides:
         return spec
-    return parse_spec(spec.with_params(overrides), source=f"{spec.name} (overrides)")
+    out = parse_spec(spec.with_params(overrides), source=f"{spec.name} (overrides)")
+    return out.located(spec.spec_dir)
 
 
 def load_specs(specs: str | Path | None = None) -> list[tuple[Path, PipelineSpec]]:

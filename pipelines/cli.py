@@ -1,6 +1,12 @@
-"""``privfair`` command line: run, validate and list releases.
+"""``privfair`` command line: run, validate, list and promote releases.
 
-Exit codes: 0 success; 1 a guarantee failed (nothing published); 2 bad spec, input or data.
+Exit codes: 0 success; 1 a guarantee failed (nothing published); 2 bad spec, input, data or
+store (the store path is a file, a folder cannot be written, an unknown URI scheme...).
+
+``latest`` names the version the most recent run of a pipeline produced (a re-run moves it,
+also to a version that already existed); ``privfair promote`` points it at any complete release.
+``privfair releases`` on a store that does not exist prints "no releases" and exits 0 (it
+creates nothing).
 """
 
 from __future__ import annotations
@@ -29,7 +35,14 @@ def _overrides(pairs: list[str]) -> dict:
 
 
 def _fmt(v) -> str:
-    return f"{v:.4f}" if isinstance(v, float) else str(v)
+    if isinstance(v, dict):
+        sep = "; " if any(isinstance(x, dict) for x in v.values()) else ", "
+        return sep.join(
+            f"{k}: {_fmt(x)}" if isinstance(x, dict) else f"{k}={_fmt(x)}" for k, x in v.items()
+        )
+    if isinstance(v, float):
+        return f"{v:+.4f}" if v < 0 else f"{v:.4f}"
+    return str(v)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -40,21 +53,25 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.set:
         spec = with_params(spec, _overrides(args.set))
     out = run_release(spec, args.store, args.data_dir)
+    if out.message:
+        print(f"privfair: {out.message}", file=sys.stderr)
     print(f"{out.status}: {out.pipeline} {out.version}")
     print(f"  release: {out.path}")
     if out.validation is not None:
         print(_tally(out.validation))
-    shown = [(m.label, m.get(out.metrics)) for m in out.headline]
-    for label, value in shown:
-        if value is not None and not isinstance(value, dict | list):
-            print(f"  {label}: {_fmt(value)}")
+    for m in out.headline:
+        value = m.get(out.metrics)
+        if value is not None and not isinstance(value, list):
+            print(f"  {m.label}: {_fmt(value)}")
+    for w in out.warnings:
+        print(f"  warning: {w}")
     return 0
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
     from pipelines.flow import revalidate
 
-    v = revalidate(Path(args.release), args.data_dir)
+    v = revalidate(Path(args.release), args.data_dir)  # a `latest` pointer file is followed
     for r in v.guarantees:
         print(f"{'PASS' if r.passed else 'FAIL'}  {r.id:<6} {r.kind:<26} {r.message}")
     for r in v.schema_checks:
@@ -74,27 +91,74 @@ def _tally(v) -> str:
 def cmd_releases(args: argparse.Namespace) -> int:
     from pipelines.release import Store, list_releases
 
-    rows = list_releases(Store.open(args.store))
+    store = Store.open(args.store)
+    rows = list_releases(store, quarantined=True)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
-    if not rows:
-        print(f"no releases in {args.store}")
-        return 0
+    published = [r for r in rows if not r["quarantined"]]
+    held = [r for r in rows if r["quarantined"]]
+    if not published:
+        missing = "" if store.exists() else " (the store does not exist)"
+        print(f"no releases in {args.store}{missing}")
+        if not held:
+            return 0
     print(f"{'pipeline':<24} {'version':<18} {'published_at':<22} {'rows':>8}  status")
-    for r in rows:
-        mark = "  (latest)" if r["latest"] else ""
+    for r in published + held:
+        if r["quarantined"]:
+            mark = f"  (quarantined: .quarantine/{r['quarantined']})"
+        else:
+            mark = "  (latest)" if r["latest"] else ""
         print(
-            f"{r['pipeline']:<24} {r['version']:<18} {r['published_at']:<22} {r['rows'] or 0:>8}  {r['status']}{mark}"
+            f"{r['pipeline']:<24} {r['version']:<18} {r['published_at']:<22} "
+            f"{r['rows'] or 0:>8}  {r['status']}{mark}"
         )
+    return 0
+
+
+def cmd_promote(args: argparse.Namespace) -> int:
+    """Point ``latest`` of a pipeline at an existing, complete release."""
+    from pipelines.release import Store, set_latest, verify_release
+    from schemas.errors import StoreError
+
+    if args.version is None:  # <store>/<pipeline>/<version>
+        folder = Path(args.release)
+        if folder.name in ("", ".", "..") or folder.parent.name in ("", ".", ".."):
+            raise StoreError(args.release, "give <store>/<pipeline>/<version>")
+        store_uri, pipeline, version = str(folder.parent.parent), folder.parent.name, folder.name
+    else:  # PIPELINE VERSION --store S
+        store_uri, pipeline, version = args.store, args.release, args.version
+    store = Store.open(store_uri)
+    store.check_pipeline(pipeline)
+    if version.startswith(".") or version == "latest":
+        raise StoreError(store.path(pipeline, version), "not a release version")
+    problem = verify_release(store, pipeline, version)
+    if problem is not None:
+        raise StoreError(
+            store.path(pipeline, version), f"not a complete release, cannot promote: {problem}"
+        )
+    moved = set_latest(store, pipeline, version)
+    print(f"{'promoted' if moved else 'already latest'}: {pipeline} {version}")
+    print(f"  latest: {store.path(pipeline, 'latest')}")
     return 0
 
 
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="privfair", description="Private and fair table releases.")
     sub = p.add_subparsers(dest="command", required=True)
-    r = sub.add_parser("run", help="ingest, protect, validate and publish one release")
-    r.add_argument("spec", help="pipeline spec (YAML)")
+    r = sub.add_parser(
+        "run",
+        help="ingest, protect, validate and publish one release",
+        description="Ingest, protect, validate and publish one release of a spec. The version id "
+        "covers the input, the spec and the code: a re-run reuses a complete existing version "
+        "(an incomplete one is quarantined and rebuilt) and moves `latest` to the version it "
+        "produced, also when that version already existed.",
+    )
+    r.add_argument(
+        "spec",
+        help="pipeline spec (YAML, UTF-8); a relative dataset.path is taken relative to the "
+        "spec file's folder",
+    )
     r.add_argument(
         "--store",
         default=DEFAULT_STORE,
@@ -103,7 +167,8 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--data-dir",
         default=None,
-        help="folder with the raw dataset files (default: $PRIVFAIR_DATA_DIR)",
+        help="folder with the raw dataset files, also searched for a file dataset not found "
+        "beside the spec (default: $PRIVFAIR_DATA_DIR)",
     )
     r.add_argument(
         "--set",
@@ -114,13 +179,33 @@ def parser() -> argparse.ArgumentParser:
     )
     r.set_defaults(fn=cmd_run)
     v = sub.add_parser("validate", help="re-check a published release from its files")
-    v.add_argument("release", help="release folder <store>/<pipeline>/<version>")
+    v.add_argument(
+        "release",
+        help="release folder <store>/<pipeline>/<version>, or <store>/<pipeline>/latest",
+    )
     v.add_argument("--data-dir", default=None)
     v.set_defaults(fn=cmd_validate)
-    ls = sub.add_parser("releases", help="list published releases")
+    ls = sub.add_parser(
+        "releases",
+        help="list published releases and quarantined candidates",
+        description="List the published releases (`latest` marked) and the quarantined "
+        "candidates (marked as such). A store that does not exist has no releases: the "
+        "command says so and exits 0, creating nothing.",
+    )
     ls.add_argument("--store", default=DEFAULT_STORE)
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(fn=cmd_releases)
+    pr = sub.add_parser(
+        "promote",
+        help="point `latest` at an existing, complete release",
+        description="Point a pipeline's `latest` at an existing release, after checking it is "
+        "complete (manifest readable, every file present with its recorded checksum). Give "
+        "<store>/<pipeline>/<version>, or PIPELINE VERSION with --store.",
+    )
+    pr.add_argument("release", help="<store>/<pipeline>/<version>, or a pipeline name")
+    pr.add_argument("version", nargs="?", default=None, help="version (with a pipeline name)")
+    pr.add_argument("--store", default=DEFAULT_STORE)
+    pr.set_defaults(fn=cmd_promote)
     return p
 
 

@@ -271,8 +271,8 @@ def expectation_for(g, index: int | None = None) -> GuaranteeExpectation:
 
 def expected_columns(contract: list, input_table: pa.Table) -> list[str]:
     """The columns a table release must publish: the quasi-identifiers its contract names (the
-    input's QIs when none is named) followed by every other role column of the input except
-    unlabelled ones (protected attribute, label, sensitive columns...)."""
+    input's QIs when none is named) followed by every other column of the input except private
+    ones (protected attribute, label, sensitive, kept unlabelled columns...)."""
     roles = read_roles(input_table)
     qis: list[str] = []
     for g in contract:
@@ -284,7 +284,7 @@ def expected_columns(contract: list, input_table: pa.Table) -> list[str]:
     rest = [
         c.name
         for c in roles
-        if c.role not in (Role.QUASI_IDENTIFIER, Role.IGNORED) and c.name not in qis
+        if c.role not in (Role.QUASI_IDENTIFIER, Role.PRIVATE) and c.name not in qis
     ]
     return qis + rest
 

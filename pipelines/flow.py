@@ -7,7 +7,9 @@ what it owes (its contract), how to check it (its evidence) and what to show (it
 
 A release folder ``<store>/<pipeline>/<version>/`` holds each public output as
 ``<output>.parquet``, each sidecar as ``internal/<sidecar>.parquet`` (never for distribution),
-``manifest.json`` (listing both), ``validation/`` and ``report.html``.
+``manifest.json`` (listing both, and the sha256 and size of every other file of the release:
+``checksums``), ``validation/`` and ``report.html``. An existing version is reused only when it is
+complete (``already_published``); otherwise it is quarantined and built again.
 """
 
 from __future__ import annotations
@@ -28,12 +30,28 @@ from components.core.descriptor import Algorithm
 from components.core.registry import family_of
 from components.core.result import META_CONTRACT, ComponentResult
 from pipelines.catalogue import algorithm_of, parse_spec
-from pipelines.ingest import load_dataset
-from pipelines.release import Candidate, Store, repair_latest, sweep_staging
+from pipelines.ingest import load_dataset, private_columns
+from pipelines.release import (
+    Candidate,
+    Store,
+    checksums,
+    quarantine_release,
+    resolve_release,
+    set_latest,
+    sweep_staging,
+    tidy,
+    verify_release,
+)
 from pipelines.validate import Validation, validate_release
 from pipelines.version import code_version
 from schemas import contracts as C
-from schemas.errors import ContractViolation, DataSourceError, PrivfairError, SpecError
+from schemas.errors import (
+    ContractViolation,
+    DataSourceError,
+    PrivfairError,
+    SpecError,
+    StoreError,
+)
 from schemas.spec import PipelineSpec
 
 SIDECAR_DIR = "internal"
@@ -93,9 +111,10 @@ class Ingested:
 
 def ingest(spec: PipelineSpec, data_dir: str | Path | None = None) -> Ingested:
     """The spec's input table (roles attached, generic rules checked) and its input record; a
-    built-in dataset takes the role presets of the spec's algorithm family."""
+    built-in dataset takes the role presets of the spec's algorithm family; a relative file path
+    is resolved against the spec file's folder, then ``data_dir``."""
     presets = family_of(algorithm_of(spec)).dataset_roles
-    table, info = load_dataset(spec.dataset, data_dir, presets)
+    table, info = load_dataset(spec.dataset, data_dir, presets, base_dir=spec.spec_dir)
     return Ingested(table, info)
 
 
@@ -136,7 +155,14 @@ def required_contract(spec: PipelineSpec, input_table: pa.Table) -> list:
     the input only, never from what a release says about itself."""
     algo = algorithm_of(spec)
     owed = algo.required_contract(spec.params, input_table)
-    return owed + demands(spec, algo, input_table, owed)
+    return owed + demands(spec, algo, input_table, owed) + role_guarantees(input_table)
+
+
+def role_guarantees(input_table: pa.Table) -> list:
+    """What every release owes the input's roles whatever the algorithm: its ``private``
+    columns (refused or dropped at ingest) are in no public output."""
+    private = private_columns(input_table)
+    return [C.ColumnsAbsent(id="roles.private", columns=tuple(private))] if private else []
 
 
 def protect(spec: PipelineSpec, ing: Ingested) -> ComponentResult:
@@ -146,7 +172,7 @@ def protect(spec: PipelineSpec, ing: Ingested) -> ComponentResult:
     owed = algo.required_contract(spec.params, ing.table)
     extra = demands(spec, algo, ing.table, owed)
     result = algo(ing.table, spec.params)
-    result.contract = list(result.contract) + extra
+    result.contract = list(result.contract) + extra + role_guarantees(ing.table)
     return result.stamped()
 
 
@@ -211,7 +237,8 @@ def build_candidate(
     spec: PipelineSpec, ing: Ingested, result: ComponentResult, cand: Candidate
 ) -> tuple[Validation, dict]:
     """Write the candidate's files, validate what was written (against the contract rebuilt
-    from the spec and the input), then write the manifest and the report."""
+    from the spec and the input), then write the report and, last, the manifest with the
+    checksums of every other file (a candidate with a manifest is complete)."""
     for k, t in result.outputs.items():
         cand.write(output_file(k), parquet_bytes(t))
     for k, t in result.sidecars.items():
@@ -230,31 +257,64 @@ def build_candidate(
         cand.local_dir if cand.store.local else None,
     )
     man = manifest(spec, ing, result, validation, cand.version)
-    cand.write("manifest.json", dumps(man))
     from pipelines.report import render_report
 
     cand.write("report.html", render_report(man, algo, outputs, ing.table, sidecars).encode())
+    man["checksums"] = checksums(cand.store, *cand.parts)
+    cand.write("manifest.json", dumps(man))
     return validation, man
 
 
-def already_published(store: Store, pipeline: str, version: str) -> bool:
-    """True when ``version`` is published; then ``latest`` is repaired, since a crash between
-    the rename and ``latest`` may have left it behind."""
-    if not store.exists(pipeline, version, "manifest.json"):
-        return False
-    repair_latest(store, pipeline)
-    return True
+@dataclass(frozen=True)
+class Existing:
+    """What ``already_published`` found: true when the version is published and complete.
+    ``problem`` says why a folder of that version was not (it was then moved to
+    ``quarantined``, None if another run moved it first)."""
+
+    version: str
+    complete: bool
+    problem: str | None = None
+    quarantined: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.complete
+
+    @property
+    def message(self) -> str | None:
+        if self.problem is None:
+            return None
+        return (
+            f"existing release {self.version} was incomplete or corrupted ({self.problem}); "
+            "quarantined and rebuilt"
+        )
+
+
+def already_published(store: Store, pipeline: str, version: str) -> Existing:
+    """Whether ``version`` is published and complete (``release.verify_release``: manifest
+    readable, every file it lists present with its recorded checksum). A folder of that version
+    that is not complete is moved to ``.quarantine/`` (the result says why) so that the caller
+    builds it again. ``latest`` is not touched here: the caller moves it when it (re)uses the
+    version."""
+    if not store.exists(pipeline, version):
+        return Existing(version, False)
+    problem = verify_release(store, pipeline, version)
+    if problem is None:
+        return Existing(version, True)
+    where = quarantine_release(store, pipeline, version, problem)
+    return Existing(version, False, problem, where)
 
 
 @dataclass
 class Outcome:
-    status: str  # published | exists | quarantined
+    status: str  # published | exists | rebuilt (an incomplete release was quarantined)
     pipeline: str
     version: str
     path: str
     validation: Validation | None = None
     metrics: dict = field(default_factory=dict)
     headline: list = field(default_factory=list)
+    message: str | None = None
+    warnings: list = field(default_factory=list)
 
 
 def run_release(
@@ -263,41 +323,67 @@ def run_release(
     data_dir: str | Path | None = None,
     crash_after: str | None = None,
 ) -> Outcome:
-    """Publish one release of ``spec``. Idempotent: an existing version is not rewritten.
-    A failed validation quarantines the candidate and raises ``ContractViolation``."""
+    """Publish one release of ``spec``. Idempotent: an existing complete version is not
+    rewritten, and ``latest`` is moved to it (a re-run points ``latest`` at the version it
+    produced); an incomplete one is quarantined and rebuilt (status ``rebuilt``, with a
+    ``message``). A failed validation quarantines the candidate and raises
+    ``ContractViolation``; a failed run leaves no empty staging or pipeline folder behind."""
     store = Store.open(store_uri)
+    store.check_pipeline(spec.name)
     ing = ingest(spec, data_dir)
     version = version_id(spec, ing.input["fingerprint"])
     headline = list(algorithm_of(spec).headline)
+    path = store.path(spec.name, version)
     sweep_staging(store, spec.name, older_than_s=3600)
-    if already_published(store, spec.name, version):
+    existing = already_published(store, spec.name, version)
+    if existing:
+        set_latest(store, spec.name, version)
+        man = json.loads(store.read_text(spec.name, version, "manifest.json"))
         return Outcome(
-            "exists", spec.name, version, store.path(spec.name, version), headline=headline
+            "exists",
+            spec.name,
+            version,
+            path,
+            metrics=man.get("metrics", {}),
+            headline=headline,
+            warnings=man.get("warnings", []),
         )
     result = protect(spec, ing)
-    cand = Candidate(store, spec.name, version)
     try:
-        validation, _ = build_candidate(spec, ing, result, cand)
-        if not validation.passed:
-            where = cand.quarantine()
-            raise violation(validation.failed, validation.summary()["results"], where)
-        if crash_after == "validate":
-            import os
+        cand = Candidate(store, spec.name, version)
+        try:
+            validation, _ = build_candidate(spec, ing, result, cand)
+            if not validation.passed:
+                where = cand.quarantine()
+                raise violation(validation.failed, validation.summary()["results"], where)
+            if crash_after == "validate":
+                import os
 
-            os._exit(17)
-        published = cand.publish(crash_after=crash_after)
+                os._exit(17)
+            published = cand.publish(crash_after=crash_after)
+        except OSError as e:  # a write of the candidate (validation artefacts included)
+            raise StoreError(
+                getattr(e, "filename", None) or store.path(*cand.parts),
+                f"cannot write the release candidate: {e.strerror or e}",
+            ) from None
+        finally:
+            cand.discard()
     except BaseException:
-        cand.discard()
+        tidy(store, spec.name)
         raise
-    status = "published" if published else "exists"
+    if not published:  # another run published this version first
+        set_latest(store, spec.name, version)
+    status = "exists" if not published else "rebuilt" if existing.problem else "published"
     return Outcome(
         status,
         spec.name,
         version,
-        store.path(spec.name, version),
+        path,
         validation,
         result.metrics,
         headline,
+        existing.message if published else None,
+        result.warnings,
     )
 
 
@@ -319,11 +405,16 @@ def release_files(man: dict) -> tuple[dict[str, str], dict[str, str]]:
 def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
     """Recompute every guarantee of ``release`` against the contract rebuilt from its spec. The
     input is re-loaded from the spec in the manifest and must match the fingerprint recorded at
-    publication; the contract copies the release carries are only compared with that contract."""
+    publication; the contract copies the release carries are only compared with that contract.
+    ``release`` may be a ``<store>/<pipeline>/latest`` pointer file."""
+    release = resolve_release(release)
     mpath = release / "manifest.json"
-    if not mpath.exists():
+    if not mpath.is_file():
         raise PrivfairError(f"{release}: not a release folder (no manifest.json)")
-    man = json.loads(mpath.read_text())
+    try:
+        man = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise PrivfairError(f"{mpath}: the manifest cannot be read: {e}") from None
     spec = parse_spec(man["spec"], source=str(mpath))
     ing = ingest(spec, data_dir)
     if ing.input["fingerprint"] != man["input"]["fingerprint"]:

@@ -8,6 +8,9 @@ each family checks its own (binary protected attribute, at least one QI...) befo
 
 from __future__ import annotations
 
+import codecs
+import os
+import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -17,7 +20,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from pipelines.sources import fingerprint_digests, locate, sha256_file
+from pipelines.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
 from schemas.datasets import DATASETS
 from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
@@ -28,6 +31,7 @@ def load_dataset(
     ds: DatasetSpec,
     data_dir: str | Path | None = None,
     presets: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    base_dir: str | Path | None = None,
 ) -> tuple[pa.Table, dict[str, Any]]:
     """The table a spec's ``dataset`` names, with roles attached, and its ``input`` record.
 
@@ -35,9 +39,13 @@ def load_dataset(
       searching ``data_dir`` first), then prepared by its ``DatasetDefinition``; the family's
       role ``presets`` for that dataset, then the spec's ``columns``, override the built-in
       roles (a column that does not exist is a ``SpecError`` naming ``dataset.columns.<col>``);
-    - file (``path``, relative to the current directory): read as ``format`` (csv or parquet,
-      else inferred from the suffix) and given the roles in ``columns``; columns not listed
-      there are dropped;
+    - file (``path``): an absolute path is used as is; a relative one is looked up beside the
+      spec file (``base_dir``, the spec's folder; the current directory when the spec has
+      none), then in ``data_dir``, then in ``$PRIVFAIR_DATA_DIR``. It is read as ``format``
+      (csv or parquet, else inferred from the suffix; a CSV must be UTF-8, and its empty
+      cells are nulls) and given the roles in ``columns``; columns not listed there are
+      dropped. The input record names it as written in the spec (a relative path) or by its
+      file name (an absolute one): no local absolute path is published;
     - ``quasi_identifiers`` keeps only those QIs (the others are demoted to ``ignored``);
       ``exclude`` drops columns; ``ignored`` columns stay (the family decides what to do);
     - the result is checked by ``validate_table``.
@@ -47,14 +55,16 @@ def load_dataset(
         table = _override(table, (presets or {}).get(ds.name, {}), "preset", ds.name)
         table = _override(table, ds.columns or {}, "dataset.columns", ds.name)
     else:
-        table, label, digests = _load_file(ds)
+        table, label, digests = _load_file(ds, base_dir, data_dir)
     table = _select(table, ds, label)
+    table, dropped = _apply_policies(table, ds)
     validate_table(table)
     record = {
         "dataset": label,
         "files": digests,
         "fingerprint": fingerprint_digests(digests),
         "rows": table.num_rows,
+        "dropped_columns": dropped,
     }
     return table, record
 
@@ -99,13 +109,66 @@ def _override(table: pa.Table, columns: Mapping[str, Any], key: str, dataset: st
     return attach_roles(table, roles.select(table.column_names))
 
 
-def _load_file(ds: DatasetSpec) -> tuple[pa.Table, str, dict[str, str]]:
+def locate_file(
+    written: str, base_dir: str | Path | None = None, data_dir: str | Path | None = None
+) -> Path:
+    """The dataset file a spec's ``dataset.path`` names: absolute as is; relative beside the spec
+    (``base_dir``, else the current directory), then in ``data_dir``, then in
+    ``$PRIVFAIR_DATA_DIR``. ``DataSourceError`` lists every place looked at."""
+    path = Path(written).expanduser()
+    if path.is_absolute():
+        if not path.is_file():
+            raise DataSourceError(f"dataset file not found: {path}")
+        return path
+    env = os.environ.get(ENV_DATA_DIR)
+    folders = [Path(base_dir) if base_dir is not None else Path.cwd()]
+    folders += [Path(d).expanduser() for d in (data_dir, env) if d]
+    tried = []
+    for folder in folders:
+        candidate = (folder / path).resolve()
+        if candidate.is_file():
+            return candidate
+        if candidate not in tried:
+            tried.append(candidate)
+    where = "; ".join(str(t) for t in tried)
+    raise DataSourceError(
+        f"dataset file '{written}' not found (looked for {where}); a relative dataset.path is "
+        "taken relative to the spec file's folder, then --data-dir / $PRIVFAIR_DATA_DIR"
+    )
+
+
+def _check_utf8(path: Path) -> None:
+    """``InputError`` naming the file unless it is UTF-8 text (read in 1 MiB chunks)."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    line, offset = 1, 0
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            try:
+                decoder.decode(chunk)
+            except UnicodeDecodeError as e:
+                at = max(e.start, 0)
+                line += chunk[:at].count(b"\n")
+                raise InputError(
+                    None,
+                    f"{path.name} is not UTF-8 text",
+                    f"byte 0x{e.object[e.start]:02x} on line {line} (near offset {offset + at}); "
+                    "save the CSV as UTF-8",
+                ) from None
+            line += chunk.count(b"\n")
+            offset += len(chunk)
+        try:
+            decoder.decode(b"", final=True)
+        except UnicodeDecodeError:
+            raise InputError(
+                None, f"{path.name} is not UTF-8 text", "it ends inside a multi-byte character"
+            ) from None
+
+
+def _load_file(
+    ds: DatasetSpec, base_dir: str | Path | None = None, data_dir: str | Path | None = None
+) -> tuple[pa.Table, str, dict[str, str]]:
     assert ds.path is not None and ds.columns is not None
-    path = Path(ds.path).expanduser()
-    if not path.is_absolute():
-        path = Path.cwd() / path
-    if not path.is_file():
-        raise DataSourceError(f"dataset file not found: {path}")
+    path = locate_file(ds.path, base_dir, data_dir)
     fmt = ds.format or {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(
         path.suffix.lower()
     )
@@ -114,7 +177,12 @@ def _load_file(ds: DatasetSpec) -> tuple[pa.Table, str, dict[str, str]]:
             "dataset.format", f"cannot tell the format of '{path.name}'; give csv or parquet"
         )
     try:
-        table = pacsv.read_csv(path) if fmt == "csv" else pq.read_table(path)
+        if fmt == "csv":
+            _check_utf8(path)
+            convert = pacsv.ConvertOptions(strings_can_be_null=True)
+            table = pacsv.read_csv(path, convert_options=convert)
+        else:
+            table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(None, f"cannot read {path.name} as {fmt}", str(e)) from None
     names = table.column_names
@@ -125,14 +193,62 @@ def _load_file(ds: DatasetSpec) -> tuple[pa.Table, str, dict[str, str]]:
         if col not in names:
             raise InputError(col, f"not a column of {path.name}", f"columns: {', '.join(names)}")
         roles.append(_column_role(col, spec))
-    listed = [n for n in names if n in ds.columns]
-    table = attach_roles(table.select(listed), TableRoles.of(roles).select(listed))
-    label = str(path)
+    # a column the spec does not list is unlabelled: the dataset's `unlabelled` policy decides
+    roles += [ColumnRole(name=n, role=Role.IGNORED, kind=_kind_of(table, n)) for n in names if n not in ds.columns]
+    table = attach_roles(table, TableRoles.of(roles).select(names))
+    # as written in the spec (relative), or the file name: never a local absolute path
+    label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
     return table, label, {path.name: sha256_file(path)}
 
 
+def _kind_of(table: pa.Table, name: str) -> Kind:
+    t = table.schema.field(name).type
+    numeric = pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+    return Kind.NUMERIC if numeric else Kind.NOMINAL
+
+
+META_PRIVATE = b"privfair.private_columns"
+
+
+def private_columns(table: pa.Table) -> list[str]:
+    """The ``private`` columns the dataset had (refused or dropped at ingest), as recorded in
+    the ingested table's schema metadata: every release must keep them out of its outputs."""
+    raw = (table.schema.metadata or {}).get(META_PRIVATE)
+    return json.loads(raw) if raw else []
+
+
+def _apply_policies(table: pa.Table, ds: DatasetSpec) -> tuple[pa.Table, dict[str, list[str]]]:
+    """Refuse, drop or keep the ``private`` and unlabelled (``ignored``) columns as the spec's
+    ``dataset.private`` / ``dataset.unlabelled`` say; record the private ones in the metadata."""
+    roles = read_roles(table)
+    private = [c.name for c in roles.with_role(Role.PRIVATE)]
+    unlabelled = [c.name for c in roles.with_role(Role.IGNORED)]
+    if private and ds.private == "refuse":
+        raise SpecError(
+            "dataset.private",
+            f"columns with role 'private' would reach the algorithm: {', '.join(private)}; "
+            "set 'private: drop' to release without them (they are never published)",
+        )
+    if unlabelled and ds.unlabelled == "refuse":
+        raise SpecError(
+            "dataset.unlabelled",
+            f"columns without a role (unlisted or 'ignored'): {', '.join(unlabelled)}; give "
+            "each a role under 'columns', or set 'unlabelled: drop' (not released) or "
+            "'unlabelled: keep' (published unchanged)",
+        )
+    dropped = {"private": private, "unlabelled": unlabelled if ds.unlabelled == "drop" else []}
+    gone = set(dropped["private"]) | set(dropped["unlabelled"])
+    kept = [n for n in table.column_names if n not in gone]
+    meta = dict(table.schema.metadata or {})
+    if private:
+        meta[META_PRIVATE] = json.dumps(private).encode()
+    out = attach_roles(table.select(kept), roles.select(kept))
+    return out.replace_schema_metadata(meta or None), dropped
+
+
 def _select(table: pa.Table, ds: DatasetSpec, label: str) -> pa.Table:
-    """Apply ``quasi_identifiers`` (the other QIs become ``ignored``) and ``exclude``."""
+    """Apply ``quasi_identifiers`` (the other QIs are dropped: an explicit choice) and
+    ``exclude``."""
     roles = read_roles(table)
     names = table.column_names
     for n in [*(ds.quasi_identifiers or []), *ds.exclude]:
@@ -149,12 +265,9 @@ def _select(table: pa.Table, ds: DatasetSpec, label: str) -> pa.Table:
                 )
             if n in ds.exclude:
                 raise InputError(n, "listed in both quasi_identifiers and exclude")
-        for c in roles.with_role(Role.QUASI_IDENTIFIER):
-            if c.name not in keep:
-                roles = roles.replace(
-                    ColumnRole(name=c.name, role=Role.IGNORED, kind=c.kind, domain=c.domain)
-                )
     excluded = set(ds.exclude)
+    if ds.quasi_identifiers is not None:
+        excluded |= {c.name for c in roles.with_role(Role.QUASI_IDENTIFIER)} - keep
     kept = [n for n in names if n not in excluded]
     return attach_roles(table.select(kept), roles.select(kept))
 

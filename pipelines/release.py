@@ -7,23 +7,43 @@ Layout::
                                  manifest.json     spec, params, contract, results, metrics, input, code
                                  validation/...    Great Expectations results and Data Docs
                                  report.html       the human report
-    <store>/<pipeline>/latest                      text file naming the newest published version
+    <store>/<pipeline>/latest                      text file naming the current version
     <store>/<pipeline>/.staging/...                candidates being written (never read)
-    <store>/<pipeline>/.quarantine/<version>-<ts>  candidates that failed validation
+    <store>/<pipeline>/.quarantine/<version>-<ts>  candidates that failed validation, and
+                                                   published releases found incomplete
 
 Publishing writes everything into a staging folder, then renames it to ``<version>`` (one
 atomic rename on a local disk) and only then moves ``latest`` (written aside, then renamed).
 A crash at any point leaves either no release or a complete one; staging leftovers are ignored
 by readers and swept by the next run. Two runs racing on the same version: the rename of the
 loser fails because the target exists, and it discards its candidate.
+
+``latest`` names the version the most recent run of the pipeline produced: a re-run moves it
+to its version also when that version was already published (re-running an older spec points
+``latest`` back at the older release), and ``privfair promote`` points it at any complete
+release. It is only rewritten when it names another version.
+
+The store is checked, not trusted: the manifest records the sha256 and size of every file of
+the release but itself (``checksums``); ``verify_release`` says what is wrong with a release
+folder (no readable manifest, a listed file missing or changed), and a run that finds its
+version in that state moves it to ``.quarantine/`` and builds it again.
+
+Nothing is created until something is written (opening or listing a store creates no folder).
+A failed run leaves no empty ``.staging/`` or pipeline folder behind (``tidy``). Every failure
+of the store itself (the store path is a file or lies below one, a folder that cannot be
+written, an unknown URI scheme, ``latest`` that is a folder...) is a ``StoreError`` naming the
+path and the rule.
 """
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,9 +51,30 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from schemas.errors import StoreError
+
 STAGING = ".staging"
 QUARANTINE = ".quarantine"
 LATEST = "latest"
+MANIFEST = "manifest.json"
+
+
+def _reason(e: BaseException) -> str:
+    if isinstance(e, OSError) and e.strerror:
+        return e.strerror.lower() if e.strerror[:1].isupper() else e.strerror
+    return str(e).strip() or type(e).__name__
+
+
+@contextlib.contextmanager
+def store_io(path: str, doing: str) -> Iterator[None]:
+    """Turn a file-system failure (``OSError``, an Arrow error of ``pyarrow.fs``) while
+    ``doing`` something at ``path`` into a ``StoreError`` naming both."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except (OSError, pa.ArrowException) as e:
+        raise StoreError(path, f"cannot {doing}: {_reason(e)}") from None
 
 
 @dataclass(frozen=True)
@@ -45,12 +86,34 @@ class Store:
 
     @classmethod
     def open(cls, uri: str | Path) -> Store:
+        """The store at ``uri``; nothing is created (folders appear when a release is written).
+        ``StoreError``: an empty or unusable URI, a local path that is a file or lies below one.
+        """
         text = str(uri)
+        if not text.strip():
+            raise StoreError(
+                text, "the store must be a folder or a pyarrow.fs URI (s3://...), not empty"
+            )
         if "://" in text and not text.startswith("file://"):
-            fs, path = pafs.FileSystem.from_uri(text)
+            try:
+                fs, path = pafs.FileSystem.from_uri(text)
+            except (pa.ArrowException, OSError, ValueError) as e:
+                scheme = text.split("://", 1)[0]
+                raise StoreError(
+                    text,
+                    f"unknown or unusable store URI scheme '{scheme}://' ({_reason(e)}); give a "
+                    "folder, file://, or a pyarrow.fs URI (s3://, gs://, hdfs://...)",
+                ) from None
             return cls(fs, path.rstrip("/"))
         path = Path(text.removeprefix("file://")).expanduser().resolve()
-        path.mkdir(parents=True, exist_ok=True)
+        for p in (path, *path.parents):
+            if p.exists() and not p.is_dir():
+                rule = (
+                    "is a file, not a folder"
+                    if p == path
+                    else f"lies below the file {p} (a store must be a folder)"
+                )
+                raise StoreError(path.as_posix(), rule)
         return cls(pafs.LocalFileSystem(), path.as_posix())
 
     @property
@@ -60,17 +123,86 @@ class Store:
     def path(self, *parts: str) -> str:
         return "/".join([self.root, *parts])
 
+    def kind(self, *parts: str) -> pafs.FileType:
+        path = self.path(*parts)
+        with store_io(path, "look at it"):
+            return self.fs.get_file_info(path).type
+
     def exists(self, *parts: str) -> bool:
-        return self.fs.get_file_info(self.path(*parts)).type != pafs.FileType.NotFound
+        return self.kind(*parts) != pafs.FileType.NotFound
+
+    def read_bytes(self, *parts: str) -> bytes:
+        path = self.path(*parts)
+        if self.kind(*parts) == pafs.FileType.Directory:
+            raise StoreError(path, "is a folder where a file was expected")
+        with store_io(path, "read it"), self.fs.open_input_stream(path) as f:
+            return f.read()
 
     def read_text(self, *parts: str) -> str:
-        with self.fs.open_input_stream(self.path(*parts)) as f:
-            return f.read().decode()
+        return self.read_bytes(*parts).decode()
+
+    def make_dirs(self, *parts: str) -> None:
+        path = self.path(*parts)
+        with store_io(path, "create the folder"):
+            self.fs.create_dir(path, recursive=True)
 
     def write_bytes(self, data: bytes, *parts: str) -> None:
-        self.fs.create_dir(self.path(*parts[:-1]), recursive=True)
-        with self.fs.open_output_stream(self.path(*parts)) as f:
+        self.make_dirs(*parts[:-1])
+        path = self.path(*parts)
+        with store_io(path, "write it"), self.fs.open_output_stream(path) as f:
             f.write(data)
+
+    def move(self, src: tuple[str, ...], dest: tuple[str, ...]) -> None:
+        with store_io(self.path(*src), f"move it to {self.path(*dest)}"):
+            self.fs.move(self.path(*src), self.path(*dest))
+
+    def files(self, *parts: str) -> list[str]:
+        """Every file below ``parts``, as a '/'-separated path relative to it, sorted."""
+        base = self.path(*parts)
+        with store_io(base, "list it"):
+            infos = self.fs.get_file_info(pafs.FileSelector(base, recursive=True))
+        prefix = len(base.rstrip("/")) + 1
+        return sorted(i.path[prefix:] for i in infos if i.type == pafs.FileType.File)
+
+    def sha256(self, *parts: str) -> tuple[str, int]:
+        """(hex sha256, size in bytes) of one file, streamed."""
+        path = self.path(*parts)
+        h, size = hashlib.sha256(), 0
+        with store_io(path, "read it"), self.fs.open_input_stream(path) as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
+        return h.hexdigest(), size
+
+    def remove_if_empty(self, *parts: str) -> bool:
+        """Remove the folder ``parts`` if it exists and is empty (never raises)."""
+        path = self.path(*parts)
+        try:
+            if self.local:
+                os.rmdir(path)
+                return True
+            info = self.fs.get_file_info(path)
+            if info.type != pafs.FileType.Directory:
+                return False
+            if self.fs.get_file_info(pafs.FileSelector(path)):
+                return False
+            self.fs.delete_dir(path)
+            return True
+        except (OSError, pa.ArrowException):
+            return False
+
+    def check_pipeline(self, pipeline: str) -> None:
+        """``StoreError`` when ``<store>/<pipeline>`` is not a folder, or its ``latest`` is a
+        folder (before a run writes anything)."""
+        if self.kind(pipeline) not in (pafs.FileType.NotFound, pafs.FileType.Directory):
+            raise StoreError(
+                self.path(pipeline), "the pipeline folder is a file; a pipeline must be a folder"
+            )
+        if self.kind(pipeline, LATEST) == pafs.FileType.Directory:
+            raise StoreError(
+                self.path(pipeline, LATEST),
+                "'latest' is a folder; it must be a file naming a version",
+            )
 
 
 class Candidate:
@@ -80,7 +212,13 @@ class Candidate:
         self.store, self.pipeline, self.version = store, pipeline, version
         self.name = f"{version}-{uuid.uuid4().hex[:8]}"
         self.parts = (pipeline, STAGING, self.name)
-        store.fs.create_dir(store.path(*self.parts), recursive=True)
+        for attempt in range(3):  # another run's ``tidy`` may remove an empty .staging meanwhile
+            try:
+                store.make_dirs(*self.parts)
+                break
+            except StoreError:
+                if attempt == 2:
+                    raise
 
     @classmethod
     def attach(cls, store: Store, pipeline: str, version: str, name: str) -> Candidate:
@@ -120,11 +258,11 @@ class Candidate:
                 os.rename(src, target)  # atomic; fails if another run published first
             else:
                 self.store.fs.move(src, target)
-        except OSError:
+        except OSError as e:
             if self.store.exists(self.pipeline, self.version):
                 self.discard()
                 return False
-            raise
+            raise StoreError(target, f"cannot publish the release: {_reason(e)}") from None
         if crash_after == "rename":
             os._exit(17)
         set_latest(self.store, self.pipeline, self.version)
@@ -133,40 +271,179 @@ class Candidate:
     def quarantine(self) -> str:
         ts = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         dest = (self.pipeline, QUARANTINE, f"{self.version}-{ts}-{self.name[-8:]}")
-        self.store.fs.create_dir(self.store.path(*dest[:-1]), recursive=True)
-        self.store.fs.move(self.store.path(*self.parts), self.store.path(*dest))
+        self.store.make_dirs(*dest[:-1])
+        self.store.move(self.parts, dest)
         return self.store.path(*dest)
 
     def discard(self) -> None:
         if self.store.exists(*self.parts):
-            self.store.fs.delete_dir(self.store.path(*self.parts))
+            with store_io(self.store.path(*self.parts), "remove the candidate"):
+                self.store.fs.delete_dir(self.store.path(*self.parts))
 
 
-def set_latest(store: Store, pipeline: str, version: str) -> None:
-    """Point ``latest`` at ``version``: written aside, then renamed over the old pointer."""
+def tidy(store: Store, pipeline: str) -> None:
+    """After a failed run: remove ``.staging`` if it is empty, then the pipeline folder if that
+    is empty (a failed run leaves no empty folder behind; ``.quarantine`` stays)."""
+    store.remove_if_empty(pipeline, STAGING)
+    store.remove_if_empty(pipeline)
+
+
+def set_latest(store: Store, pipeline: str, version: str) -> bool:
+    """Point ``latest`` at ``version``: written aside, then renamed over the old pointer. Left
+    untouched (returns False) when it already names ``version``."""
+    if latest(store, pipeline) == version:
+        return False
     tmp = (pipeline, STAGING, f"latest-{uuid.uuid4().hex[:8]}")
     store.write_bytes(version.encode(), *tmp)
-    store.fs.move(store.path(*tmp), store.path(pipeline, LATEST))
+    store.move(tmp, (pipeline, LATEST))
+    return True
 
 
 def latest(store: Store, pipeline: str) -> str | None:
-    return store.read_text(pipeline, LATEST).strip() if store.exists(pipeline, LATEST) else None
+    """The version ``latest`` names (None without one); ``StoreError`` if it is a folder."""
+    kind = store.kind(pipeline, LATEST)
+    if kind == pafs.FileType.NotFound:
+        return None
+    if kind == pafs.FileType.Directory:
+        raise StoreError(
+            store.path(pipeline, LATEST), "'latest' is a folder; it must be a file naming a version"
+        )
+    return store.read_text(pipeline, LATEST).strip() or None
+
+
+def verify_release(store: Store, pipeline: str, version: str) -> str | None:
+    """What is wrong with the release folder ``<pipeline>/<version>``, or None when it is
+    complete: its manifest is readable, names this version, and every file it lists
+    (``checksums``) is present with its recorded size and sha256."""
+    if store.kind(pipeline, version) != pafs.FileType.Directory:
+        return "it is not a folder"
+    if store.kind(pipeline, version, MANIFEST) != pafs.FileType.File:
+        return "manifest.json is missing"
+    try:
+        man = json.loads(store.read_text(pipeline, version, MANIFEST))
+    except (StoreError, ValueError) as e:
+        return f"manifest.json cannot be read: {e}"
+    if not isinstance(man, dict):
+        return "manifest.json is not a JSON object"
+    if man.get("version") != version:
+        return f"manifest.json names version {man.get('version')!r}"
+    sums = man.get("checksums")
+    if not isinstance(sums, dict) or not sums:
+        return "manifest.json lists no file checksums"
+    for name, want in sorted(sums.items()):
+        parts = (pipeline, version, *name.split("/"))
+        if store.kind(*parts) != pafs.FileType.File:
+            return f"{name} is missing"
+        try:
+            digest, size = store.sha256(*parts)
+        except StoreError as e:
+            return f"{name} cannot be read: {e.rule}"
+        if not isinstance(want, dict) or size != want.get("size"):
+            return f"{name} size differs"
+        if digest != want.get("sha256"):
+            return f"{name} checksum differs"
+    return None
+
+
+def checksums(store: Store, *parts: str) -> dict[str, dict]:
+    """``{relative file: {"sha256", "size"}}`` for every file below ``parts`` but the
+    manifest (the manifest records them)."""
+    out = {}
+    for name in store.files(*parts):
+        if name == MANIFEST:
+            continue
+        digest, size = store.sha256(*parts, *name.split("/"))
+        out[name] = {"sha256": digest, "size": size}
+    return out
+
+
+def quarantine_release(store: Store, pipeline: str, version: str, reason: str) -> str | None:
+    """Move the published (but incomplete) ``<pipeline>/<version>`` into ``.quarantine/``;
+    ``latest`` is moved off it (to the newest other release, or removed). Returns where it went
+    (None if another run moved it first)."""
+    ts = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    dest = (pipeline, QUARANTINE, f"{version}-{ts}-{uuid.uuid4().hex[:8]}-incomplete")
+    store.make_dirs(*dest[:-1])
+    try:
+        store.move((pipeline, version), dest)
+    except StoreError:
+        if store.exists(pipeline, version):
+            raise
+        return None
+    with contextlib.suppress(StoreError):
+        store.write_bytes(f"{reason}\n".encode(), *dest, "QUARANTINED.txt")
+    if latest(store, pipeline) == version:
+        with store_io(store.path(pipeline, LATEST), "remove it"):
+            store.fs.delete_file(store.path(pipeline, LATEST))
+        repair_latest(store, pipeline)
+    return store.path(*dest)
+
+
+def resolve_release(path: str | Path) -> Path:
+    """A local release folder from ``<store>/<pipeline>/<version>`` or
+    ``<store>/<pipeline>/latest`` (the pointer file is read: it names the version folder)."""
+    p = Path(path)
+    if p.name == LATEST and p.is_dir():
+        raise StoreError(str(p), "'latest' is a folder; it must be a file naming a version")
+    if p.is_file():
+        try:
+            version = p.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as e:
+            raise StoreError(str(p), f"cannot read the pointer file: {e}") from None
+        if p.name != LATEST or not version or "/" in version or version.startswith("."):
+            raise StoreError(str(p), "not a release folder or a 'latest' pointer file")
+        target = p.parent / version
+        if not target.is_dir():
+            raise StoreError(str(p), f"'latest' names version {version}, which is not there")
+        return target
+    return p
 
 
 def sweep_staging(store: Store, pipeline: str, older_than_s: float = 0.0) -> int:
     """Remove staging leftovers of crashed runs (older than ``older_than_s``)."""
-    if not store.exists(pipeline, STAGING):
+    if store.kind(pipeline, STAGING) != pafs.FileType.Directory:
         return 0
     now, n = time.time(), 0
-    for info in store.fs.get_file_info(pafs.FileSelector(store.path(pipeline, STAGING))):
+    for info in _entries(store, pipeline, STAGING):
         mtime = info.mtime.timestamp() if info.mtime else 0.0
         if now - mtime >= older_than_s:
-            if info.type == pafs.FileType.Directory:
-                store.fs.delete_dir(info.path)
-            else:
-                store.fs.delete_file(info.path)
+            with store_io(info.path, "remove a staging leftover"):
+                if info.type == pafs.FileType.Directory:
+                    store.fs.delete_dir(info.path)
+                else:
+                    store.fs.delete_file(info.path)
             n += 1
     return n
+
+
+def _entries(store: Store, *parts: str) -> list[pafs.FileInfo]:
+    """The entries of the folder ``parts`` (none if it does not exist)."""
+    if store.kind(*parts) != pafs.FileType.Directory:
+        return []
+    path = store.path(*parts)
+    with store_io(path, "list the folder"):
+        return store.fs.get_file_info(pafs.FileSelector(path))
+
+
+def _summary(store: Store, pipeline: str, folder: tuple[str, ...], version: str) -> dict | None:
+    """One row of a listing from the manifest in ``folder`` (None without a manifest)."""
+    if store.kind(*folder, MANIFEST) != pafs.FileType.File:
+        return None
+    try:
+        m = json.loads(store.read_text(*folder, MANIFEST))
+        if not isinstance(m, dict):
+            raise ValueError("not a JSON object")
+    except (StoreError, ValueError):
+        m = {"validation": {"status": "unreadable manifest"}}
+    outputs = m.get("outputs") if isinstance(m.get("outputs"), dict) else {}
+    return {
+        "pipeline": pipeline,
+        "version": m.get("version") or version,
+        "published_at": m.get("published_at", ""),
+        "rows": sum(int(o.get("rows") or 0) for o in outputs.values() if isinstance(o, dict))
+        or None,
+        "status": (m.get("validation") or {}).get("status", "?"),
+    }
 
 
 def repair_latest(store: Store, pipeline: str) -> str | None:
@@ -182,39 +459,56 @@ def repair_latest(store: Store, pipeline: str) -> str | None:
 
 
 def list_versions(store: Store, pipeline: str) -> list[dict]:
+    """The published versions of ``pipeline`` (folders with a manifest), unordered."""
     out = []
-    if not store.exists(pipeline):
-        return out
-    for info in store.fs.get_file_info(pafs.FileSelector(store.path(pipeline))):
+    for info in _entries(store, pipeline):
         name = info.base_name
-        if info.type != pafs.FileType.Directory or name.startswith("."):
+        if info.type != pafs.FileType.Directory or name.startswith(".") or name == LATEST:
             continue
-        if not store.exists(pipeline, name, "manifest.json"):
-            continue
-        m = json.loads(store.read_text(pipeline, name, "manifest.json"))
-        out.append(
-            {
-                "pipeline": pipeline,
-                "version": name,
-                "published_at": m.get("published_at", ""),
-                "rows": sum(int(o.get("rows") or 0) for o in (m.get("outputs") or {}).values())
-                or None,
-                "status": m.get("validation", {}).get("status", "?"),
-            }
-        )
+        row = _summary(store, pipeline, (pipeline, name), name)
+        if row is not None:
+            row["version"] = name
+            out.append(row)
     return out
 
 
-def list_releases(store: Store) -> list[dict]:
-    """Every published release in the store, newest first, with ``latest`` marked."""
+def list_quarantined(store: Store, pipeline: str) -> list[dict]:
+    """The candidates (and incomplete releases) of ``pipeline`` in ``.quarantine/``; each row's
+    ``quarantined`` names its folder there."""
+    out = []
+    for info in _entries(store, pipeline, QUARANTINE):
+        if info.type != pafs.FileType.Directory:
+            continue
+        name = info.base_name
+        row = _summary(store, pipeline, (pipeline, QUARANTINE, name), name.split("-", 1)[0])
+        if row is None:
+            row = {
+                "pipeline": pipeline,
+                "version": name.split("-", 1)[0],
+                "published_at": "",
+                "rows": None,
+                "status": "no manifest",
+            }
+        row["quarantined"] = name
+        out.append(row)
+    return out
+
+
+def list_releases(store: Store, quarantined: bool = False) -> list[dict]:
+    """Every published release in the store, newest first, with ``latest`` marked; with
+    ``quarantined``, the quarantined candidates too (``quarantined`` names their folder). A store
+    that does not exist has none (nothing is created)."""
     rows = []
-    if not store.exists():
-        return rows
-    for info in store.fs.get_file_info(pafs.FileSelector(store.root)):
+    for info in _entries(store):
         if info.type != pafs.FileType.Directory or info.base_name.startswith("."):
             continue
         cur = latest(store, info.base_name)
         for r in list_versions(store, info.base_name):
             r["latest"] = r["version"] == cur
+            r["quarantined"] = None
             rows.append(r)
+        if quarantined:
+            for r in list_quarantined(store, info.base_name):
+                r["latest"] = False
+                rows.append(r)
     return sorted(rows, key=lambda r: (r["pipeline"], r["published_at"]), reverse=True)

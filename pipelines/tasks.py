@@ -15,8 +15,12 @@ version id and byte-identical outputs::
                      quarantined when a guarantee fails; validation.json in the work dir
     publish_task  -> the candidate atomically renamed into ``<store>/<pipeline>/<version>``
 
-``publish_task`` is idempotent (an existing version is left alone and reported as ``exists``)
-and never publishes a failed candidate: it raises ``ContractViolation`` after quarantining it.
+``publish_task`` is idempotent (an existing complete version is left alone and reported as
+``exists``, and ``latest`` points at it) and never publishes a failed candidate: it raises
+``ContractViolation`` after quarantining it. Whether a version is published is decided by
+``flow.already_published`` (the same check as ``privfair run``): a version folder that is not
+complete (manifest unreadable, a listed file missing or changed) is quarantined and rebuilt
+(``ProtectRecord.rebuilt`` / ``PublishRecord.status == "rebuilt"`` say so).
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ import pyarrow.parquet as pq
 from components.core.result import ComponentResult
 from pipelines import flow
 from pipelines.catalogue import algorithm_of, load_spec, parse_spec
-from pipelines.release import STAGING, Candidate, Store, sweep_staging
+from pipelines.release import STAGING, Candidate, Store, set_latest, sweep_staging, tidy
 from schemas.contracts import contract_to_data, parse_contract
 from schemas.spec import PipelineSpec
 
@@ -85,6 +89,7 @@ class ProtectRecord(Record):
     rows_out: int
     guarantees: int
     reused: str | None = None
+    rebuilt: str | None = None  # why a published folder of this version was quarantined
 
 
 @dataclass(frozen=True)
@@ -104,6 +109,7 @@ class PublishRecord(Record):
     status: str
     manifest: str | None = None
     report: str | None = None
+    message: str | None = None
 
 
 # --- small file helpers ------------------------------------------------------------------------
@@ -182,20 +188,20 @@ def protect_task(
 ) -> ProtectRecord:
     """Run the spec's algorithm on the ingested table; write its result as files.
 
-    With ``store``, a version already published there is not recomputed (as ``privfair run``
-    skips it): the record points at the published files and the manifest's contract, params and
-    metrics, and says ``reused``. The version id covers the input, the spec and the code, and
-    algorithms are deterministic, so this is what the algorithm would give."""
+    With ``store``, a version already published there (and complete: ``flow.already_published``)
+    is not recomputed (as ``privfair run`` skips it): the record points at the published files
+    and the manifest's contract, params and metrics, and says ``reused``. The version id covers
+    the input, the spec and the code, and algorithms are deterministic, so this is what the
+    algorithm would give. An incomplete one is quarantined (``rebuilt`` says why)."""
     spec = as_spec(spec)
     ing_rec = IngestRecord.of(ingested)
     work = Path(work_dir)
     info = _read_json(ing_rec.input)
     version = flow.version_id(spec, info["fingerprint"])
     st = _store(store) if store is not None else None
+    existing = flow.already_published(st, spec.name, version) if st is not None else None
     published = (
-        Path(st.path(spec.name, version))
-        if st is not None and st.local and st.exists(spec.name, version, "manifest.json")
-        else None
+        Path(st.path(spec.name, version)) if st is not None and st.local and existing else None
     )
     if published is not None:
         man = _read_json(published / "manifest.json")
@@ -244,6 +250,7 @@ def protect_task(
         rows_out=rows_out,
         guarantees=len(contract),
         reused=str(published) if published is not None else None,
+        rebuilt=existing.message if existing is not None else None,
     )
 
 
@@ -279,14 +286,21 @@ def validate_task(
         )
     else:
         sweep_staging(st, spec.name, older_than_s=3600)
-        cand = Candidate(st, spec.name, rec.version)
         try:
-            validation, _ = flow.build_candidate(spec, ing, result, cand)
+            cand = Candidate(st, spec.name, rec.version)
+            try:
+                validation, _ = flow.build_candidate(spec, ing, result, cand)
+            except BaseException:
+                cand.discard()
+                raise
         except BaseException:
-            cand.discard()
+            tidy(st, spec.name)
             raise
     summary = validation.summary()
-    quarantine = cand.quarantine() if (cand is not None and not validation.passed) else None
+    quarantine = None
+    if cand is not None and not validation.passed:
+        quarantine = cand.quarantine()
+        tidy(st, spec.name)
     results = _write(
         Path(rec.work) / "validation.json",
         flow.dumps({**summary, "candidate": cand.name if cand else None, "quarantine": quarantine}),
@@ -334,26 +348,42 @@ def publish_task(
         results = _read_json(val.results).get("results", [])
         raise flow.violation(val.failed, results, val.quarantine, val.reused)
     cand = _staged(st, name, version, val.candidate if val else None)
-    if flow.already_published(st, name, version):
+    existing = flow.already_published(st, name, version)
+    message = existing.message or rec.rebuilt
+    if existing:
         if cand is not None:
             cand.discard()
-        status = "exists"
+        set_latest(st, name, version)  # a re-run points latest at the version it produced
+        status, message = "exists", None
     else:
-        if cand is None:
-            val = validate_task(rec, st, raise_on_failure=True)
-            cand = _staged(st, name, version, val.candidate)
-            if cand is None:  # pragma: no cover - validate_task just staged it
-                raise RuntimeError(f"candidate {val.candidate} vanished from staging")
         try:
-            status = "published" if cand.publish() else "exists"
+            if cand is None:
+                val = validate_task(rec, st, raise_on_failure=True)
+                cand = _staged(st, name, version, val.candidate)
+                if cand is None:  # pragma: no cover - validate_task just staged it
+                    raise RuntimeError(f"candidate {val.candidate} vanished from staging")
+            try:
+                published = cand.publish()
+            except BaseException:
+                cand.discard()
+                raise
         except BaseException:
-            cand.discard()
+            tidy(st, name)
             raise
+        if not published:
+            set_latest(st, name, version)
+        status = "exists" if not published else "rebuilt" if message else "published"
+        message = message if published else None
     local = {}
     if st.local:
         for key, fname in (("manifest", "manifest.json"), ("report", "report.html")):
             if st.exists(name, version, fname):
                 local[key] = st.path(name, version, fname)
     return PublishRecord(
-        pipeline=name, version=version, path=st.path(name, version), status=status, **local
+        pipeline=name,
+        version=version,
+        path=st.path(name, version),
+        status=status,
+        message=message,
+        **local,
     )

@@ -28,6 +28,7 @@ __all__ = [
     "KAnonymity",
     "TCloseness",
     "AttributesPreserved",
+    "ColumnsAbsent",
     "Partition",
     "register_kind",
     "guarantee_kinds",
@@ -105,6 +106,14 @@ class AttributesPreserved(Guarantee):
     columns: tuple[str, ...]
 
 
+class ColumnsAbsent(Guarantee):
+    """None of ``columns`` (the input's ``private`` columns) is published: no public output has
+    a column of that name."""
+
+    kind: Literal["columns_absent"] = "columns_absent"
+    columns: tuple[str, ...]
+
+
 class Partition(Guarantee):
     """Each published row comes from exactly one input row and no input row is published twice;
     unless ``allow_drops``, every input row is published."""
@@ -146,7 +155,7 @@ def register_kind(model: type[Guarantee]) -> type[Guarantee]:
     return model
 
 
-for _m in (KAnonymity, TCloseness, AttributesPreserved, Partition):
+for _m in (KAnonymity, TCloseness, AttributesPreserved, ColumnsAbsent, Partition):
     register_kind(_m)
 
 

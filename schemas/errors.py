@@ -39,6 +39,16 @@ class DataSourceError(PrivfairError, RuntimeError):
     """A raw dataset file could not be found, downloaded or verified."""
 
 
+class StoreError(PrivfairError):
+    """The release store cannot be used: ``path`` names where, ``rule`` what is wrong (the store
+    path is a file, a folder cannot be written, a release is incomplete...)."""
+
+    def __init__(self, path: str, rule: str) -> None:
+        self.path = path
+        self.rule = rule
+        super().__init__(f"store '{path}': {rule}")
+
+
 class ContractViolation(PrivfairError):
     """One or more declared guarantees do not hold on a candidate release."""
 

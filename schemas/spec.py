@@ -58,8 +58,18 @@ class DatasetSpec(_Model):
     """Either a built-in dataset (``name``) or a user file (``path`` + ``columns`` roles).
 
     With ``name``, ``columns`` overrides the role of the named columns of the built-in dataset
-    (each must exist). ``quasi_identifiers`` restricts the QIs to a subset; ``exclude`` drops
-    columns before the component sees the table.
+    (each must exist). ``quasi_identifiers`` restricts the QIs to a subset (the others are
+    dropped); ``exclude`` drops columns before the component sees the table.
+
+    What happens to the columns no algorithm should release is said explicitly:
+
+    - ``private``: columns with role ``private`` are ``refuse``-d (the default: the run stops,
+      naming them) or ``drop``-ped; either way the release guarantees they are in no public
+      output (``columns_absent``);
+    - ``unlabelled``: columns with role ``ignored``, and columns of a file dataset that
+      ``columns`` does not list, are ``refuse``-d (the default), ``drop``-ped or ``keep``-t
+      (then they pass through the algorithm unchanged, a guarantee it declares and the
+      validator checks cell by cell).
     """
 
     name: str | None = None
@@ -68,6 +78,8 @@ class DatasetSpec(_Model):
     columns: dict[str, ColumnSpec] | None = None
     quasi_identifiers: list[str] | None = None
     exclude: list[str] = Field(default_factory=list)
+    private: Literal["refuse", "drop"] = "refuse"
+    unlabelled: Literal["refuse", "drop", "keep"] = "refuse"
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSpec:
@@ -98,6 +110,18 @@ class PipelineSpec(_Model):
 
     _params: Any = PrivateAttr(default=None)
     _demands: list | None = PrivateAttr(default=None)
+    _spec_dir: Path | None = PrivateAttr(default=None)
+
+    @property
+    def spec_dir(self) -> Path | None:
+        """The folder of the spec file (set by ``load_spec``): a relative ``dataset.path`` is
+        resolved against it. Not part of the spec's data, so not of its fingerprint."""
+        return self._spec_dir
+
+    def located(self, folder: str | Path | None) -> PipelineSpec:
+        """Record the folder of the spec file (in place) and return the spec."""
+        self._spec_dir = Path(folder).resolve() if folder is not None else None
+        return self
 
     def attach(self, params: Any, demands: list) -> PipelineSpec:
         """Record the typed parameters and demanded guarantees (done once, by the resolver)."""
@@ -181,17 +205,80 @@ def parse_spec(raw: Any, source: str | None = None) -> PipelineSpec:
     return spec
 
 
+class _DuplicateKey(yaml.YAMLError):
+    def __init__(self, key: str, line: int) -> None:
+        self.key, self.line = key, line
+        super().__init__(f"duplicated key '{key}' on line {line}")
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a mapping naming one key twice (plain YAML keeps the
+    last value silently). The error names the key's dotted path (``component.params.k``)."""
+
+    _root: yaml.Node | None = None
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        self._root = node
+        return super().construct_document(node)
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        if isinstance(node, yaml.MappingNode):
+            seen: set = set()
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    dup = key in seen
+                except TypeError:  # an unhashable key: the base class reports it
+                    break
+                if dup:
+                    path = [*_path_to(self._root, node), str(key)]
+                    raise _DuplicateKey(".".join(path), key_node.start_mark.line + 1)
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+def _path_to(root: yaml.Node | None, target: yaml.Node) -> list[str]:
+    """The dotted-path parts from ``root`` down to the mapping ``target`` (by identity)."""
+    stack: list[tuple[yaml.Node, list[str]]] = [(root, [])] if root is not None else []
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return path
+        if isinstance(node, yaml.MappingNode):
+            stack.extend((v, [*path, str(k.value)]) for k, v in node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend((v, [*path, str(i)]) for i, v in enumerate(node.value))
+    return []
+
+
 def load_spec(path: str | Path) -> PipelineSpec:
-    """Read and validate a YAML spec file's envelope (see ``parse_spec``)."""
+    """Read and validate a YAML spec file's envelope (see ``parse_spec``). The file must be UTF-8
+    and name each key once; the spec remembers its folder (``PipelineSpec.spec_dir``)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        data = p.read_bytes()
     except OSError as e:
         raise SpecError("<file>", f"cannot read spec file: {e.strerror}", str(p)) from None
     try:
-        raw = yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise SpecError(
+            "<file>",
+            f"the spec file must be UTF-8 text (byte 0x{data[e.start]:02x} on line {line} "
+            "is not valid UTF-8)",
+            str(p),
+        ) from None
+    try:
+        raw = yaml.load(text, Loader=UniqueKeyLoader)  # noqa: S506 - a SafeLoader subclass
+    except _DuplicateKey as e:
+        raise SpecError(
+            e.key, f"duplicated key (line {e.line}): each key may appear once", str(p)
+        ) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "<file>"
         raise SpecError(where, f"not valid YAML: {getattr(e, 'problem', e)}", str(p)) from None
-    return parse_spec(raw, source=str(p))
+    return parse_spec(raw, source=str(p)).located(p.parent)

@@ -34,6 +34,7 @@ __all__ = [
     "check_t_closeness",
     "check_attributes_preserved",
     "check_partition",
+    "check_columns_absent",
 ]
 
 MAX_OFFENDERS = 20
@@ -113,6 +114,21 @@ def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
         if len(small)
         else f"smallest of {len(sizes)} equivalence classes has {int(sizes.min())} rows",
         bad,
+    )
+
+
+def check_columns_absent(g: C.ColumnsAbsent, published: pd.DataFrame) -> CheckResult:
+    """No listed column is a column of the published table."""
+    found = [c for c in g.columns if c in published.columns]
+    return make_result(
+        g,
+        not found,
+        found or [],
+        [],
+        f"private columns published: {found}"
+        if found
+        else f"none of the {len(g.columns)} private columns is published",
+        [{"column": c} for c in found],
     )
 
 
@@ -228,6 +244,12 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "components.core.checks:check_k_anonymity",
         "published",
         "components.core.corruptions:break_k_anonymity",
+    ),
+    KindCheck(
+        C.ColumnsAbsent,
+        "components.core.checks:check_columns_absent",
+        "published",
+        "components.core.corruptions:break_columns_absent",
     ),
     KindCheck(
         C.Partition,

@@ -20,6 +20,7 @@ __all__ = [
     "break_partition",
     "break_t_closeness",
     "break_attributes_preserved",
+    "break_columns_absent",
 ]
 
 
@@ -100,3 +101,13 @@ def break_attributes_preserved(g: C.AttributesPreserved, input_table, outputs, s
         **outputs,
         name: set_cells(table, c, np.array([0]), _different(table, c, table.column(c)[0].as_py())),
     }, sidecars
+
+
+def break_columns_absent(g: C.ColumnsAbsent, input_table, outputs, sidecars, rng):
+    """Publish the first private column again (its values, as the input held them)."""
+    if not g.columns:
+        return None
+    name, table = next(iter(outputs.items()))
+    c = g.columns[0]
+    values = pa.array([f"{c}-{i}" for i in range(table.num_rows)])
+    return {**outputs, name: table.append_column(c, values)}, sidecars

@@ -11,7 +11,23 @@ import pyarrow as pa
 from schemas.errors import InputError
 from schemas.roles import Role, TableRoles, read_roles
 
-__all__ = ["table_roles", "require_rows", "require_role"]
+__all__ = ["table_roles", "require_rows", "require_role", "absent_value"]
+
+
+def absent_value(column: str, field: str, value, values: list) -> InputError:
+    """The error for a declared value (``favoured``, ``positive``...) the column does not hold:
+    lists the column's values, and says to quote a value YAML read as a boolean."""
+    shown = sorted(values, key=lambda v: (str(type(v)), str(v)))[:10]
+    more = f" and {len(values) - 10} more" if len(values) > 10 else ""
+    hint = ""
+    if isinstance(value, bool):
+        hint = (
+            f"; YAML read an unquoted yes/no/true/false/on/off as the boolean {value}: quote the "
+            f"value, e.g. {field}: \"{str(shown[0]) if shown else 'yes'}\""
+        )
+    return InputError(
+        column, f"the declared {field} value {value!r} does not occur", f"values: {shown}{more}{hint}"
+    )
 
 
 def table_roles(table: pa.Table, roles: TableRoles | None = None) -> TableRoles:

@@ -218,7 +218,7 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
         f"{n_groups - len(off)}/{n_groups} groups",
         "all groups",
         f"{len(off)} groups whose QIs are not one representative vector "
-        f"(decimals {g.decimals}, ordinal {list(g.ordinal)})",
+        f"(decimals {dict(sorted(g.decimals.items()))}, ordinal {list(g.ordinal)})",
         off,
     )
 

@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.core.inputs import absent_value
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
 
@@ -216,7 +217,11 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, li
     """The column's values and its two distinct values, or an error naming the column."""
     col = table.column(name)
     if col.null_count:
-        raise InputError(name, f"the {what} must not contain nulls", f"{col.null_count} nulls")
+        raise InputError(
+            name,
+            f"the {what} has missing values",
+            f"{col.null_count} of {len(col)} rows have no value; drop or fill them first",
+        )
     distinct = pc.unique(col).to_pylist()
     if len(distinct) != 2:
         shown = sorted(distinct, key=str)[:5]
@@ -233,7 +238,7 @@ def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
     values, distinct = binary_values(table, label.name, "label")
     positive = label.positive[0] if label.positive else distinct[1]
     if positive not in distinct:
-        raise InputError(label.name, "the declared positive value does not occur", repr(positive))
+        raise absent_value(label.name, "positive", positive, distinct)
     return (values == positive).astype(np.int8)
 
 

@@ -30,7 +30,7 @@ from components.microaggregation import guarantees as G
 from components.microaggregation.correction import correct_fairness
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
 from components.microaggregation.grouping import make_fairlets, mdav
-from components.microaggregation.inputs import binary_roles, prepare
+from components.microaggregation.inputs import AUTO, binary_roles, prepare
 from components.microaggregation.lineage import lineage_table
 from components.microaggregation.microaggregate import publish_qis, qi_contract
 from components.microaggregation.params import FairMDAVParams
@@ -38,7 +38,7 @@ from schemas import contracts as C
 from schemas.errors import InputError
 from schemas.roles import Role, TableRoles, attach_roles
 
-__all__ = ["fair_mdav", "contract", "fairlet_sizes"]
+__all__ = ["fair_mdav", "contract", "fairlet_sizes", "effect"]
 
 
 def fairlet_sizes(k: int, n_unfavoured: int, n_rows: int) -> tuple[int, int, bool]:
@@ -175,6 +175,78 @@ def contract(params: FairMDAVParams, table: pa.Table | None = None) -> list:
     return _contract(params, _facts(params, table, roles, pa01))
 
 
+def _rates(table: pa.Table, column: str, y: np.ndarray) -> dict:
+    values = table.column(column).to_numpy(zero_copy_only=False)
+    return {v.item() if hasattr(v, "item") else v: float(y[values == v].mean()) for v in np.unique(values)}
+
+
+def _py(v):
+    return v.item() if hasattr(v, "item") else v
+
+
+def effect(
+    values: np.ndarray,
+    y: np.ndarray,
+    order: np.ndarray,
+    y_out: np.ndarray,
+    flags: np.ndarray,
+    favoured,
+    max_drop_share: float,
+    column: str,
+) -> tuple[dict, list[str]]:
+    """What the protection did, per protected value: rows dropped, labels changed (by
+    direction), the signed parity gap PR(unfavoured) - PR(favoured) before and after and which
+    group the published labels favour; with warnings when the gap reverses or when more than
+    ``max_drop_share`` of a group is dropped.
+
+    >>> s, w = effect(np.array(["F", "F", "U", "U"]), np.array([1, 0, 0, 0]), np.array([0, 1, 2]),
+    ...               np.array([1, 0, 1]), np.array([False, False, True]), "F", 0.3, "PA")
+    >>> s["parity_before"], s["parity_after"], s["dropped_by_group"]
+    (-0.5, 0.5, {'F': 0, 'U': 1})
+    >>> w[0].startswith("the gap reverses")
+    True
+    """
+    kept = values[order]
+    groups = sorted(np.unique(values).tolist(), key=lambda v: (v != favoured, str(v)))
+    unf = next((g for g in groups if g != favoured), favoured)
+    dropped, changed, pr_in, pr_out = {}, {}, {}, {}
+    for g in groups:
+        n_in = int((values == g).sum())
+        mask = kept == g
+        dropped[str(_py(g))] = n_in - int(mask.sum())
+        up = int((flags & mask & (y_out == 1)).sum())
+        down = int((flags & mask & (y_out == 0)).sum())
+        changed[str(_py(g))] = {"negative_to_positive": up, "positive_to_negative": down}
+        pr_in[g] = float(y[values == g].mean())
+        pr_out[g] = float(y_out[mask].mean()) if mask.any() else float("nan")
+    before = pr_in[unf] - pr_in[favoured]
+    after = pr_out[unf] - pr_out[favoured] if len(order) else float("nan")
+    now = unf if after > 0 else favoured if after < 0 else None
+    summary = {
+        "dropped_by_group": dropped,
+        "relabelled_by_group": changed,
+        "parity_before": before,
+        "parity_after": after,
+        "favoured_after": None if now is None else _py(now),
+    }
+    notes = []
+    if before * after < 0 and abs(after) > 1e-12:
+        notes.append(
+            f"the gap reverses on '{column}': before, {_py(favoured)!r} had the higher positive "
+            f"rate ({pr_in[favoured]:.3f} vs {pr_in[unf]:.3f}); after, {_py(unf)!r} has it "
+            f"({pr_out[unf]:.3f} vs {pr_out[favoured]:.3f})"
+        )
+    for g in groups:
+        n_in = int((values == g).sum())
+        share = dropped[str(_py(g))] / n_in if n_in else 0.0
+        if share > max_drop_share:
+            notes.append(
+                f"{dropped[str(_py(g))]} of {n_in} rows with {column} = {_py(g)!r} dropped "
+                f"({share:.1%}, above {max_drop_share:.0%})"
+            )
+    return summary, notes
+
+
 def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     """Run Fair-MDAV on ``table`` (roles in its field metadata).
 
@@ -228,10 +300,13 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     prot, lab = binary_roles(table, roles)
     y = label_01(table, lab)
     pa01, favoured, declared = protected_01(table, prot, y)
-    if declared is not None and declared != favoured:
-        warnings.append(
-            f"column '{prot.name}': the data favour {favoured!r} (higher positive ratio), not the declared {declared!r}; "
-            "Fair-MDAV follows the data"
+    if declared is not None and declared != AUTO and declared != favoured:
+        rates = ", ".join(f"{v!r}: {r:.3f}" for v, r in _rates(table, prot.name, y).items())
+        raise InputError(
+            prot.name,
+            f"the declared favoured value {declared!r} is not the group the data favour",
+            f"positive rates {rates}; declare favoured: {favoured!r}, or favoured: auto to "
+            "follow the data",
         )
     n_rows, n_u = len(y), int((pa01 == 0).sum())
     n_f = n_rows - n_u
@@ -326,6 +401,12 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
         "information_loss": il,
         "group_sizes": np.bincount(np.bincount(gid)).tolist() if len(gid) else [],
     }
+    values = table.column(prot.name).to_numpy(zero_copy_only=False)
+    summary, notes = effect(
+        values, y, order, y_out, flags, favoured, params.max_drop_share, prot.name
+    )
+    metrics.update(summary)
+    warnings += notes
     lineage = lineage_table(
         order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
     )

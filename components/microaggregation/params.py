@@ -57,6 +57,12 @@ class FairMDAVParams(Params):
     )
     seed: int = Field(0, description="seed of random relabelling and of the trace sample")
     trace_sample: int | None = TraceSample
+    max_drop_share: float = Field(
+        0.05,
+        ge=0.0,
+        le=1.0,
+        description="warn when more than this share of a protected group is dropped",
+    )
 
     @model_validator(mode="after")
     def _sizes(self) -> FairMDAVParams:
