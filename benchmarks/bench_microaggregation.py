@@ -175,7 +175,7 @@ def run_ours(task: Task, table: pa.Table, res: Result) -> None:
     """Time the component call ``task.repeats`` times; keep the last grouping."""
     from components.microaggregation.fair_mdav import fair_mdav
     from components.microaggregation.mdav import mdav
-    from schemas.params import FairMDAVParams, MDAVParams
+    from components.microaggregation.params import FairMDAVParams, MDAVParams
 
     out = None
     for _ in range(task.repeats):
@@ -188,7 +188,7 @@ def run_ours(task: Task, table: pa.Table, res: Result) -> None:
         res.times.append(time.perf_counter() - t0)
     res.peak_mb = _status_mb("VmHWM")
     assert out is not None
-    groups, seeds = groups_from_lineage(out.lineage)
+    groups, seeds = groups_from_lineage(out.sidecars["lineage"])
     res.groups, res.dropped = len(groups), int(out.metrics["dropped_rows"])
     res.il_reported = float(out.metrics["information_loss"]["il"])
     res.m, res.n = out.metrics.get("m"), out.metrics.get("n")
