@@ -227,6 +227,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                 "declared_guarantees": _mv([f"{g['id']} {g['kind']}".strip() for g in contract]),
                 "outputs": _mv(out.outputs),
                 "reused_release": _mv(out.reused),
+                "warnings": _mv(json.loads(Path(out.result).read_text()).get("warnings", [])),
                 **_metric_md(metrics, algo.headline),
             }
         )

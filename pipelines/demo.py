@@ -12,6 +12,7 @@ report are. Exit code 0 when every release is published (or already was), 1 othe
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -66,8 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         if result.is_node_success(f"{name}__release"):
             out = result.asset_value(dg.AssetKey([name, "release"]))
             print(f"{out['status']:<10} {name:<20} {out['version']}  {out['path']}")
-            if "report" in out:
+            if out.get("report"):
                 print(f"{'':<10} {'':<20} report:           {out['report']}")
+            if out.get("manifest"):
+                for w in json.loads(Path(out["manifest"]).read_text()).get("warnings", []):
+                    print(f"{'':<10} {'':<20} warning:          {w}")
         else:
             failed += 1
             print(f"{'FAILED':<10} {name:<20} NOT published", file=sys.stderr)

@@ -9,8 +9,8 @@ each family checks its own (binary protected attribute, at least one QI...) befo
 from __future__ import annotations
 
 import codecs
-import os
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -194,7 +194,11 @@ def _load_file(
             raise InputError(col, f"not a column of {path.name}", f"columns: {', '.join(names)}")
         roles.append(_column_role(col, spec))
     # a column the spec does not list is unlabelled: the dataset's `unlabelled` policy decides
-    roles += [ColumnRole(name=n, role=Role.IGNORED, kind=_kind_of(table, n)) for n in names if n not in ds.columns]
+    roles += [
+        ColumnRole(name=n, role=Role.IGNORED, kind=_kind_of(table, n))
+        for n in names
+        if n not in ds.columns
+    ]
     table = attach_roles(table, TableRoles.of(roles).select(names))
     # as written in the spec (relative), or the file name: never a local absolute path
     label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
