@@ -44,10 +44,11 @@ def load_dataset(
       none), then in ``data_dir``, then in ``$PRIVFAIR_DATA_DIR``. It is read as ``format``
       (csv or parquet, else inferred from the suffix; a CSV must be UTF-8, and its empty
       cells are nulls) and given the roles in ``columns``; columns not listed there are
-      dropped. The input record names it as written in the spec (a relative path) or by its
+      unlabelled (role ``ignored``). The input record names it as written in the spec (a relative path) or by its
       file name (an absolute one): no local absolute path is published;
-    - ``quasi_identifiers`` keeps only those QIs (the others are demoted to ``ignored``);
-      ``exclude`` drops columns; ``ignored`` columns stay (the family decides what to do);
+    - ``quasi_identifiers`` keeps only those QIs (the others are dropped); ``exclude`` drops
+      columns; then ``dataset.private`` and ``dataset.unlabelled`` refuse, drop or keep the
+      ``private`` and unlabelled columns (``_apply_policies``);
     - the result is checked by ``validate_table``.
     """
     if ds.name is not None:

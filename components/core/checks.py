@@ -231,7 +231,8 @@ def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) ->
         not off,
         off or 0,
         0,
-        f"{len(off)} of {len(g.columns)} preserved columns changed or missing"
+        f"{len(off)} of {len(g.columns)} preserved columns changed or missing: "
+        + ", ".join(f"{o['column']} ({o['reason']})" for o in off)
         if off
         else f"{len(g.columns)} columns unchanged",
         off,

@@ -104,7 +104,7 @@ def break_attributes_preserved(g: C.AttributesPreserved, input_table, outputs, s
 
 
 def break_columns_absent(g: C.ColumnsAbsent, input_table, outputs, sidecars, rng):
-    """Publish the first private column again (its values, as the input held them)."""
+    """Publish a column named like the first private one (the guarantee is about names)."""
     if not g.columns:
         return None
     name, table = next(iter(outputs.items()))

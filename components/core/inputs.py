@@ -21,12 +21,17 @@ def absent_value(column: str, field: str, value, values: list) -> InputError:
     more = f" and {len(values) - 10} more" if len(values) > 10 else ""
     hint = ""
     if isinstance(value, bool):
+        # YAML 1.1 reads unquoted yes/no, true/false and on/off as booleans
+        words = {"yes", "true", "on"} if value else {"no", "false", "off"}
+        match = next((v for v in shown if str(v).lower() in words), "yes" if value else "no")
         hint = (
             f"; YAML read an unquoted yes/no/true/false/on/off as the boolean {value}: quote the "
-            f"value, e.g. {field}: \"{str(shown[0]) if shown else 'yes'}\""
+            f'value, e.g. {field}: "{match}"'
         )
     return InputError(
-        column, f"the declared {field} value {value!r} does not occur", f"values: {shown}{more}{hint}"
+        column,
+        f"the declared {field} value {value!r} does not occur",
+        f"values: {shown}{more}{hint}",
     )
 
 

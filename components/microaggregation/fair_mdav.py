@@ -177,7 +177,10 @@ def contract(params: FairMDAVParams, table: pa.Table | None = None) -> list:
 
 def _rates(table: pa.Table, column: str, y: np.ndarray) -> dict:
     values = table.column(column).to_numpy(zero_copy_only=False)
-    return {v.item() if hasattr(v, "item") else v: float(y[values == v].mean()) for v in np.unique(values)}
+    return {
+        v.item() if hasattr(v, "item") else v: float(y[values == v].mean())
+        for v in np.unique(values)
+    }
 
 
 def _py(v):
@@ -254,7 +257,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     ----------
     table : pyarrow.Table
         Quasi-identifiers, one binary protected attribute and one binary label (roles in the
-        field metadata); ``ignored`` columns are dropped, other roles pass through unchanged.
+        field metadata); every other column passes through unchanged (no ``private`` column).
     params : FairMDAVParams
 
     Returns

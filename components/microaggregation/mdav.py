@@ -66,7 +66,8 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     Parameters
     ----------
     table : pyarrow.Table
-        At least one quasi-identifier; ``ignored`` columns are dropped, others pass through.
+        At least one quasi-identifier; every other column passes through unchanged (no
+        ``private`` column).
     params : MDAVParams
 
     Returns

@@ -95,12 +95,21 @@ def test_empty_table_is_refused(algo):
 def test_non_numeric_numeric_qi_is_named(algo):
     table, params = resolve(algo.example)(3)
     roles = read_roles(table)
-    numeric = [c for c in roles.quasi_identifiers if pa.types.is_integer(table.schema.field(c).type) or pa.types.is_floating(table.schema.field(c).type)]
+    numeric = [
+        c
+        for c in roles.quasi_identifiers
+        if pa.types.is_integer(table.schema.field(c).type)
+        or pa.types.is_floating(table.schema.field(c).type)
+    ]
     if not numeric:
         pytest.skip("no numeric quasi-identifier in this algorithm's example")
     c = numeric[0]
     i = table.schema.get_field_index(c)
-    bad = table.set_column(i, table.schema.field(i).with_type(pa.string()), pa.array([str(v) for v in table.column(c).to_pylist()]))
+    bad = table.set_column(
+        i,
+        table.schema.field(i).with_type(pa.string()),
+        pa.array([str(v) for v in table.column(c).to_pylist()]),
+    )
     with pytest.raises(InputError) as e:
         algo(bad, params)
     assert e.value.column == c
@@ -115,7 +124,11 @@ def _corruptible(algo):
         table, params = resolve(algo.example)(seed)
         for i, g in enumerate(algo.required_contract(params, table)):
             if checks[g.kind].corrupt:
-                out.append(pytest.param(algo, seed, i, id=f"{algo.name}-{seed}-{g.title.replace(' ', '-')}"))
+                out.append(
+                    pytest.param(
+                        algo, seed, i, id=f"{algo.name}-{seed}-{g.title.replace(' ', '-')}"
+                    )
+                )
     return out
 
 
@@ -126,7 +139,9 @@ def test_each_checker_catches_its_corruption(algo, seed, index):
     table, params, result = _run(algo, seed)
     g = result.contract[index]
     corrupt = resolve(kind_checks()[g.kind].corrupt)
-    broken = corrupt(g, table, dict(result.outputs), dict(result.sidecars), np.random.default_rng(seed))
+    broken = corrupt(
+        g, table, dict(result.outputs), dict(result.sidecars), np.random.default_rng(seed)
+    )
     if broken is None:
         pytest.skip(f"no release can break {g.title} with these parameters")
     outputs, sidecars = broken

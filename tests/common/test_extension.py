@@ -138,7 +138,9 @@ def plugin(tmp_path_factory):
     dist = root / "privfair_toy-0.1.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: privfair-toy\nVersion: 0.1\n")
-    (dist / "entry_points.txt").write_text("[privfair.families]\ntoy = privfair_toy_family:FAMILY\n")
+    (dist / "entry_points.txt").write_text(
+        "[privfair.families]\ntoy = privfair_toy_family:FAMILY\n"
+    )
     csv = root / "toy.csv"
     csv.write_text("x,note\n" + "".join(f"{(i * 37) % 1000},n{i % 4}\n" for i in range(60)))
     specs = root / "specs"
@@ -157,21 +159,41 @@ def _run(args, env, cwd, timeout=600):
 
 
 def test_the_toy_family_is_not_in_the_repository():
-    tracked = subprocess.run(["git", "grep", "-l", "toy_round"], cwd=REPO, capture_output=True, text=True)
+    tracked = subprocess.run(
+        ["git", "grep", "-l", "toy_round"], cwd=REPO, capture_output=True, text=True
+    )
     assert [f for f in tracked.stdout.split() if not f.startswith("tests/")] == []
 
 
 def test_cli_runs_and_validates_the_new_family(plugin, tmp_path):
     root, specs, env = plugin
     store = tmp_path / "store"
-    out = _run([sys.executable, "-m", "pipelines.cli", "run", str(specs / "toy_release.yaml"), "--store", str(store)], env, tmp_path)
+    out = _run(
+        [
+            sys.executable,
+            "-m",
+            "pipelines.cli",
+            "run",
+            str(specs / "toy_release.yaml"),
+            "--store",
+            str(store),
+        ],
+        env,
+        tmp_path,
+    )
     assert out.returncode == 0, out.stderr
     assert "published: toy_release" in out.stdout
     assert "guarantees: 4/4 hold" in out.stdout  # R1-R3 + the declared-contract check
-    (release,) = [p for p in (store / "toy_release").iterdir() if not p.name.startswith(".") and p.is_dir()]
+    (release,) = [
+        p for p in (store / "toy_release").iterdir() if not p.name.startswith(".") and p.is_dir()
+    ]
     man = json.loads((release / "manifest.json").read_text())
     assert man["family"] == "toy"
-    assert {r["kind"] for r in man["validation"]["results"]} >= {"rounded_to", "partition", "attributes_preserved"}
+    assert {r["kind"] for r in man["validation"]["results"]} >= {
+        "rounded_to",
+        "partition",
+        "attributes_preserved",
+    }
     ge = json.loads((release / "validation" / "ge_results.json").read_text())
     types = {r["expectation_config"]["type"] for s in ge["suites"].values() for r in s["results"]}
     assert "expect_rounded_to" in types  # generated from the family's own guarantee model
@@ -185,7 +207,7 @@ def test_dagster_builds_and_materialises_the_new_family(plugin, tmp_path):
     code = textwrap.dedent(f"""
         import json, dagster as dg
         from pipelines.definitions import build_defs
-        defs = build_defs(store={str(tmp_path / 'store')!r})
+        defs = build_defs(store={str(tmp_path / "store")!r})
         keys = sorted(k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
         checks = sorted(c.name for c in defs.resolve_asset_graph().asset_check_keys)
         job = defs.resolve_implicit_global_asset_job_def()
@@ -196,8 +218,17 @@ def test_dagster_builds_and_materialises_the_new_family(plugin, tmp_path):
     out = _run([sys.executable, "-c", code], env, tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got["keys"] == ["toy_release/protected_table", "toy_release/raw_table", "toy_release/release"]
-    assert set(got["checks"]) == {"R1_partition", "R2_rounded_to", "R3_attributes_preserved", "contract"}
+    assert got["keys"] == [
+        "toy_release/protected_table",
+        "toy_release/raw_table",
+        "toy_release/release",
+    ]
+    assert set(got["checks"]) == {
+        "R1_partition",
+        "R2_rounded_to",
+        "R3_attributes_preserved",
+        "contract",
+    }
     assert got["config"] == ["step"]  # run config generated from the family's Params
     assert got["ok"]
 
@@ -205,7 +236,11 @@ def test_dagster_builds_and_materialises_the_new_family(plugin, tmp_path):
 @pytest.mark.slow
 def test_airflow_parses_and_runs_the_new_family(plugin, tmp_path):
     root, specs, env = plugin
-    env = {**env, "AIRFLOW_HOME": str(tmp_path / "airflow"), "PRIVFAIR_STORE": str(tmp_path / "store")}
+    env = {
+        **env,
+        "AIRFLOW_HOME": str(tmp_path / "airflow"),
+        "PRIVFAIR_STORE": str(tmp_path / "store"),
+    }
     orchestrate = [sys.executable, "-m", "pipelines.orchestrate", "airflow"]
     errors = _run([*orchestrate, "dags", "list-import-errors"], env, REPO)
     assert errors.returncode == 0 and "No data found" in errors.stdout, errors.stdout[-3000:]
@@ -215,5 +250,9 @@ def test_airflow_parses_and_runs_the_new_family(plugin, tmp_path):
     assert [d["dag_id"] for d in json.loads(line)] == ["toy_release"]
     ran = _run([*orchestrate, "dags", "test", "toy_release"], env, REPO, timeout=900)
     assert ran.returncode == 0, ran.stdout[-3000:] + ran.stderr[-3000:]
-    published = [p for p in (tmp_path / "store" / "toy_release").iterdir() if p.is_dir() and not p.name.startswith(".")]
+    published = [
+        p
+        for p in (tmp_path / "store" / "toy_release").iterdir()
+        if p.is_dir() and not p.name.startswith(".")
+    ]
     assert len(published) == 1 and (published[0] / "manifest.json").exists()

@@ -56,7 +56,15 @@ def _cases():
             for i, g in enumerate(algo.required_contract(params, table)):
                 for f in type(g).model_fields:
                     if f not in ("id", "kind"):
-                        out.append(pytest.param(algo, seed, i, f, id=f"{algo.name}-{seed}-{g.title.replace(' ', '-')}-{f}"))
+                        out.append(
+                            pytest.param(
+                                algo,
+                                seed,
+                                i,
+                                f,
+                                id=f"{algo.name}-{seed}-{g.title.replace(' ', '-')}-{f}",
+                            )
+                        )
     return out
 
 
@@ -85,7 +93,8 @@ def test_every_field_is_read(runs, algo, seed, index, field):
     # try the field alone, then with each optional companion field set (e.g. a trace sample,
     # without which the sample's seed is not used)
     contexts = [{}] + [
-        {f: 1} for f, info in type(g).model_fields.items()
+        {f: 1}
+        for f, info in type(g).model_fields.items()
         if f != field and getattr(g, f) is None and type(None) in typing.get_args(info.annotation)
     ]
     for ctx in contexts:

@@ -13,12 +13,13 @@ from pydantic import ValidationError
 
 from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.mdav import mdav
+from components.microaggregation.params import FairMDAVParams, MDAVParams
+from pipelines.catalogue import parse_spec
 from pipelines.cli import main
 from pipelines.ingest import load_dataset
 from schemas.errors import InputError, SpecError
-from components.microaggregation.params import FairMDAVParams, MDAVParams
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
-from schemas.spec import DatasetSpec, parse_spec
+from schemas.spec import DatasetSpec
 
 N = 30
 ROLES = TableRoles.of(
@@ -43,7 +44,8 @@ def good_columns() -> dict[str, list]:
         "x": [round(float(v), 3) for v in rng.normal(size=N)],
         "c": [str(v) for v in rng.choice(["a", "b", "c"], N)],
         "PA": [int(i % 3 != 0) for i in range(N)],
-        "y": [int(v) for v in (rng.random(N) < 0.5)],
+        # PA = 1 is the favoured group in the data, as the roles declare
+        "y": [int(v) for v in (rng.random(N) < np.where(np.arange(N) % 3 != 0, 0.7, 0.3))],
     }
 
 
@@ -134,12 +136,12 @@ TABLE_CASES = {
     "null_protected": (
         with_values("PA", [None] + good_columns()["PA"][1:]),
         "PA",
-        "must not contain nulls",
+        "the protected attribute has missing values",
     ),
     "null_label": (
         with_values("y", good_columns()["y"][:-1] + [None]),
         "y",
-        "must not contain nulls",
+        "the label has missing values",
     ),
     "non_binary_protected": (
         with_values("PA", [i % 3 for i in range(N)]),
@@ -189,6 +191,8 @@ def test_table_rule_component_api(case, component):
     assert e.value.column == column
     assert rule in e.value.rule, e.value.rule
     assert f"column '{column}'" in str(e.value)
+    if case.startswith("null_"):  # how many rows, and what to do about them
+        assert e.value.detail == f"1 of {N} rows have no value; drop or fill them first"
 
 
 @pytest.mark.parametrize("case", list(TABLE_CASES))
@@ -196,7 +200,10 @@ def test_table_rule_cli(tmp_path, capsys, case):
     cols, column, rule = TABLE_CASES[case]
     spec = write_spec(tmp_path, csv_text(cols))
     # (the CSV reader reads "nan" as a null, which the same numeric-QI rule family rejects)
-    assert_cli_rejects(tmp_path, capsys, spec, f"column '{column}'", rule)
+    needles = [f"column '{column}'", rule]
+    if case.startswith("null_"):  # the empty CSV cell is a missing value, counted
+        needles.append(f"1 of {N} rows have no value; drop or fill them first")
+    assert_cli_rejects(tmp_path, capsys, spec, *needles)
 
 
 def test_empty_table_component_api():
@@ -259,18 +266,25 @@ def test_too_few_of_one_protected_group(tmp_path, capsys):
 
 
 def test_duplicate_column_names_component_api():
+    """The components read roles from the field metadata only (no ``roles=`` argument any more):
+    a table with two fields called 'x', each carrying a role, is refused naming 'x'."""
     good = good_columns()
+    fields = [
+        pa.field(name, pa.array(good[src]).type, metadata=ROLES[src].to_metadata())
+        for name, src in (("x", "x"), ("x", "x"), ("PA", "PA"), ("y", "y"))
+    ]
     table = pa.Table.from_arrays(
         [pa.array(good["x"]), pa.array(good["x"]), pa.array(good["PA"]), pa.array(good["y"])],
-        names=["x", "x", "PA", "y"],
+        schema=pa.schema(fields),
     )
-    roles = TableRoles.of([ROLES["x"], ROLES["PA"], ROLES["y"]])
+    assert table.column_names == ["x", "x", "PA", "y"]
     with pytest.raises(InputError) as e:
-        fair_mdav(table, FairMDAVParams(k=3), roles=roles)
+        fair_mdav(table, FairMDAVParams(k=3))
     assert e.value.column == "x" and "column names must be unique" in e.value.rule
     with pytest.raises(InputError) as e:
-        mdav(table, MDAVParams(k=3), roles=roles)
+        mdav(table, MDAVParams(k=3))
     assert e.value.column == "x" and "unique" in e.value.rule
+    roles = TableRoles.of([ROLES["x"], ROLES["PA"], ROLES["y"]])
     with pytest.raises(InputError) as e:
         attach_roles(table, roles)
     assert e.value.column == "x" and "unique" in e.value.rule
@@ -353,12 +367,25 @@ def test_unknown_spec_key(tmp_path, capsys, extra, dataset, key):
     spec = write_spec(tmp_path, csv_text(good_columns()), extra=extra, dataset=dataset)
     raw = yaml.safe_load(spec.read_text())
     with pytest.raises(SpecError) as e:
-        parse_spec(raw)
-    # today the guarantee's discriminator tag stays in the path ('guarantees.0.k_anonymity.kk':
-    # schemas.spec._UNION_TAGS is never filled); either spelling names the key
-    assert e.value.key.replace(".k_anonymity.", ".") == key
+        parse_spec(raw)  # the resolved spec: the guarantees are typed by the registered kinds
+    assert e.value.key == key
     assert e.value.rule == "unknown key"
     assert_cli_rejects(tmp_path, capsys, spec, f"spec key '{e.value.key}'", "unknown key")
+
+
+def test_unknown_component(tmp_path, capsys):
+    """The envelope accepts any component name; resolving it against the registry does not."""
+    spec = write_spec(tmp_path, csv_text(good_columns()))
+    raw = yaml.safe_load(spec.read_text())
+    raw["component"]["name"] = "fair_mdv"
+    spec.write_text(yaml.safe_dump(raw, sort_keys=False))
+    with pytest.raises(SpecError) as e:
+        parse_spec(raw)
+    assert e.value.key == "component.name"
+    assert "unknown component 'fair_mdv'" in e.value.rule and "fair_mdav" in e.value.rule
+    assert_cli_rejects(
+        tmp_path, capsys, spec, "spec key 'component.name'", "unknown component 'fair_mdv'"
+    )
 
 
 def test_unknown_column_in_column_roles(tmp_path, capsys):

@@ -17,11 +17,13 @@ import pytest
 import yaml
 
 from pipelines.cli import main
+from pipelines.flow import release_files as release_outputs
 from schemas.contracts import contract_from_json
 from schemas.roles import Role, read_roles
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
-RELEASE_FILES = ("data.parquet", "lineage.parquet", "manifest.json")
+# each public output at the top, each sidecar under internal/ (never for distribution)
+RELEASE_FILES = ("data.parquet", "internal/lineage.parquet", "manifest.json", "report.html")
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -69,15 +71,37 @@ def test_run_publishes_a_release(german):
     assert f"release: {folder}" in german["out"]
     for name in RELEASE_FILES:
         assert (folder / name).is_file(), name
+    assert not (folder / "lineage.parquet").exists()  # the sidecar is not a public output
     assert not list((german["store"] / "german_fair_mdav").glob(".staging/*"))
+    man = json.loads((folder / "manifest.json").read_text())
+    assert release_outputs(man) == (
+        {"data": "data.parquet"},
+        {"lineage": "internal/lineage.parquet"},
+    )
+    assert man["outputs"]["data"]["rows"] == man["sidecars"]["lineage"]["rows"] == 980
+
+
+def test_run_prints_the_headline_metrics(german):
+    """The algorithm's headline metrics as '  <label>: <value>' lines, not key=value."""
+    out = german["out"]
+    man = json.loads((german["folder"] / "manifest.json").read_text())
+    metrics = man["metrics"]
+    assert "  input rows: 1000\n" in out
+    assert "  published rows: 980\n" in out
+    assert f"  labels relabelled: {metrics['relabelled']}\n" in out
+    assert f"  demographic parity difference, input: {metrics['dpar_before']:.4f}\n" in out
+    assert man["headline"]["relabelled"] == "labels relabelled"
+    assert re.search(r"guarantees: (\d+)/\1 hold; schema checks: (\d+)/\2 pass", out), out
+    assert not [line for line in out.splitlines() if re.match(r"\s*\w+=", line)], out
 
 
 def test_data_parquet_carries_roles_and_contract(german):
     folder = german["folder"]
     schema = pq.read_schema(folder / "data.parquet")
     roles = read_roles(schema)
-    assert roles.protected.name == "sex" and roles.label.name == "credit"
-    assert roles.protected.favoured == 1 and roles.label.positive == 1
+    prot, lab = roles.single(Role.PROTECTED), roles.single(Role.LABEL)
+    assert prot.name == "sex" and lab.name == "credit"
+    assert prot.favoured == (1,) and lab.positive == (1,)  # value sets
     qis = roles.quasi_identifiers
     assert qis and set(qis) | {"sex", "credit"} == set(schema.names)
     assert all(roles[q].role is Role.QUASI_IDENTIFIER for q in qis)
@@ -134,12 +158,9 @@ def test_validate_passes(german):
     assert held == total > 0
 
 
-def test_validate_catches_a_flipped_label(german, tmp_path):
-    """Flip the label of one favoured positive row: positive correction never does that (C7),
-    and the group's relabel count is no longer minimal (C9)."""
-    copy = tmp_path / "release"
-    shutil.copytree(german["folder"], copy)
-    path = copy / "data.parquet"
+def flip_favoured_positive_label(path: Path) -> None:
+    """Flip the label of the first favoured (sex = 1) positive (credit = 1) row of a German
+    release's data.parquet, keeping its schema metadata (roles, contract)."""
     table = pq.read_table(path)
     df = table.to_pandas()
     row = int(np.flatnonzero((df["sex"] == 1).to_numpy() & (df["credit"] == 1).to_numpy())[0])
@@ -150,7 +171,16 @@ def test_validate_catches_a_flipped_label(german, tmp_path):
         i, table.schema.field(i), pa.array(flipped, table.schema.field(i).type)
     )
     pq.write_table(table, path)
-    assert read_roles(pq.read_schema(path)).label.name == "credit"  # metadata kept
+    assert read_roles(pq.read_schema(path)).single(Role.LABEL).name == "credit"  # metadata kept
+    assert int(pq.read_table(path)["credit"].to_numpy()[row]) == 0
+
+
+def test_validate_catches_a_flipped_label(german, tmp_path):
+    """Flip the label of one favoured positive row: positive correction never does that (C7),
+    and the group's relabel count is no longer minimal (C9)."""
+    copy = tmp_path / "release"
+    shutil.copytree(german["folder"], copy)
+    flip_favoured_positive_label(copy / "data.parquet")
 
     code, out, err = cli("validate", str(copy))
     assert code == 1, err + out
@@ -182,6 +212,159 @@ def test_unmet_demand_publishes_nothing(tmp_path):
     assert code == 0 and "no releases" in out
 
 
+# --- the issue's must-show cases -----------------------------------------------------------------
+def german_variant(tmp_path: Path, name: str, **changes) -> Path:
+    """The shipped German spec under ``name`` with top-level keys replaced (or, for
+    ``dataset``, merged)."""
+    spec = yaml.safe_load((SPECS / "german_fair_mdav.yaml").read_text())
+    spec["name"] = name
+    for key, value in changes.items():
+        spec[key] = {**spec[key], **value} if key == "dataset" else value
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def assert_nothing_published(store: Path, pipeline: str) -> None:
+    """No version folder, no ``latest``; a manifest only in quarantine, if anywhere."""
+    base = store / pipeline
+    if base.exists():
+        assert [p.name for p in base.iterdir() if not p.name.startswith(".")] == []
+    assert all(".quarantine" in p.parts for p in store.rglob("manifest.json"))
+    code, out, _ = cli("releases", "--store", str(store))
+    assert code == 0 and "no releases" in out
+
+
+def test_t_closeness_of_the_label_at_zero_publishes_nothing(tmp_path):
+    """Demanding t = 0 closeness of the label within every group cannot hold (the label is not
+    spread evenly over the fairlets): exit 1, the demand named, nothing published."""
+    spec = german_variant(
+        tmp_path, "german_t0", guarantees=[{"kind": "t_closeness", "attribute": "credit", "t": 0}]
+    )
+    store = tmp_path / "store"
+    code, out, err = cli("run", str(spec), "--store", str(store))
+    assert code == 1, err + out
+    assert err.startswith("privfair: release not published"), err
+    assert "spec.0 t_closeness" in err and "'credit'" in err
+    assert not out.startswith("published")
+    assert_nothing_published(store, "german_t0")
+    (q,) = (store / "german_t0" / ".quarantine").iterdir()
+    man = json.loads((q / "manifest.json").read_text())
+    (failed,) = [r for r in man["validation"]["results"] if not r["passed"]]
+    assert (failed["id"], failed["kind"], failed["expected"]) == ("spec.0", "t_closeness", 0)
+    assert failed["observed"] > 0 and failed["n_offending"] > 0
+
+
+def test_t_closeness_of_a_missing_attribute_is_a_spec_error(tmp_path):
+    spec = german_variant(
+        tmp_path,
+        "german_nosuch",
+        guarantees=[{"kind": "t_closeness", "attribute": "nosuchattribute", "t": 0.1}],
+    )
+    store = tmp_path / "store"
+    code, out, err = cli("run", str(spec), "--store", str(store))
+    assert code == 2, err + out
+    assert err.startswith("privfair: error:"), err
+    assert "spec key 'guarantees.0.attribute'" in err and "'nosuchattribute'" in err
+    assert_nothing_published(store, "german_nosuch")
+    assert not list(store.rglob("*.parquet"))  # refused before the component ran
+
+
+def test_builtin_dataset_column_override_of_a_missing_column(tmp_path):
+    spec = german_variant(
+        tmp_path,
+        "german_nosuchcolumn",
+        dataset={"columns": {"nosuchcolumn": {"role": "quasi_identifier"}}},
+    )
+    store = tmp_path / "store"
+    code, out, err = cli("run", str(spec), "--store", str(store))
+    assert code == 2, err + out
+    assert err.startswith("privfair: error:"), err
+    assert "spec key 'dataset.columns.nosuchcolumn'" in err
+    assert "not a column of built-in dataset 'german'" in err
+    assert_nothing_published(store, "german_nosuchcolumn")
+
+
+def drop_from_contract(folder: Path, ids: set[str]) -> None:
+    """Delete the guarantees ``ids`` from both copies of the declared contract a release carries:
+    the manifest's and the one in data.parquet's metadata (``privfair.contract``)."""
+    mpath = folder / "manifest.json"
+    man = json.loads(mpath.read_text())
+    before = len(man["contract"])
+    man["contract"] = [g for g in man["contract"] if g["id"] not in ids]
+    assert len(man["contract"]) == before - len(ids)
+    mpath.write_text(json.dumps(man, indent=2))
+
+    path = folder / "data.parquet"
+    table = pq.read_table(path)
+    meta = dict(table.schema.metadata)
+    kept = [g for g in json.loads(meta[b"privfair.contract"]) if g["id"] not in ids]
+    assert len(kept) == before - len(ids)
+    meta[b"privfair.contract"] = json.dumps(kept).encode()
+    pq.write_table(table.replace_schema_metadata(meta), path)
+    left = contract_from_json(pq.read_schema(path).metadata[b"privfair.contract"])
+    assert len(left) == before - len(ids) and not {g.id for g in left} & ids
+
+
+def test_validate_catches_a_flipped_label_hidden_from_the_declared_contract(german, tmp_path):
+    """Flip one favoured positive label AND delete C7 and C9 from the manifest's contract and
+    from the Parquet metadata: the contract is rebuilt from the spec, so C7 and C9 are still
+    checked (and fail), and the declared copies fail ``declared_contract`` naming both."""
+    copy = tmp_path / "release"
+    shutil.copytree(german["folder"], copy)
+    flip_favoured_positive_label(copy / "data.parquet")
+    drop_from_contract(copy, {"C7", "C9"})
+
+    code, out, err = cli("validate", str(copy))
+    assert code == 1, err + out
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert any("C7" in line and "correction_direction" in line for line in fails), out
+    assert any("C9" in line and "minimal_correction" in line for line in fails), out
+    (declared,) = [line for line in fails if "declared_contract" in line]
+    assert "C7 correction_direction" in declared and "C9 minimal_correction" in declared
+    assert "manifest.json" in declared and "data.parquet" in declared
+    held, total = guarantees_held(out)
+    assert held <= total - 3
+    assert cli("validate", str(german["folder"]))[0] == 0  # the original still validates
+
+
+def test_validate_catches_an_overwritten_passthrough_column(tmp_path):
+    """German with ``foreigner`` made a pass-through (public) column instead of a QI: the
+    release publishes it unchanged (C6); overwriting it in data.parquet fails validation."""
+    spec = german_variant(
+        tmp_path,
+        "german_foreigner",
+        dataset={"columns": {"foreigner": {"role": "public", "kind": "binary"}}},
+    )
+    store = tmp_path / "store"
+    code, out, err = cli("run", str(spec), "--store", str(store))
+    assert code == 0, err + out
+    version = (store / "german_foreigner" / "latest").read_text().strip()
+    folder = store / "german_foreigner" / version
+    man = json.loads((folder / "manifest.json").read_text())
+    (c6,) = [g for g in man["contract"] if g["kind"] == "attributes_preserved"]
+    assert c6["id"] == "C6" and set(c6["columns"]) == {"foreigner", "sex"}
+    assert read_roles(pq.read_schema(folder / "data.parquet"))["foreigner"].role is Role.PUBLIC
+    assert cli("validate", str(folder))[0] == 0
+
+    copy = tmp_path / "release"
+    shutil.copytree(folder, copy)
+    path = copy / "data.parquet"
+    table = pq.read_table(path)
+    i = table.schema.get_field_index("foreigner")
+    field = table.schema.field(i)
+    values = table["foreigner"].to_numpy()
+    table = table.set_column(i, field, pa.array(1 - values, field.type))  # every value flipped
+    pq.write_table(table, path)
+
+    code, out, err = cli("validate", str(copy))
+    assert code == 1, err + out
+    fails = [line for line in out.splitlines() if line.startswith("FAIL")]
+    assert len(fails) == 1, out
+    assert "C6" in fails[0] and "attributes_preserved" in fails[0]
+    assert "1 of 2 preserved columns changed" in fails[0]
+
+
 def test_releases_lists_the_release(german):
     code, out, err = cli("releases", "--store", str(german["store"]))
     assert code == 0, err
@@ -210,7 +393,7 @@ def test_adult_release_must_show(tmp_path):
     table = pq.read_table(folder / "data.parquet")
     roles = read_roles(table)
     df = table.to_pandas()
-    lineage = pq.read_table(folder / "lineage.parquet").to_pandas()
+    lineage = pq.read_table(folder / "internal" / "lineage.parquet").to_pandas()
     assert len(df) == len(lineage) == 46_640
 
     # 10-anonymous over every published QI column

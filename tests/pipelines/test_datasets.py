@@ -15,9 +15,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 
+from components.microaggregation.fair_mdav import fair_mdav
+from components.microaggregation.params import FairMDAVParams
 from pipelines.ingest import load_dataset, validate_table
 from schemas.datasets import DATASETS
-from schemas.errors import InputError, SpecError
+from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 from schemas.spec import DatasetSpec
 
@@ -52,8 +54,10 @@ def test_counts(name, rows, protected, unfavoured, label, positives, n_qi) -> No
     t = prepared(name)
     roles = read_roles(t)
     assert t.num_rows == rows
-    assert roles.protected.name == protected and roles.protected.favoured == 1
-    assert roles.label.name == label and roles.label.positive == 1
+    prot, lab = roles.single(Role.PROTECTED), roles.single(Role.LABEL)
+    # value sets are tuples now (a scalar is normalised to a 1-tuple)
+    assert prot.name == protected and prot.favoured == (1,)
+    assert lab.name == label and lab.positive == (1,)
     assert count(t, protected, 0) == unfavoured
     assert count(t, protected, 1) == rows - unfavoured
     assert count(t, label, 1) == positives
@@ -210,12 +214,52 @@ def test_unknown_builtin_is_a_spec_error() -> None:
         load_dataset(DatasetSpec(name="census"))
 
 
-def test_quasi_identifier_subset_and_exclude() -> None:
-    spec = DatasetSpec(name="compas", quasi_identifiers=["age", "sex", "jailtime"])
+def test_builtin_columns_override() -> None:
+    """A built-in dataset's ``columns:`` override is honoured; a column the dataset does not
+    have is a spec error naming ``dataset.columns.<col>``."""
+    spec = DatasetSpec(name="german", columns={"foreigner": {"role": "public", "kind": "binary"}})
     table, _ = load_dataset(spec)
+    roles = read_roles(table)
+    assert table.column_names == prepared("german").column_names
+    assert roles["foreigner"].role is Role.PUBLIC and roles["foreigner"].kind is Kind.BINARY
+    assert "foreigner" not in roles.quasi_identifiers
+    assert len(roles.quasi_identifiers) == 19
+    with pytest.raises(SpecError) as e:
+        load_dataset(
+            DatasetSpec(name="german", columns={"nosuchcolumn": {"role": "quasi_identifier"}})
+        )
+    assert e.value.key == "dataset.columns.nosuchcolumn"
+    assert "nosuchcolumn" in str(e.value)
+
+
+def test_quasi_identifier_subset_and_exclude() -> None:
+    """``quasi_identifiers`` keeps only the QIs it lists and drops the others (an explicit
+    choice: they are not demoted to ``ignored``, which the default ``unlabelled: refuse`` would
+    then refuse); ``exclude`` drops columns at ingest."""
+    spec = DatasetSpec(name="compas", quasi_identifiers=["age", "sex", "jailtime"])
+    table, record = load_dataset(spec)
     assert table.column_names == ["sex", "age", "jailtime", "race", "no_recid"]
-    assert read_roles(table).quasi_identifiers == ["sex", "age", "jailtime"]
+    roles = read_roles(table)
+    assert roles.quasi_identifiers == ["sex", "age", "jailtime"]
+    assert roles.with_role(Role.IGNORED) == []
+    assert roles.single(Role.PROTECTED).name == "race"
+    assert roles.single(Role.LABEL).name == "no_recid"
+    # the kept columns are the prepared dataset's, untouched
+    full = prepared("compas")
+    for name in table.column_names:
+        assert table[name].equals(full[name]), name
+    assert record["rows"] == full.num_rows
+    # the default policies accept it: nothing is private or unlabelled
+    assert record["dropped_columns"] == {"private": [], "unlabelled": []}
     table, _ = load_dataset(DatasetSpec(name="compas", exclude=["jailtime", "sex"]))
+    assert table.column_names == [
+        "age",
+        "priors_count",
+        "days_b_screening_arrest",
+        "c_charge_degree",
+        "race",
+        "no_recid",
+    ]
     assert read_roles(table).quasi_identifiers == [
         "age",
         "priors_count",
@@ -253,6 +297,10 @@ _COLUMNS = {
 def test_load_custom_file_relative_to_cwd(
     fmt: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A relative ``dataset.path`` of a spec parsed from data (no spec file) is taken relative to
+    the current directory and recorded as written. ``id`` (not listed in ``columns``) and
+    ``note`` (role ``ignored``) are unlabelled: refused by default, dropped with
+    ``unlabelled: drop``, passed on in file order with ``unlabelled: keep``."""
     raw = pa.table(
         {
             "id": [1, 2, 3, 4],
@@ -260,7 +308,7 @@ def test_load_custom_file_relative_to_cwd(
             "colour": ["red", "blue", "red", "green"],
             "note": ["a", "b", "c", "d"],
             "g": [0, 1, 1, 0],
-            "y": [1, 0, 1, 1],
+            "y": [0, 1, 1, 1],  # g = 1 has the higher positive rate, as declared
         }
     )
     (tmp_path / "d").mkdir()
@@ -270,13 +318,42 @@ def test_load_custom_file_relative_to_cwd(
     else:
         pq.write_table(raw, path)
     monkeypatch.chdir(tmp_path)
-    table, record = load_dataset(DatasetSpec(path=f"d/t.{fmt}", format=fmt, columns=_COLUMNS))
-    assert table.column_names == ["x", "colour", "g", "y"]  # file order; id unlisted, note ignored
+    written = f"d/t.{fmt}"
+
+    with pytest.raises(SpecError) as e:  # the default: unlabelled: refuse
+        load_dataset(DatasetSpec(path=written, format=fmt, columns=_COLUMNS))
+    assert e.value.key == "dataset.unlabelled"
+    assert "id, note" in e.value.rule
+
+    spec = DatasetSpec(path=written, format=fmt, columns=_COLUMNS, unlabelled="drop")
+    table, record = load_dataset(spec)
+    assert table.column_names == ["x", "colour", "g", "y"]  # file order
     roles = read_roles(table)
     assert roles.quasi_identifiers == ["x", "colour"]
-    assert roles["colour"].kind is Kind.NOMINAL and roles.protected.favoured == 1
-    assert record["dataset"] == str(path)
+    assert roles["colour"].kind is Kind.NOMINAL
+    assert roles.single(Role.PROTECTED).favoured == (1,)
+    # as written in the spec: relative, never the local absolute path
+    assert record["dataset"] == written
+    assert str(tmp_path) not in str(record)
     assert record["rows"] == 4 and list(record["files"]) == [f"t.{fmt}"]
+    assert record["dropped_columns"] == {"private": [], "unlabelled": ["id", "note"]}
+
+    spec = DatasetSpec(path=written, format=fmt, columns=_COLUMNS, unlabelled="keep")
+    table, record = load_dataset(spec)
+    assert table.column_names == ["id", "x", "colour", "note", "g", "y"]
+    roles = read_roles(table)
+    assert roles["id"].role is Role.IGNORED and roles["id"].kind is Kind.NUMERIC
+    assert roles["note"].role is Role.IGNORED and roles["note"].kind is Kind.NOMINAL
+    assert table["id"].to_pylist() == [1, 2, 3, 4]
+    assert table["note"].to_pylist() == ["a", "b", "c", "d"]
+    assert record["dropped_columns"] == {"private": [], "unlabelled": []}
+
+    # the same relative path from another directory is not found (it is not resolved against
+    # anything but the cwd, --data-dir and $PRIVFAIR_DATA_DIR)
+    monkeypatch.chdir(tmp_path / "d")
+    monkeypatch.delenv("PRIVFAIR_DATA_DIR", raising=False)
+    with pytest.raises(DataSourceError, match="not found"):
+        load_dataset(DatasetSpec(path=written, format=fmt, columns=_COLUMNS, unlabelled="drop"))
 
 
 def test_custom_file_missing_column(tmp_path: Path) -> None:
@@ -300,7 +377,13 @@ _X = ColumnRole("x", Role.QUASI_IDENTIFIER, Kind.NUMERIC)
 
 
 def test_valid_small_table_passes() -> None:
-    validate_table(_table({"x": [1.0, 2.0], "g": [0, 1], "y": [1, 0]}, [_X, _G, _Y]))
+    """A valid table passes; the same table with one bad value does not, so passing is not
+    vacuous (the rules do read this table's roles and values)."""
+    good = {"x": [1.0, 2.0], "g": [0, 1], "y": [1, 0]}
+    assert validate_table(_table(good, [_X, _G, _Y])) is None
+    with pytest.raises(InputError, match="NaN or infinite") as e:
+        validate_table(_table({**good, "x": [1.0, math.inf]}, [_X, _G, _Y]))
+    assert e.value.column == "x"
 
 
 def test_empty_table() -> None:
@@ -319,10 +402,17 @@ def test_duplicate_column_names() -> None:
 
 @pytest.mark.parametrize("bad", ["g", "y"])
 def test_nulls_in_protected_or_label(bad: str) -> None:
+    """A binary protected attribute or label is the microaggregation family's rule now: ingest's
+    generic rules let the table through, the family refuses it when it runs."""
     cols = {"x": [1.0, 2.0, 3.0], "g": [0, 1, 1], "y": [1, 0, 1]}
     cols[bad] = [0, None, 1]
-    with pytest.raises(InputError, match="nulls") as e:
-        validate_table(_table(cols, [_X, _G, _Y]))
+    table = _table(cols, [_X, _G, _Y])
+    validate_table(table)
+    with pytest.raises(InputError) as e:
+        fair_mdav(table, FairMDAVParams(k=2))
+    what = "protected attribute" if bad == "g" else "label"
+    assert e.value.rule == f"the {what} has missing values"
+    assert e.value.detail == "1 of 3 rows have no value; drop or fill them first"
     assert e.value.column == bad and f"'{bad}'" in str(e.value)
 
 
@@ -346,9 +436,12 @@ def test_nan_or_inf_in_numeric_qi(value: float) -> None:
     [("g", [1, 1, 1], "found 1: [1]"), ("y", [0, 1, 2], "found 3: [0, 1, 2]")],
 )
 def test_protected_or_label_not_binary(bad: str, values: list[int], found: str) -> None:
+    """As above: a family rule, checked when the component runs, not at ingest."""
     cols = {"x": [1.0, 2.0, 3.0], "g": [0, 1, 1], "y": [1, 0, 1]}
     cols[bad] = values
+    table = _table(cols, [_X, _G, _Y])
+    validate_table(table)
     with pytest.raises(InputError, match="must have exactly two distinct values") as e:
-        validate_table(_table(cols, [_X, _G, _Y]))
+        fair_mdav(table, FairMDAVParams(k=2))
     assert e.value.column == bad and f"'{bad}'" in str(e.value)
     assert found in str(e.value)

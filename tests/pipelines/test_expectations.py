@@ -9,22 +9,32 @@ import os
 import re
 import subprocess
 import sys
+from collections import Counter
 from pathlib import Path
-from typing import ClassVar
+from typing import Literal
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from pydantic import Field
 
-from components.microaggregation.audit import build_audit
-from components.microaggregation.checks import CHECKS, check_contract
+from components.core.checks import check_contract
+from components.core.registry import kind_checks
+from components.microaggregation.audit import build_audit, evidence
 from pipelines import expectations as E
-from pipelines.flow import ingest, protect
-from pipelines.validate import validate_release
+from pipelines.catalogue import (
+    algorithm_of,
+    check_keys,
+    load_spec,
+    outline,
+    parse_spec,
+    with_params,
+)
+from pipelines.flow import declared_copies, ingest, protect, required_contract
+from pipelines.validate import DECLARED_ID, validate_release
 from schemas import contracts as C
 from schemas.errors import PrivfairError
 from schemas.roles import Role, read_roles
-from pipelines.catalogue import load_spec, parse_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,18 +46,25 @@ def german():
 
 
 @pytest.fixture(scope="module")
-def releases(german):
-    """German through Fair-MDAV (shipped spec), plain MDAV, and Fair-MDAV without
-    microaggregation: together they declare every guarantee kind that has a checker."""
-    spec, ing = german
+def specs(german):
+    """German through Fair-MDAV (shipped spec), plain MDAV, Fair-MDAV without microaggregation
+    and Fair-MDAV publishing one-hot shares: together they declare every guarantee kind that has
+    a checker."""
+    spec, _ = german
     raw = spec.model_dump(mode="json")
     raw.update(name="german_mdav", component={"name": "mdav", "params": {"k": 10}})
-    specs = {
+    return {
         "fair_mdav": spec,
         "mdav": parse_spec(raw),
-        "fair_mdav_raw_qis": spec.with_params({"microaggregate": False}),
+        "fair_mdav_raw_qis": with_params(spec, {"microaggregate": False}),
+        "fair_mdav_onehot": with_params(spec, {"publish": "onehot"}),
     }
-    return {name: protect(s, ing.table) for name, s in specs.items()}
+
+
+@pytest.fixture(scope="module")
+def releases(german, specs):
+    _, ing = german
+    return {name: protect(s, ing) for name, s in specs.items()}
 
 
 @pytest.fixture(scope="module")
@@ -55,19 +72,66 @@ def fair(releases):
     return releases["fair_mdav"]
 
 
-def _validate(ing, res, published=None, lineage=None, out_dir=None):
+APPLICANTS_SPEC = """\
+name: applicants_private_dropped
+dataset:
+  path: applicants.csv
+  private: drop
+  columns:
+    applicant: {role: private, kind: nominal}
+    age: {role: quasi_identifier, kind: numeric}
+    region: {role: quasi_identifier, kind: nominal}
+    sex: {role: protected, kind: binary, favoured: 1}
+    hired: {role: label, kind: binary, positive: 1}
+component:
+  name: fair_mdav
+  params: {k: 4, tau: 1.0}
+"""
+
+
+@pytest.fixture(scope="module")
+def private_dropped(tmp_path_factory):
+    """A release of a small file dataset whose ``private`` column is dropped (``private: drop``):
+    no built-in dataset has a private column, so this is how a release owes ``columns_absent``.
+    Returns (spec, ingested input, result)."""
+    folder = tmp_path_factory.mktemp("applicants")
+    rows = ["applicant,age,region,sex,hired"]
+    for i in range(24):
+        sex = int(i % 2 == 0)
+        hired = int((i // 2) % 3 != 0) if sex else int(i % 4 == 1)  # sex = 1 favoured
+        rows.append(f"P-{4000 + 7 * i},{20 + (i * 13) % 40},{'nse'[i % 3]},{sex},{hired}")
+    (folder / "applicants.csv").write_text("\n".join(rows) + "\n")
+    (folder / "spec.yaml").write_text(APPLICANTS_SPEC)
+    spec = load_spec(folder / "spec.yaml")
+    ing = ingest(spec)
+    return spec, ing, protect(spec, ing)
+
+
+def _validate(ing, res, spec, published=None, lineage=None, out_dir=None, declared=None):
+    """Validate ``res`` (optionally with its published table or lineage replaced) against the
+    contract rebuilt from ``spec``, the declared copies being the result's contract and the
+    copy in the published table's metadata (unless ``declared`` is given)."""
+    outputs = {"data": res.outputs["data"] if published is None else published}
+    sidecars = {"lineage": res.sidecars["lineage"] if lineage is None else lineage}
     return validate_release(
+        algorithm_of(spec),
+        spec.params,
         ing.table,
-        res.table if published is None else published,
-        res.lineage if lineage is None else lineage,
-        res.contract,
-        res.params.get("scaling", "minmax"),
+        outputs,
+        sidecars,
+        required_contract(spec, ing.table),
+        declared_copies(res.contract, outputs) if declared is None else declared,
         out_dir,
     )
 
 
 def _plain(obj):
     return json.loads(json.dumps(obj, default=lambda o: o.item()))
+
+
+def _checker_fields(r) -> dict:
+    """A result's fields without its check name (``key``, which only the validator sets)."""
+    return {k: v for k, v in _plain(r.to_dict()).items() if k != "key"}
 
 
 def _set_column(table: pa.Table, name: str, values) -> pa.Table:
@@ -83,53 +147,116 @@ def _failed(v, kind: str):
 
 
 # --- the mechanism ------------------------------------------------------------------------------
-def test_one_registered_expectation_per_checker():
+def _assert_mirrors(cls, model) -> None:
+    """``cls`` carries exactly ``model``'s fields (but ``id`` -> ``guarantee_id`` and ``kind``),
+    each with the model's type, requiredness and default."""
+    base = set(E.GuaranteeExpectation.__fields__)
+    assert "guarantee_id" in base
+    own = set(cls.__fields__) - base
+    assert own == set(model.model_fields) - {"id", "kind"}
+    assert set(cls.mirrored_fields()) == own
+    for name in own:
+        mf, ef = model.model_fields[name], cls.__fields__[name]
+        assert cls.__annotations__[name] == mf.annotation, name
+        assert ef.required == mf.is_required(), name
+        if not mf.is_required():
+            assert ef.default == mf.default, name
+    assert cls.guarantee_model is model
+    assert cls.guarantee_kind() == C.kind_of(model)
+    assert (cls.__doc__ or "").strip() == (model.__doc__ or "").strip()
+
+
+def test_one_generated_expectation_per_registered_kind():
+    """Every kind with a checker (shared or a family's) has exactly one generated expectation
+    class, registered with GX, whose fields are the guarantee model's fields."""
     from great_expectations.expectations.registry import get_expectation_impl
 
-    assert set(E.EXPECTATIONS) == set(CHECKS)
+    checks = kind_checks()
+    assert set(E.EXPECTATIONS) == set(checks)
+    assert set(checks) <= set(C.guarantee_kinds())
+    assert len({cls.expectation_type for cls in E.EXPECTATIONS.values()}) == len(checks)
     for kind, cls in E.EXPECTATIONS.items():
+        assert issubclass(cls, E.GuaranteeExpectation)
+        assert cls.__module__ == E.__name__  # generated, not hand-written elsewhere
+        _assert_mirrors(cls, checks[kind].model)
         assert get_expectation_impl(cls.expectation_type) is cls
-        assert cls.batch() == CHECKS[kind][0]
-        assert set(cls.mirrored_fields()) == set(cls.guarantee_model.model_fields) - {"id", "kind"}
+        assert cls.batch() == checks[kind].frame
         assert E.GUARANTEE_TYPES[cls.expectation_type] == kind
-    assert E.EXPECTATIONS["k_anonymity"].expectation_type == "expect_table_k_anonymous"
+    assert E.EXPECTATIONS["k_anonymity"].expectation_type == "expect_k_anonymity"
     assert E.EXPECTATIONS["fairlet_composition"].expectation_type == "expect_fairlet_composition"
     assert E.EXPECTATIONS["t_closeness"].expectation_type == "expect_t_closeness"
+    assert E.EXPECTATIONS["seed_nearest"].batch() == "audit"
+    assert E.EXPECTATIONS["k_anonymity"].batch() == E.PUBLISHED
 
 
-def test_shipped_releases_exercise_every_kind(releases):
-    assert {g.kind for r in releases.values() for g in r.contract} == set(CHECKS)
-
-
-def test_register_refuses_a_class_that_does_not_mirror_its_guarantee(monkeypatch):
+def test_generate_mirrors_a_new_guarantee_model(monkeypatch):
+    """Adding a kind needs no hand-written class: ``generate`` derives one from the model."""
     from great_expectations.expectations import registry
 
     # defining an Expectation subclass registers it with GX: keep that out of the real registry
     monkeypatch.setattr(
         registry, "_registered_expectations", dict(registry._registered_expectations)
     )
-    with pytest.raises(PrivfairError, match=r"missing \['k'\]"):
 
-        @E.register
-        class ExpectKAnonymousWithoutK(E.GuaranteeExpectation):
-            guarantee_model: ClassVar[type] = C.KAnonymity
-            quasi_identifiers: tuple[str, ...] = ()
+    class SpanBound(C.Guarantee):
+        """Every group spans at most ``width`` units of ``attribute``."""
 
-    with pytest.raises(PrivfairError, match="no checker for guarantee kind 'alpha_protection'"):
+        kind: Literal["span_bound"] = "span_bound"
+        attribute: str
+        width: float = Field(gt=0)
+        mode: Literal["strict", "loose"] = "strict"
+        columns: tuple[str, ...] = ()
 
-        @E.register
-        class ExpectAlphaProtectionWithoutChecker(E.GuaranteeExpectation):
-            guarantee_model: ClassVar[type] = C.AlphaProtection
-            measure: str
-            alpha: float
+    cls = E.generate(SpanBound)
+    assert cls.__name__ == "ExpectSpanBound"
+    assert cls.expectation_type == "expect_span_bound"
+    assert registry.get_expectation_impl("expect_span_bound") is cls
+    _assert_mirrors(cls, SpanBound)
+    assert "span_bound" not in E.EXPECTATIONS  # only registered kinds are in the table
 
-    assert "alpha_protection" not in E.EXPECTATIONS
+    g = SpanBound(id="X1", attribute="age", width=2.5, columns=("a", "b"))
+    e = cls.from_guarantee(g)
+    assert (e.guarantee_id, e.attribute, e.width, e.mode) == ("X1", "age", 2.5, "strict")
+    assert e.to_guarantee() == g
+    # the model's constraints hold for the expectation too (checked by the model itself)
+    with pytest.raises(ValueError, match="width"):
+        cls(attribute="age", width=0)
+    with pytest.raises(ValueError, match="attribute"):
+        cls(width=1.0)
 
 
-def test_expectation_fields_round_trip_to_the_guarantee(releases):
-    for res in releases.values():
+def test_generated_expectation_refuses_what_its_guarantee_refuses():
+    ka = E.EXPECTATIONS["k_anonymity"]
+    assert ka(k=5, quasi_identifiers=["age"]).to_guarantee() == C.KAnonymity(
+        k=5, quasi_identifiers=("age",)
+    )
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        ka(k=0)
+    with pytest.raises(ValueError, match="reference"):
+        E.EXPECTATIONS["t_closeness"](attribute="sex", t=0.1, reference="elsewhere")
+
+
+# what every release owes the input's roles, whatever the algorithm (pipelines.flow)
+ROLE_KINDS = {"columns_absent"}
+
+
+def test_shipped_releases_exercise_every_kind(releases, private_dropped):
+    """The shipped German spec and its variants declare every kind with a checker but the
+    role kinds, which no built-in dataset calls for; the small file release with a private
+    column dropped declares those: between them, every kind is exercised by a real release."""
+    shipped = {g.kind for r in releases.values() for g in r.contract}
+    assert set(kind_checks()) >= ROLE_KINDS
+    assert shipped == set(kind_checks()) - ROLE_KINDS
+    _, _, res = private_dropped
+    assert {g.kind for g in res.contract} >= ROLE_KINDS
+    assert shipped | {g.kind for g in res.contract} == set(kind_checks())
+
+
+def test_expectation_fields_round_trip_to_the_guarantee(releases, private_dropped):
+    for res in [*releases.values(), private_dropped[2]]:
         for g in res.contract:
             e = E.expectation_for(g)
+            assert type(e) is E.EXPECTATIONS[g.kind]
             assert e.guarantee_id == g.id
             assert e.to_guarantee() == g
 
@@ -140,50 +267,109 @@ def test_pipelines_validate_imports_great_expectations_lazily():
 
 
 # --- valid releases -------------------------------------------------------------------------------
-@pytest.mark.parametrize("variant", ["fair_mdav", "mdav", "fair_mdav_raw_qis"])
-def test_every_guarantee_compiles_and_passes(german, releases, variant):
+@pytest.mark.parametrize("variant", ["fair_mdav", "mdav", "fair_mdav_raw_qis", "fair_mdav_onehot"])
+def test_every_guarantee_compiles_and_passes(german, specs, releases, variant):
     _, ing = german
-    res = releases[variant]
-    suites = E.compile_suites(res.contract, res.table, ing.table, res.lineage)
-    assert {b: E.count_held(s) for b, s in suites.items()} == E.count_declared(res.contract)
+    spec, res = specs[variant], releases[variant]
+    # the contract rebuilt from the spec and the input is the one the algorithm declared
+    required = required_contract(spec, ing.table)
+    assert required == res.contract
+    published, lineage = res.outputs["data"], res.sidecars["lineage"]
+    suites = E.compile_suites(required, published, ing.table, lineage)
+    held = {b: E.count_held(s) for b, s in suites.items()}
+    declared = E.count_declared(required)
+    assert set(declared) <= set(held)
+    assert held == {b: declared.get(b, Counter()) for b in held}
 
-    v = _validate(ing, res)
+    v = _validate(ing, res, spec)
     assert v.passed, v.failed
-    head = v.results[: len(res.contract)]
-    assert [(r.id, r.kind) for r in head] == [(g.id, g.kind) for g in res.contract]
-    assert all(r.id == E.BUILTIN_ID for r in v.results[len(res.contract) :])
+    n = len(required)
+    head = v.results[:n]
+    assert [(r.id, r.kind) for r in head] == [(g.id, g.kind) for g in required]
+    # each guarantee's check name, as Dagster shows it; known from the spec alone
+    assert [r.key for r in head] == check_keys(required) == check_keys(outline(spec))
+    declaration = v.results[n]
+    assert (declaration.id, declaration.kind, declaration.passed) == (
+        DECLARED_ID,
+        "declared_contract",
+        True,
+    )
+    assert all(r.id == E.BUILTIN_ID for r in v.results[n + 1 :])
+    assert v.guarantees == v.results[: n + 1]
 
     # one source of truth: the expectations report exactly what the pure checkers report
-    audit = build_audit(ing.table, res.table, res.lineage)
-    pure = check_contract(
-        res.contract, res.table.to_pandas(), audit, scaling=res.params.get("scaling", "minmax")
+    frames = evidence(ing.table, res.outputs, res.sidecars, spec.params)
+    pure = check_contract(required, frames)
+    assert [_checker_fields(r) for r in head] == [_checker_fields(r) for r in pure]
+
+
+def test_a_dropped_private_column_is_guaranteed_absent(private_dropped):
+    """``private: drop`` removes the column at ingest, records it in the input's schema
+    metadata, and the release owes ``columns_absent`` (id ``roles.private``) over it: the
+    contract rebuilt from the spec and the input holds it, it compiles to a GX expectation
+    and passes; the published table with the column put back fails it, naming the column."""
+    from pipelines.ingest import private_columns
+
+    spec, ing, res = private_dropped
+    assert "applicant" not in ing.table.column_names
+    assert private_columns(ing.table) == ["applicant"]
+    assert ing.input["dropped_columns"] == {"private": ["applicant"], "unlabelled": []}
+    (absent,) = [g for g in res.contract if g.kind == "columns_absent"]
+    assert absent == C.ColumnsAbsent(id="roles.private", columns=("applicant",))
+    required = required_contract(spec, ing.table)
+    assert required == res.contract and absent in required
+    assert "applicant" not in res.outputs["data"].column_names
+
+    published, lineage = res.outputs["data"], res.sidecars["lineage"]
+    suites = E.compile_suites(required, published, ing.table, lineage)
+    held = [
+        e for s in suites.values() for e in s.expectations if type(e) is E.EXPECTATIONS[absent.kind]
+    ]
+    assert [e.to_guarantee() for e in held] == [absent]
+
+    v = _validate(ing, res, spec)
+    assert v.passed, v.failed
+    (r,) = [r for r in v.results if r.kind == "columns_absent"]
+    assert (r.id, r.key, r.passed) == ("roles.private", "roles_private_columns_absent", True)
+
+    leaked = published.append_column(
+        "applicant", pa.array([f"P-{i}" for i in range(len(published))])
     )
-    assert [_plain(r.to_dict()) for r in head] == [_plain(r.to_dict()) for r in pure]
+    v = _validate(ing, res, spec, published=leaked)
+    assert not v.passed
+    (ca,) = _failed(v, "columns_absent")
+    assert ca.offending == [{"column": "applicant"}] and "applicant" in ca.message
+    (cs,) = _failed(v, "expect_table_columns_to_match_set")  # and the column set says so too
+    assert "applicant" in cs.message
 
 
 def test_suites_hold_the_contract_plus_the_builtins(german, fair):
-    _, ing = german
-    suites = E.compile_suites(fair.contract, fair.table, ing.table, fair.lineage)
-    builtins = E.builtin_expectations(fair.contract, fair.table, ing.table, fair.lineage)
+    spec, ing = german
+    published, lineage = fair.outputs["data"], fair.sidecars["lineage"]
+    suites = E.compile_suites(fair.contract, published, ing.table, lineage)
+    builtins = E.builtin_expectations(fair.contract, published, ing.table, lineage)
     total = sum(len(s.expectations) for s in suites.values())
     assert total == len(fair.contract) + len(builtins)
 
     columns = E.expected_columns(fair.contract, ing.table)
-    assert set(columns) == set(fair.table.column_names)
+    assert set(columns) == set(published.column_names)
     roles = read_roles(ing.table)
     n_binary = len(roles.with_role(Role.PROTECTED)) + len(roles.with_role(Role.LABEL))
     # column set + row count + not-null per column + value set and type of protected and label
     assert len(builtins) == 2 + len(columns) + 2 * n_binary
     assert all(e.expectation_type in E.GUARANTEE_TYPES for e in suites["audit"].expectations)
 
-    v = _validate(ing, fair)
-    assert len(v.results) == len(fair.contract) + len(builtins)
+    v = _validate(ing, fair, spec)
+    # one result per guarantee, the declared-contract check, then the built-ins
+    assert len(v.results) == len(fair.contract) + 1 + len(builtins)
+    assert len(v.schema_checks) == len(builtins)
 
 
 # --- violations -------------------------------------------------------------------------------
 def test_flipped_label_fails_local_fairness_naming_the_group(german, fair, tmp_path):
-    _, ing = german
-    audit = build_audit(ing.table, fair.table, fair.lineage)
+    spec, ing = german
+    published, lineage = fair.outputs["data"], fair.sidecars["lineage"]
+    audit = build_audit(ing.table, published, lineage)
     r = audit[audit["__retained"].to_numpy()]
     target = None
     for gid, grp in r.groupby("__group"):
@@ -194,16 +380,19 @@ def test_flipped_label_fails_local_fairness_naming_the_group(german, fair, tmp_p
             break
     assert target is not None
     gid, row_id = target
-    pos = int(np.flatnonzero(fair.lineage.column("row_id").to_numpy() == row_id)[0])
-    label = read_roles(fair.table).single(Role.LABEL).name
-    values = fair.table.column(label).to_pylist()
+    pos = int(np.flatnonzero(lineage.column("row_id").to_numpy() == row_id)[0])
+    label = read_roles(published).single(Role.LABEL).name
+    values = published.column(label).to_pylist()
     values[pos] = 1 - values[pos]
 
-    v = _validate(ing, fair, published=_set_column(fair.table, label, values), out_dir=tmp_path)
+    v = _validate(
+        ing, fair, spec, published=_set_column(published, label, values), out_dir=tmp_path
+    )
     assert not v.passed
     (lf,) = _failed(v, "local_fairness")
     assert [o["group"] for o in lf.offending] == [gid]
     assert lf.n_offending == 1 and "1 groups with upr" in lf.message
+    assert lf.key == "C8_local_fairness"
     (mc,) = _failed(v, "minimal_correction")
     assert gid in [o["group"] for o in mc.offending]
 
@@ -222,13 +411,12 @@ def test_flipped_label_fails_local_fairness_naming_the_group(german, fair, tmp_p
 
 
 def test_merged_groups_fail_fairlet_composition_naming_the_group(german, fair):
-    _, ing = german
-    group = fair.lineage.column("group").to_numpy().copy()
+    spec, ing = german
+    lin = fair.sidecars["lineage"]
+    group = lin.column("group").to_numpy().copy()
     group[group == 1] = 0
-    lineage = fair.lineage.set_column(
-        fair.lineage.schema.get_field_index("group"), "group", pa.array(group)
-    )
-    v = _validate(ing, fair, lineage=lineage)
+    lineage = lin.set_column(lin.schema.get_field_index("group"), "group", pa.array(group))
+    v = _validate(ing, fair, spec, lineage=lineage)
     assert not v.passed
     (fc,) = _failed(v, "fairlet_composition")
     assert fc.offending == [{"group": 0, "m_g": 6, "n_g": 14}]
@@ -237,10 +425,10 @@ def test_merged_groups_fail_fairlet_composition_naming_the_group(german, fair):
 
 
 def test_dropped_column_fails_the_column_set(german, fair):
-    _, ing = german
+    spec, ing = german
     dropped = fair.contract[[g.kind for g in fair.contract].index("k_anonymity")]
     column = dropped.quasi_identifiers[0]
-    v = _validate(ing, fair, published=fair.table.drop_columns([column]))
+    v = _validate(ing, fair, spec, published=fair.outputs["data"].drop_columns([column]))
     assert not v.passed
     (cs,) = _failed(v, "expect_table_columns_to_match_set")
     assert cs.id == E.BUILTIN_ID
@@ -251,11 +439,12 @@ def test_dropped_column_fails_the_column_set(german, fair):
 
 
 def test_null_label_fails_not_null(german, fair):
-    _, ing = german
-    label = read_roles(fair.table).single(Role.LABEL).name
-    values = fair.table.column(label).to_pylist()
+    spec, ing = german
+    published = fair.outputs["data"]
+    label = read_roles(published).single(Role.LABEL).name
+    values = published.column(label).to_pylist()
     values[5] = None
-    v = _validate(ing, fair, published=_set_column(fair.table, label, values))
+    v = _validate(ing, fair, spec, published=_set_column(published, label, values))
     assert not v.passed
     (nn,) = _failed(v, "expect_column_values_to_not_be_null")
     assert nn.id == E.BUILTIN_ID
@@ -264,33 +453,67 @@ def test_null_label_fails_not_null(german, fair):
     assert f"column '{label}'" in nn.message
 
 
+class DifferentialPrivacy(C.Guarantee):
+    """A kind this version has no checker for (never registered)."""
+
+    kind: Literal["differential_privacy"] = "differential_privacy"
+    epsilon: float
+    delta: float = 0.0
+
+
 def test_kind_without_checker_fails_without_running(german, fair):
-    _, ing = german
-    extra = C.DifferentialPrivacy(id="DP", epsilon=1.0, delta=0.0)
+    """A release declaring a guarantee beyond the required ones gets it checked; with no
+    checker, it fails (and only it: the required guarantees are all declared)."""
+    spec, ing = german
+    published, lineage = fair.outputs["data"], fair.sidecars["lineage"]
+    extra = DifferentialPrivacy(id="DP", epsilon=1.0)
     with pytest.raises(PrivfairError, match="differential_privacy"):
-        E.compile_suites([*fair.contract, extra], fair.table, ing.table, fair.lineage)
-    v = validate_release(ing.table, fair.table, fair.lineage, [*fair.contract, extra])
+        E.compile_suites([*fair.contract, extra], published, ing.table, lineage)
+    declared = declared_copies([*fair.contract, extra], {"data": published})
+    v = _validate(ing, fair, spec, declared=declared)
     assert v.failed == ["DP differential_privacy"]
     assert "no checker" in v.results[len(fair.contract)].message
+    assert v.results[len(fair.contract) + 1].kind == "declared_contract"
+    assert v.results[len(fair.contract) + 1].passed
+
+
+def test_declared_copy_lacking_a_required_guarantee_fails(german, fair):
+    """The declared contract is only compared with the one rebuilt from the spec: a copy that
+    leaves a guarantee out fails ``declared_contract`` naming it (and the guarantee is still
+    checked, here passing)."""
+    spec, ing = german
+    lacking = [g for g in fair.contract if g.id != "C8"]
+    assert len(lacking) == len(fair.contract) - 1
+    declared = {"manifest.json": lacking, "data.parquet": list(fair.contract)}
+    v = _validate(ing, fair, spec, declared=declared)
+    assert v.failed == ["declared declared_contract"]
+    (dc,) = _failed(v, "declared_contract")
+    assert "C8 local_fairness" in dc.message and "manifest.json" in dc.message
+    assert [m["copy"] for m in dc.offending] == ["manifest.json"]
+    (lf,) = [r for r in v.results if r.kind == "local_fairness"]
+    assert lf.passed
 
 
 # --- the silent-loss guard -----------------------------------------------------------------------
 def test_round_trip_keeps_every_guarantee(german, fair):
     _, ing = german
-    suites = E.compile_suites(fair.contract, fair.table, ing.table, fair.lineage)
+    published, lineage = fair.outputs["data"], fair.sidecars["lineage"]
+    suites = E.compile_suites(fair.contract, published, ing.table, lineage)
     reloaded = E.round_trip(fair.contract, suites)
     guarantees = {}
     for s in reloaded.values():
         for e in s.expectations:
             index = (e.meta or {}).get(E.META_KEY, {}).get("index")
             if index is not None:
+                assert type(e) is E.EXPECTATIONS[fair.contract[index].kind]
                 guarantees[index] = e.to_guarantee()
     assert [guarantees[i] for i in range(len(fair.contract))] == list(fair.contract)
 
 
 def test_guard_raises_when_gx_silently_drops_an_unknown_expectation(german, fair):
     _, ing = german
-    suites = E.compile_suites(fair.contract, fair.table, ing.table, fair.lineage)
+    published, lineage = fair.outputs["data"], fair.sidecars["lineage"]
+    suites = E.compile_suites(fair.contract, published, ing.table, lineage)
     texts = E.suites_to_json(suites)
     doc = json.loads(texts["audit"])
     for e in doc["expectations"]:
@@ -303,9 +526,10 @@ def test_guard_raises_when_gx_silently_drops_an_unknown_expectation(german, fair
     n_audit = len(suites["audit"].expectations)
     assert len(reloaded["audit"].expectations) == n_audit - 1  # ... it drops the expectation
     assert "not found" in dropped["audit"][0]
+    n_declared = sum(E.count_declared(fair.contract)["audit"].values())
     with pytest.raises(
         PrivfairError,
-        match=rf"suite audit holds {n_audit - 1} of {n_audit} declared guarantees: "
+        match=rf"suite audit holds {n_declared - 1} of {n_declared} declared guarantees: "
         r"missing kinds \['local_fairness'\]",
     ):
         E.check_suites(fair.contract, reloaded, dropped)
@@ -314,19 +538,20 @@ def test_guard_raises_when_gx_silently_drops_an_unknown_expectation(german, fair
 def test_guard_raises_when_an_expectation_class_is_not_registered(german, fair, monkeypatch):
     from great_expectations.expectations import registry
 
-    _, ing = german
+    spec, ing = german
+    published, lineage = fair.outputs["data"], fair.sidecars["lineage"]
     monkeypatch.delitem(registry._registered_expectations, "expect_fairlet_count")
-    suites = E.compile_suites(fair.contract, fair.table, ing.table, fair.lineage)
+    suites = E.compile_suites(fair.contract, published, ing.table, lineage)
     with pytest.raises(PrivfairError, match=r"missing kinds \['fairlet_count'\]"):
         E.round_trip(fair.contract, suites)
     with pytest.raises(PrivfairError, match="suite audit holds"):
-        _validate(ing, fair)
+        _validate(ing, fair, spec)
 
 
 # --- artefacts -------------------------------------------------------------------------------
 def test_results_and_data_docs_written_to_out_dir(german, fair, tmp_path):
-    _, ing = german
-    v = _validate(ing, fair, out_dir=tmp_path)
+    spec, ing = german
+    v = _validate(ing, fair, spec, out_dir=tmp_path)
     assert v.passed
     assert v.artefacts == {
         "ge_results": "validation/ge_results.json",
@@ -336,7 +561,7 @@ def test_results_and_data_docs_written_to_out_dir(german, fair, tmp_path):
     assert doc["success"] is True
     assert set(doc["suites"]) == {"published", "audit"}
     n = sum(len(s["results"]) for s in doc["suites"].values())
-    assert n == len(v.results)
+    assert n == len(v.results) - 1  # every result but the declared-contract check is GX's
 
     assert (tmp_path / v.artefacts["data_docs"]).is_file()
     pages = {p.name: p for p in (tmp_path / "validation" / "data_docs").rglob("*.html")}
@@ -346,13 +571,14 @@ def test_results_and_data_docs_written_to_out_dir(german, fair, tmp_path):
     )
     text = " ".join(re.sub(r"<[^>]+>", " ", audit_page.read_text()).split())
     assert "Guarantee C1 fairlet_composition ( m=3, n=7 )" in text
-    assert "every group is an exact fairlet" in text
+    # the generated class's docstring is the guarantee model's
+    assert "Every group holds exactly" in text
     assert v.summary()["artefacts"] == v.artefacts
 
 
 def test_no_artefacts_without_out_dir(german, fair, tmp_path, monkeypatch):
-    _, ing = german
+    spec, ing = german
     monkeypatch.chdir(tmp_path)
-    v = _validate(ing, fair)
+    v = _validate(ing, fair, spec)
     assert v.artefacts == {}
     assert list(tmp_path.iterdir()) == []

@@ -4,7 +4,8 @@ Each test runs a release in a subprocess and kills it (``crash_after`` hooks tha
 or SIGKILL from outside) at one step of publishing, then checks the store invariant:
 
 * every ``<store>/<pipeline>/<version>/`` folder is a complete release (manifest.json,
-  data.parquet, lineage.parquet, report.html, validation passed); nothing else is published;
+  data.parquet, internal/lineage.parquet, report.html, validation passed); nothing else is
+  published;
 * ``latest`` is absent or names a complete release;
 
 and that a normal re-run recovers (publishes, or finds the version and repairs ``latest``).
@@ -16,11 +17,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import textwrap
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -28,23 +31,26 @@ import pytest
 import yaml
 
 from pipelines import cli
-from pipelines.release import LATEST, QUARANTINE, STAGING, Store, latest
-from pipelines.flow import run_release
-from pipelines.version import code_version
 from pipelines.catalogue import load_spec
+from pipelines.flow import run_release, version_id
+from pipelines.release import LATEST, QUARANTINE, STAGING, Store, latest, repair_latest
+from pipelines.version import code_version
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
 ADULT_MDAV = SPECS / "adult_mdav.yaml"
-RELEASE_FILES = {"manifest.json", "data.parquet", "lineage.parquet", "report.html"}
+RELEASE_FILES = {"manifest.json", "data.parquet", "internal/lineage.parquet", "report.html"}
+# manifest.json's published_at: UTC with microseconds (repair_latest orders releases by it)
+STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 # The child: optional pause points (env PAUSE_AT) print a marker and sleep, so the parent can
 # SIGKILL it at a known step; "component" only prints (the real component keeps running).
 CHILD = textwrap.dedent(
     """
     import os, sys, time
-    import pipelines.run as run
+    import pipelines.flow as run
     import pipelines.release as release
     from pipelines.catalogue import load_spec
 
@@ -119,6 +125,11 @@ def sigkill(proc: subprocess.Popen) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
+def files_of(folder: Path) -> set[str]:
+    """Every file of a release folder, as a path relative to it."""
+    return {p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()}
+
+
 def published_versions(store: Path, pipeline: str) -> list[str]:
     """Check the store invariant for ``pipeline`` and return its published versions."""
     base = store / pipeline
@@ -132,14 +143,16 @@ def published_versions(store: Path, pipeline: str) -> list[str]:
         if entry.is_file():
             assert entry.name == LATEST, f"stray file in the release folder: {entry}"
             continue
-        names = {p.name for p in entry.iterdir()}
-        missing = RELEASE_FILES - names
+        missing = RELEASE_FILES - files_of(entry)
         assert not missing, f"partial release {entry.name}: missing {sorted(missing)}"
         man = json.loads((entry / "manifest.json").read_text())
         assert man["version"] == entry.name
         assert man["validation"]["status"] == "passed"
-        assert pq.read_metadata(entry / "data.parquet").num_rows == man["metrics"]["output_rows"]
-        assert pq.read_metadata(entry / "lineage.parquet").num_rows == man["metrics"]["output_rows"]
+        rows = man["metrics"]["output_rows"]
+        assert man["outputs"]["data"] == {"file": "data.parquet", "rows": rows}
+        assert man["sidecars"]["lineage"]["file"] == "internal/lineage.parquet"
+        assert pq.read_metadata(entry / "data.parquet").num_rows == rows
+        assert pq.read_metadata(entry / "internal" / "lineage.parquet").num_rows == rows
         assert (entry / "report.html").read_text().rstrip().endswith("</html>")
         versions.append(entry.name)
     cur = latest(Store.open(store), pipeline)
@@ -184,9 +197,7 @@ def test_crash_after_validate_publishes_nothing_and_rerun_publishes(tmp_path: Pa
     assert latest(Store.open(store), "german_fair_mdav") is None
     # the validated candidate is left in staging, where no reader looks
     (cand,) = staging_entries(store, "german_fair_mdav")
-    assert {
-        p.name for p in (store / "german_fair_mdav" / STAGING / cand).iterdir()
-    } >= RELEASE_FILES
+    assert files_of(store / "german_fair_mdav" / STAGING / cand) >= RELEASE_FILES
 
     res = rerun(load_spec(GERMAN), store)
     assert res.status == "published"
@@ -211,32 +222,73 @@ def test_crash_between_rename_and_latest_is_repaired_by_rerun(tmp_path: Path) ->
 
 def test_crash_after_rename_of_a_newer_version_moves_latest_on_rerun(tmp_path: Path) -> None:
     """``latest`` names an older release when the newer one crashes before moving it; the
-    re-run that finds the newer version must move ``latest`` forward."""
+    re-run that finds the newer version moves ``latest`` forward to it. A re-run moves
+    ``latest`` to the version it produced, so re-running the older spec moves it back (by
+    design); ``repair_latest`` (run when the release ``latest`` names is quarantined) points
+    it at the newest published release by publication time, not by version name."""
     store = tmp_path / "store"
     old = rerun(load_spec(GERMAN), store)
     assert old.status == "published"
-    old_at = json.loads((Path(old.path) / "manifest.json").read_text())["published_at"]
-    while time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()) == old_at:
-        time.sleep(0.05)  # published_at has one-second resolution
+    old_man = json.loads((Path(old.path) / "manifest.json").read_text())
+    old_at = old_man["published_at"]
+    assert STAMP.fullmatch(old_at), old_at  # the stamp's format, microseconds included
+    # wait until the clock, in the stamp's own format, is past the old stamp (fixed width,
+    # so the strings order as the times do): the newer release is stamped strictly later
+    deadline = time.monotonic() + 5
+    while datetime.now(UTC).strftime(STAMP_FORMAT) <= old_at:
+        assert time.monotonic() < deadline, f"the clock never passed {old_at}"
+        time.sleep(0.001)
 
-    newer = spec_variant(
-        tmp_path,
-        "german_fair_mdav",
-        component={"name": "fair_mdav", "params": {"k": 12, "tau": 1.0}},
-    )
+    # a newer spec whose version id sorts BEFORE the old one: picking the newest by name (or
+    # folder listing order) instead of by published_at would leave latest on the old version
+    fingerprint = old_man["input"]["fingerprint"]
+    newer = None
+    for k in range(11, 31):
+        path = spec_variant(
+            tmp_path,
+            "german_fair_mdav",
+            component={"name": "fair_mdav", "params": {"k": k, "tau": 1.0}},
+        )
+        if version_id(load_spec(path), fingerprint) < old.version:
+            newer = path
+            break
+    assert newer is not None, "no k in 11..30 gives a version id sorting before the old one"
+
     proc = child(newer, store, "rename")
     _, err = proc.communicate(timeout=180)
     assert proc.returncode == 17, err[-3000:]
     versions = published_versions(store, "german_fair_mdav")
     assert len(versions) == 2
     assert latest(Store.open(store), "german_fair_mdav") == old.version  # still the old one
+    (new_version,) = set(versions) - {old.version}
+    assert new_version < old.version
+    new_at = json.loads((store / "german_fair_mdav" / new_version / "manifest.json").read_text())[
+        "published_at"
+    ]
+    assert STAMP.fullmatch(new_at), new_at
+    assert new_at > old_at
 
+    # the re-run of the crashed spec finds its complete version and repairs latest
     res = rerun(load_spec(newer), store)
-    assert res.status == "exists" and res.version != old.version
-    assert latest(Store.open(store), "german_fair_mdav") == res.version
-    # re-running the older spec afterwards does not move latest back
-    assert rerun(load_spec(GERMAN), store).status == "exists"
-    assert latest(Store.open(store), "german_fair_mdav") == res.version
+    assert res.status == "exists" and res.version == new_version
+    assert latest(Store.open(store), "german_fair_mdav") == new_version
+    assert published_versions(store, "german_fair_mdav") == versions  # nothing rebuilt
+
+    # re-running the older spec moves latest back to its version (a re-run points latest at
+    # the version it produced, also one that already existed)
+    again = rerun(load_spec(GERMAN), store)
+    assert (again.status, again.version) == ("exists", old.version)
+    assert latest(Store.open(store), "german_fair_mdav") == old.version
+    assert published_versions(store, "german_fair_mdav") == versions
+
+    # the repair points latest at the newest release by published_at: the newer version,
+    # although its id sorts first; once there, it is left alone
+    assert repair_latest(Store.open(store), "german_fair_mdav") == new_version
+    assert latest(Store.open(store), "german_fair_mdav") == new_version
+    pointer = store / "german_fair_mdav" / LATEST
+    before = pointer.stat().st_mtime_ns
+    assert repair_latest(Store.open(store), "german_fair_mdav") == new_version
+    assert pointer.stat().st_mtime_ns == before
 
 
 def test_sigkill_while_writing_the_candidate(tmp_path: Path) -> None:
@@ -248,9 +300,8 @@ def test_sigkill_while_writing_the_candidate(tmp_path: Path) -> None:
     assert published_versions(store, "german_fair_mdav") == []
     assert latest(Store.open(store), "german_fair_mdav") is None
     (cand,) = staging_entries(store, "german_fair_mdav")  # half-written, ignored
-    assert "manifest.json" not in {
-        p.name for p in (store / "german_fair_mdav" / STAGING / cand).iterdir()
-    }
+    written = files_of(store / "german_fair_mdav" / STAGING / cand)
+    assert "data.parquet" in written and "manifest.json" not in written
 
     res = rerun(load_spec(GERMAN), store)
     assert res.status == "published"
@@ -330,7 +381,7 @@ def test_failing_contract_publishes_nothing_and_quarantines(tmp_path: Path) -> N
     assert not (store / "german_k50" / LATEST).exists()
     assert staging_entries(store, "german_k50") == []
     (q,) = (store / "german_k50" / QUARANTINE).iterdir()
-    assert {p.name for p in q.iterdir()} >= RELEASE_FILES
+    assert files_of(q) >= RELEASE_FILES
     man = json.loads((q / "manifest.json").read_text())
     v = man["validation"]
     assert v["status"] == "failed"
