@@ -280,5 +280,17 @@ def load_spec(path: str | Path) -> PipelineSpec:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "<file>"
-        raise SpecError(where, f"not valid YAML: {getattr(e, 'problem', e)}", str(p)) from None
+        rule = f"not valid YAML: {getattr(e, 'problem', e)}"
+        if mark is not None:
+            line = text.splitlines()[mark.line] if mark.line < len(text.splitlines()) else ""
+            key = line.strip().split(":", 1)[0]
+            if len(key) > 1024:
+                rule += (
+                    f"; the key '{key[:40]}…' ({len(key)} characters) is longer than YAML's "
+                    "1024-character limit for a plain key: write it as an explicit key "
+                    f"('? {key[:12]}…' on its own line, then ': value')"
+                )
+            elif line.strip():
+                rule += f" (in: {line.strip()[:80]!r})"
+        raise SpecError(where, rule, str(p)) from None
     return parse_spec(raw, source=str(p)).located(p.parent)

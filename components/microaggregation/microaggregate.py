@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from components.microaggregation.encoding import EncodedQIs
 from components.microaggregation.grouping import Grouping
+from schemas.errors import InputError
 
 
 def group_means(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
@@ -35,6 +36,14 @@ def microaggregate(enc: EncodedQIs, grouping: Grouping) -> tuple[dict[str, pa.Ar
     if n_g:
         original = enc.numeric[order]
         means = group_means(original, sizes)
+        overflow = ~np.isfinite(means).all(axis=0)
+        if overflow.any():
+            name = enc.numeric_names[int(np.flatnonzero(overflow)[0])]
+            raise InputError(
+                name,
+                "group means overflow to non-finite values",
+                "values too large to average in 64-bit floats; rescale the column",
+            )
         published = np.repeat(means, sizes, axis=0)
         scaled_sse = (((original - published) / enc.scale) ** 2).sum(axis=0)
         for j, name in enumerate(enc.numeric_names):

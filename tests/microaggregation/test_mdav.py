@@ -223,3 +223,20 @@ def test_equidistant_distinct_rows_tie_to_lowest_row():
     assert reference_mdav(dense_scaled(table, ["x", "z"], []), 2) == ([[1, 0], [2, 3]], [1, 2])
     groups, _ = lineage_groups(mdav(table, MDAVParams(k=2)))
     assert groups == [[1, 0], [2, 3]]
+
+
+def test_group_means_that_overflow_are_refused_naming_the_column():
+    """A numeric QI near the float limit would publish infinite group means: refused."""
+    import pyarrow as pa
+    import pytest
+
+    from components.microaggregation.mdav import mdav
+    from components.microaggregation.params import MDAVParams
+    from schemas.errors import InputError
+    from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+
+    roles = TableRoles.of([ColumnRole("big", Role.QUASI_IDENTIFIER, Kind.NUMERIC)])
+    t = attach_roles(pa.table({"big": [1e308, 1.5e308, 1.7e308, 1.6e308]}), roles)
+    with pytest.raises(InputError) as e:
+        mdav(t, MDAVParams(k=2))
+    assert e.value.column == "big" and "non-finite" in str(e.value)

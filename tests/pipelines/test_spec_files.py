@@ -120,3 +120,21 @@ def test_empty_csv_cells_of_string_columns_are_nulls(tmp_path: Path) -> None:
     assert table["note"].to_pylist() == [None, "hello", None]
     assert table["c"].to_pylist() == ["a", None, "b"]
     assert info["dataset"] == "t.csv"  # an absolute path is recorded by its file name
+
+
+def test_a_column_name_too_long_for_yaml_is_named(tmp_path):
+    """A plain YAML key over 1024 characters is a syntax error: the message names the column
+    (its start) and the limit instead of a bare YAML error."""
+    from pipelines.catalogue import load_spec as load
+    from schemas.errors import SpecError
+
+    name = "c" * 1100
+    spec = tmp_path / "long.yaml"
+    spec.write_text(
+        "name: longcol\ndataset:\n  path: x.csv\n  columns:\n"
+        f"    {name}: {{role: quasi_identifier}}\n"
+        "component: {name: mdav, params: {k: 2}}\n"
+    )
+    with pytest.raises(SpecError) as e:
+        load(spec)
+    assert "ccccc" in str(e.value) and "1024" in str(e.value) and e.value.key == "line 5"
