@@ -29,3 +29,20 @@ guarantees:
   - {kind: k_anonymity, k: 500}
 schedule: "@weekly"
 """
+
+# The column roles of the small CSVs several pipeline tests write (x, c, PA, y).
+TOY_COLUMNS = {
+    "x": {"role": "quasi_identifier", "kind": "numeric"},
+    "c": {"role": "quasi_identifier", "kind": "nominal"},
+    "PA": {"role": "protected", "kind": "binary", "favoured": 1},
+    "y": {"role": "label", "kind": "binary", "positive": 1},
+}
+
+
+def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    """``privfair ARGV`` in-process: (exit code, stdout, stderr)."""
+    from pipelines.cli import main
+
+    code = main(list(argv))
+    cap = capsys.readouterr()
+    return code, cap.out, cap.err

@@ -8,27 +8,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _shared import TOY_COLUMNS, run_cli
 
-from pipelines.cli import main
 from pipelines.ingest import load_dataset
 from schemas.errors import SpecError
 from schemas.spec import DatasetSpec, load_spec
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
-
-COLUMNS = {
-    "x": {"role": "quasi_identifier", "kind": "numeric"},
-    "c": {"role": "quasi_identifier", "kind": "nominal"},
-    "PA": {"role": "protected", "kind": "binary", "favoured": 1},
-    "y": {"role": "label", "kind": "binary", "positive": 1},
-}
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def csv_bytes(n: int = 30) -> bytes:
@@ -84,7 +71,7 @@ def write_csv_spec(tmp_path: Path, data: bytes) -> Path:
     (tmp_path / "input.csv").write_bytes(data)
     spec = {
         "name": "csv_files",
-        "dataset": {"path": "input.csv", "format": "csv", "columns": COLUMNS},
+        "dataset": {"path": "input.csv", "format": "csv", "columns": TOY_COLUMNS},
         "component": {"name": "fair_mdav", "params": {"k": 3, "tau": 1.0}},
     }
     path = tmp_path / "spec.yaml"

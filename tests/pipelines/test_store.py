@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _shared import BROKEN_SPEC
+from _shared import BROKEN_SPEC, TOY_COLUMNS, run_cli
 
 from pipelines import release
 from pipelines.catalogue import load_spec, with_params
@@ -26,19 +26,6 @@ from pipelines.release import Store
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
 PIPE = "german_fair_mdav"
-
-CSV_COLUMNS = {
-    "x": {"role": "quasi_identifier", "kind": "numeric"},
-    "c": {"role": "quasi_identifier", "kind": "nominal"},
-    "PA": {"role": "protected", "kind": "binary", "favoured": 1},
-    "y": {"role": "label", "kind": "binary", "positive": 1},
-}
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    cap = capsys.readouterr()
-    return code, cap.out, cap.err
 
 
 def csv_text(n: int = 30) -> str:
@@ -61,7 +48,7 @@ def file_spec(folder: Path, path: str, name: str = "file_release") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     spec = {
         "name": name,
-        "dataset": {"path": path, "format": "csv", "columns": CSV_COLUMNS},
+        "dataset": {"path": path, "format": "csv", "columns": TOY_COLUMNS},
         "component": {"name": "fair_mdav", "params": {"k": 3, "tau": 1.0}},
     }
     out = folder / "spec.yaml"
