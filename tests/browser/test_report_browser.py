@@ -235,7 +235,11 @@ def test_published_report_renders_in_chromium(open_page, german_release: Path) -
         "Expected",
         "Message",
     ]
-    assert page.locator("#warnings").inner_text() == "No warnings."
+    # the manifest's warnings, one item each (or a plain "No warnings.")
+    if man["warnings"]:
+        assert page.locator("#warnings li").all_inner_texts() == man["warnings"]
+    else:
+        assert page.locator("#warnings").inner_text() == "No warnings."
     # links point only at artefacts stored inside the release folder
     hrefs = page.evaluate(
         "() => Array.from(document.querySelectorAll('[href]'), a => a.getAttribute('href'))"
@@ -267,8 +271,8 @@ def test_published_report_renders_in_chromium(open_page, german_release: Path) -
         box = fig.bounding_box()
         assert box is not None and box["width"] > 300 and box["height"] > 200, (s["title"], box)
         drawn = pixel_stats(opened.browser, fig.screenshot())
-        assert drawn["colours"] >= 20, (s["title"], drawn)
-        assert drawn["background_share"] < 0.92, (s["title"], drawn)
+        assert drawn["colours"] >= 50, (s["title"], drawn)  # bars, axes, anti-aliased labels
+        assert drawn["background_share"] < 0.95, (s["title"], drawn)
     for text in ("Release report: german_fair_mdav", "Validation passed", "Group sizes"):
         assert text in page.locator("body").inner_text()
 

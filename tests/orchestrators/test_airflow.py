@@ -92,8 +92,8 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
 def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
     """Start the independent CLI runs side by side (each in its own copy of the home), compute
     the privfair-run reference in process meanwhile, then collect everything."""
-    from pipelines.flow import run_release
     from pipelines.catalogue import load_spec
+    from pipelines.flow import run_release
 
     tmp = tmp_path_factory.mktemp("airflow_runs")
     specs = tmp / "specs"
@@ -160,11 +160,20 @@ def test_dags_test_publishes_what_privfair_run_publishes(runs):
     ref, store = runs["ref"], runs["german_store"]
     release = store / "german_fair_mdav" / ref.version
     man = json.loads((Path(ref.path) / "manifest.json").read_text())
+    found = {
+        p.name: json.loads((p / "manifest.json").read_text())["code_version"]
+        for p in (store / "german_fair_mdav").iterdir()
+        if (p / "manifest.json").is_file()
+    }
     assert release.is_dir(), (
-        f"expected version {ref.version} (code {man['code_version']}); "
-        f"found {[p.name for p in (store / 'german_fair_mdav').iterdir()]}"
+        f"expected version {ref.version} (code {man['code_version']}); found {found}"
+        + (
+            " (code changed during the test: someone edited components/ or schemas/; re-run)"
+            if found and man["code_version"] not in found.values()
+            else ""
+        )
     )
-    for name in ("data.parquet", "lineage.parquet"):
+    for name in ("data.parquet", "internal/lineage.parquet"):
         assert (release / name).read_bytes() == (Path(ref.path) / name).read_bytes()
     assert (store / "german_fair_mdav" / "latest").read_text().strip() == ref.version
     assert (release / "report.html").is_file()

@@ -1,9 +1,11 @@
-"""Dagster definitions generated from the specs (``pipelines.definitions``) and the path-based
-steps they share with Airflow (``pipelines.steps``).
+"""Dagster definitions generated from the specs (``pipelines.definitions``) and the file-based
+tasks they share with Airflow (``pipelines.tasks``).
 
 * every shipped spec materialised in process publishes the same version id and byte-identical
-  ``data.parquet`` as ``privfair run`` (run_release), and every declared guarantee has its own
-  blocking check, which passes;
+  ``data.parquet`` (and ``internal/lineage.parquet``) as ``privfair run`` (run_release), and
+  every declared guarantee has its own blocking check, which passes;
+* each check takes the validation result carrying its key (not the one at its position), and a
+  declared check without a result fails;
 * the ``dagster asset materialize`` CLI publishes German;
 * a spec whose contract fails stops at the blocking checks: the release asset is not
   materialised and nothing is published (the candidate is quarantined, as with privfair run);
@@ -137,23 +139,27 @@ def test_every_spec_publishes_what_privfair_run_publishes(everything):
     for name in names:
         out = result.asset_value(dg.AssetKey([name, "release"]))
         assert out["status"] == "published"
+        _same_code(everything["store"] / name, Path(ref[name]["path"]))
         assert out["version"] == ref[name]["version"], name
         ours = Path(out["path"]) / "data.parquet"
         theirs = Path(ref[name]["path"]) / "data.parquet"
         assert ours.read_bytes() == theirs.read_bytes(), name
-        assert (Path(out["path"]) / "lineage.parquet").read_bytes() == (
-            Path(ref[name]["path"]) / "lineage.parquet"
+        lineage = Path("internal") / "lineage.parquet"
+        assert (Path(out["path"]) / lineage).read_bytes() == (
+            Path(ref[name]["path"]) / lineage
         ).read_bytes()
         assert (everything["store"] / name / "latest").read_text().strip() == out["version"]
         manifest = json.loads((Path(out["path"]) / "manifest.json").read_text())
         assert manifest["validation"]["status"] == "passed"
+        assert manifest["outputs"]["data"]["file"] == "data.parquet"
+        assert manifest["sidecars"]["lineage"]["file"] == str(lineage)
         assert Path(out["report"]).is_file()
 
 
 def test_one_blocking_check_per_declared_guarantee(everything):
     """Every guarantee of the real contract got its own check (the names derived from the spec
     alone match the contract the component declared), every check passed, all are blocking."""
-    from pipelines.catalogue import check_keys, load_specs
+    from pipelines.catalogue import check_keys, load_specs, outline
     from schemas.contracts import contract_from_json
 
     defs, result = everything["defs"], everything["result"]
@@ -166,6 +172,7 @@ def test_one_blocking_check_per_declared_guarantee(everything):
         contract = contract_from_json(
             json.dumps(json.loads((release / "manifest.json").read_text())["contract"])
         )
+        assert check_keys(outline(spec)) == check_keys(contract), spec.name
         expected = set(check_keys(contract)) | {"contract"}
         assert set(mine) == expected, spec.name
         assert all(e.passed for e in mine.values()), [n for n, e in mine.items() if not e.passed]
@@ -179,6 +186,16 @@ def test_one_blocking_check_per_declared_guarantee(everything):
         and e.check_name == "C4_k_anonymity"
     )
     assert c4.metadata["guarantee"].value == "C4 k_anonymity"
+    # the two t-closeness guarantees (output- and input-relative) get one check each
+    c5 = {
+        e.check_name: e
+        for e in evaluations
+        if e.asset_key.path == ["german_fair_mdav", "protected_table"]
+        and e.check_name.startswith("C5_t_closeness")
+    }
+    assert set(c5) == {"C5_t_closeness", "C5_t_closeness_2"}
+    assert {e.metadata["guarantee"].value for e in c5.values()} == {"C5 t_closeness"}
+    assert c5["C5_t_closeness"].metadata["expected"] != c5["C5_t_closeness_2"].metadata["expected"]
 
 
 def test_materialisation_metadata(everything):
@@ -221,8 +238,8 @@ def test_jobs_and_schedules_follow_the_specs(everything):
 
 
 def test_dagster_cli_materialises_german(tmp_path: Path):
-    from pipelines.flow import run_release
     from pipelines.catalogue import load_spec
+    from pipelines.flow import run_release
 
     store = tmp_path / "store"
     env = _env(
@@ -278,6 +295,79 @@ def test_failing_contract_stops_before_publishing(tmp_path: Path):
     assert len(quarantined) == 1 and (quarantined[0] / "manifest.json").is_file()
 
 
+def test_checks_take_their_result_by_key_and_fail_without_one(tmp_path: Path, monkeypatch):
+    """The validation summary the checks read is tampered with: its results reversed (so no
+    check finds its own result at its own position), the result of ``C4_k_anonymity`` dropped
+    and the second of the two t-closeness results (``C5_t_closeness_2``) turned into a failure.
+    Each check must report the result carrying its key: C4 fails for want of a result, only the
+    second C5 fails, every other one passes with its own guarantee; the blocking failures stop
+    the release."""
+    import dagster as dg
+
+    from pipelines import tasks
+    from pipelines.catalogue import check_keys, load_spec, outline
+    from pipelines.definitions import build_defs
+
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    shutil.copy(SPECS / "german_fair_mdav.yaml", specs)
+    store = tmp_path / "store"
+    template = outline(load_spec(specs / "german_fair_mdav.yaml"))
+    keys = check_keys(template)
+    assert {"C4_k_anonymity", "C5_t_closeness", "C5_t_closeness_2"} <= set(keys)
+    planted = "planted failure of the input-relative t-closeness"
+    real_validate, seen = tasks.validate_task, {}
+
+    def tampered(protected, store_uri, **kw):
+        v = real_validate(protected, store_uri, **kw)
+        doc = json.loads(Path(v.results).read_text())
+        seen["original"] = {r["key"]: r for r in doc["results"] if r.get("key")}
+        results = [r for r in reversed(doc["results"]) if r.get("key") != "C4_k_anonymity"]
+        for r in results:
+            if r.get("key") == "C5_t_closeness_2":
+                r.update(passed=False, message=planted, observed=0.5)
+        Path(v.results).write_text(json.dumps({**doc, "results": results}))
+        return v
+
+    monkeypatch.setattr(tasks, "validate_task", tampered)
+    defs = build_defs(specs, store=str(store))
+    with dg.DagsterInstance.ephemeral() as instance:
+        res = defs.resolve_job_def("german_fair_mdav_job").execute_in_process(
+            instance=instance, raise_on_error=False
+        )
+    assert not res.success
+    evals = {
+        e.check_name: e
+        for e in res.get_asset_check_evaluations()
+        if e.asset_key.path == ["german_fair_mdav", "protected_table"]
+    }
+    assert set(evals) == {*keys, "contract"}
+    original = seen["original"]
+    assert set(original) == set(keys)  # the untampered validation had one result per key
+
+    c4 = evals["C4_k_anonymity"]
+    assert not c4.passed and "guarantee" not in c4.metadata
+    assert "no validation result" in c4.description
+    c5, c5_2 = evals["C5_t_closeness"], evals["C5_t_closeness_2"]
+    assert c5.passed and not c5_2.passed
+    assert c5_2.description == planted and c5_2.metadata["observed"].value == 0.5
+    assert c5.metadata["expected"].value == original["C5_t_closeness"]["expected"]
+    assert c5_2.metadata["expected"].value == original["C5_t_closeness_2"]["expected"]
+    assert c5.metadata["expected"].value != c5_2.metadata["expected"].value
+    for key, g in zip(keys, template, strict=True):
+        if key in ("C4_k_anonymity", "C5_t_closeness_2"):
+            continue
+        e = evals[key]
+        assert e.passed, key
+        assert e.metadata["guarantee"].value == f"{g.id} {g.kind}", key
+        assert e.description == original[key]["message"], key
+    # the blocking failures stop the release: nothing published
+    assert not res.is_node_success("german_fair_mdav__release")
+    mats = {tuple(e.asset_key.path) for e in res.get_asset_materialization_events()}
+    assert ("german_fair_mdav", "release") not in mats
+    assert [p for p in _release_files(store) if ".staging" not in p.parts] == []
+
+
 def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
     """Copy the shipped specs, add Fair-MDAV on German at k=20: Dagster gets a new asset graph
     (which materialises) and Airflow a new DAG, without touching any code."""
@@ -328,9 +418,9 @@ def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
 def test_run_config_overrides_params(tmp_path: Path):
     import dagster as dg
 
+    from pipelines.catalogue import load_spec, with_params
     from pipelines.definitions import build_defs
     from pipelines.flow import run_release
-    from pipelines.catalogue import load_spec
 
     specs = tmp_path / "specs"
     specs.mkdir()
@@ -350,7 +440,7 @@ def test_run_config_overrides_params(tmp_path: Path):
     res = run({"k": 20, "tau": 0.8})
     assert res.success
     out = res.asset_value(dg.AssetKey(["german_fair_mdav", "release"]))
-    spec = load_spec(SPECS / "german_fair_mdav.yaml").with_params({"k": 20, "tau": 0.8})
+    spec = with_params(load_spec(SPECS / "german_fair_mdav.yaml"), {"k": 20, "tau": 0.8})
     ref = run_release(spec, tmp_path / "ref")
     assert out["version"] == ref.version
     assert (Path(out["path"]) / "data.parquet").read_bytes() == (
@@ -376,51 +466,56 @@ def test_run_config_overrides_params(tmp_path: Path):
         assert "invalid run config" in msg and f"'{key}" in msg, msg
 
 
-def test_steps_publish_is_idempotent_and_refuses_a_failed_validation(tmp_path: Path):
+def test_tasks_publish_is_idempotent_and_refuses_a_failed_validation(tmp_path: Path):
     import yaml
 
-    from pipelines import steps
+    from pipelines import tasks
+    from pipelines.catalogue import parse_spec
     from pipelines.release import Store, list_releases
     from schemas.errors import ContractViolation
-    from pipelines.catalogue import parse_spec
 
     spec = parse_spec(yaml.safe_load((SPECS / "german_fair_mdav.yaml").read_text()))
-    ing = steps.ingest_step(spec, tmp_path / "w" / "raw")
-    prot = steps.protect_step(spec, ing["raw"], tmp_path / "w" / "prot")  # the path form
-    assert json.loads(json.dumps(prot)) == prot  # XCom-safe
-    val = steps.validate_step(prot, tmp_path / "store")
-    first = steps.publish_step(prot, val, tmp_path / "store")
-    data = (Path(first["path"]) / "data.parquet").read_bytes()
-    again = steps.publish_step(prot, val, tmp_path / "store")
-    assert (first["status"], again["status"]) == ("published", "exists")
-    assert again["version"] == first["version"] == ing["version"]
-    assert (Path(first["path"]) / "data.parquet").read_bytes() == data
+    ing = tasks.ingest_task(spec, tmp_path / "w" / "raw")
+    prot = tasks.protect_task(spec, ing.as_dict(), tmp_path / "w" / "prot")  # the XCom form
+    assert json.loads(json.dumps(prot.as_dict())) == prot.as_dict()  # XCom-safe
+    assert tasks.ProtectRecord.of(prot.as_dict()) == prot
+    assert set(prot.outputs) == {"data"} and set(prot.sidecars) == {"lineage"}
+    val = tasks.validate_task(prot, tmp_path / "store")
+    first = tasks.publish_task(prot, val, tmp_path / "store")
+    data = (Path(first.path) / "data.parquet").read_bytes()
+    again = tasks.publish_task(prot.as_dict(), val.as_dict(), tmp_path / "store")
+    assert (first.status, again.status) == ("published", "exists")
+    assert again.version == first.version == ing.version
+    assert (Path(first.path) / "data.parquet").read_bytes() == data
+    assert (Path(first.path) / "internal" / "lineage.parquet").is_file()
     assert not list((tmp_path / "store" / spec.name / ".staging").iterdir())
     # a re-run against that store reuses the published files: nothing recomputed or staged
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "store").rglob("*") if p.is_file()}
-    prot2 = steps.protect_step(spec, ing, tmp_path / "w" / "prot2", tmp_path / "store")
-    assert prot2["reused"] == first["path"] and prot2["version"] == first["version"]
-    assert prot2["data"] == str(Path(first["path"]) / "data.parquet")
-    val2 = steps.validate_step(prot2, tmp_path / "store")
-    assert val2["passed"] and val2["candidate"] is None
-    assert Path(val2["results"]).parent == tmp_path / "w" / "prot2"
-    assert steps.publish_step(prot2, val2, tmp_path / "store")["status"] == "exists"
+    prot2 = tasks.protect_task(spec, ing, tmp_path / "w" / "prot2", tmp_path / "store")
+    assert prot2.reused == first.path and prot2.version == first.version
+    assert prot2.outputs == {"data": str(Path(first.path) / "data.parquet")}
+    assert prot2.sidecars == {"lineage": str(Path(first.path) / "internal" / "lineage.parquet")}
+    val2 = tasks.validate_task(prot2, tmp_path / "store")
+    assert val2.passed and val2.candidate is None
+    assert Path(val2.results).parent == tmp_path / "w" / "prot2"
+    assert tasks.publish_task(prot2, val2, tmp_path / "store").status == "exists"
     after = {p: p.stat().st_mtime_ns for p in (tmp_path / "store").rglob("*") if p.is_file()}
     assert after == before
     # no staged candidate: publish builds and validates one itself
     (tmp_path / "store2").mkdir()
-    third = steps.publish_step(prot, None, tmp_path / "store2")
-    assert third["status"] == "published" and third["version"] == first["version"]
+    third = tasks.publish_task(prot, None, tmp_path / "store2")
+    assert third.status == "published" and third.version == first.version
+    assert (Path(third.path) / "data.parquet").read_bytes() == data
 
     broken = parse_spec(yaml.safe_load(BROKEN_SPEC))
-    bprot = steps.protect_step(broken, ing, tmp_path / "w" / "broken")
+    bprot = tasks.protect_task(broken, ing, tmp_path / "w" / "broken")
     with pytest.raises(ContractViolation, match="spec.0 k_anonymity"):
-        steps.validate_step(bprot, tmp_path / "store3")
-    bval = steps.validate_step(bprot, tmp_path / "store3", raise_on_failure=False)
-    assert not bval["passed"] and bval["quarantine"]
+        tasks.validate_task(bprot, tmp_path / "store3")
+    bval = tasks.validate_task(bprot, tmp_path / "store3", raise_on_failure=False)
+    assert not bval.passed and bval.quarantine
     with pytest.raises(ContractViolation):
-        steps.publish_step(bprot, bval, tmp_path / "store3")
+        tasks.publish_task(bprot, bval, tmp_path / "store3")
     with pytest.raises(ContractViolation):
-        steps.publish_step(bprot, None, tmp_path / "store3")
+        tasks.publish_task(bprot, None, tmp_path / "store3")
     assert list_releases(Store.open(tmp_path / "store3")) == []
     assert _release_files(tmp_path / "store3") == []

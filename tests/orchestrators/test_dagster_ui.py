@@ -5,13 +5,18 @@ wrapper restoring default SIGINT/SIGTERM handling, without which ``dagster dev``
 shutdown when started from a non-interactive parent), in its own session, with DAGSTER_HOME,
 TMPDIR and the release store in a temp folder. Debian's chromium (Playwright) opens the asset
 catalogue, finds the German assets and their checks; a materialisation launched through GraphQL
-must succeed and publish. A screenshot goes to ``artifacts/dagster_ui.png``. The server is always
+must succeed and publish. Screenshots go to ``artifacts/`` (``dagster_ui_assets.png``: the asset
+group; ``dagster_ui.png``: the checks of ``protected_table`` after the run;
+``dagster_ui_run.png``: the run); each page's text must name what the screenshot is meant to show
+and each screenshot must not be blank (its pixels are counted through a canvas in the same
+browser). The server is always
 stopped by its own PID (SIGTERM to the wrapper's process group, SIGKILL for stragglers) and no
 process may be left behind.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import json
 import os
@@ -26,11 +31,15 @@ from pathlib import Path
 
 import pytest
 
+from pipelines.catalogue import check_keys, load_spec, outline
+
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 BIN = Path(sys.executable).parent
 SCREENSHOT = REPO / "artifacts" / "dagster_ui.png"
+ASSETS_SHOT = SCREENSHOT.with_name("dagster_ui_assets.png")
+RUN_SHOT = SCREENSHOT.with_name("dagster_ui_run.png")
 LOCATION = "pipelines.definitions"
 PIPELINE = "german_fair_mdav"
 START_TIMEOUT_S = 240
@@ -189,6 +198,62 @@ mutation($p: ExecutionParams!) {
 RUN_STATUS = "query($id: ID!) { runOrError(runId: $id) { ... on Run { status } } }"
 
 
+CHECK_STATUS = """
+query($path: [String!]!) {
+  assetNodeOrError(assetKey: {path: $path}) {
+    ... on AssetNode { assetChecksOrError { ... on AssetChecks {
+      checks { name executionForLatestMaterialization { status } } } } }
+  }
+}"""
+
+PIXELS_PROBE = """
+async (url) => {
+  const img = new Image();
+  img.src = url;
+  await img.decode();
+  const canvas = document.createElement('canvas');
+  canvas.width = img.naturalWidth;
+  canvas.height = img.naturalHeight;
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+  const counts = new Map();
+  for (let i = 0; i < d.length; i += 4) {
+    const rgb = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
+    counts.set(rgb, (counts.get(rgb) || 0) + 1);
+  }
+  const top = Math.max(...counts.values());
+  return {width: canvas.width, height: canvas.height, colours: counts.size,
+          background_share: top / (d.length / 4)};
+}
+"""
+
+
+def pixel_stats(browser, png: bytes) -> dict:
+    """Width, height, number of distinct colours and the share of the most common colour (the
+    background) of a PNG, decoded by the browser's own canvas (no image library needed)."""
+    page = browser.new_page()
+    try:
+        url = "data:image/png;base64," + base64.b64encode(png).decode()
+        return page.evaluate(PIXELS_PROBE, url)
+    finally:
+        page.close()
+
+
+def shoot(browser, page, path: Path, must_show: list[str]) -> str:
+    """Screenshot ``page`` into ``path`` once the page's text names everything in
+    ``must_show``; the screenshot must be the viewport and not blank. Returns the page text."""
+    text = page.locator("body").inner_text()
+    missing = [t for t in must_show if t not in text]
+    assert not missing, f"{path.name}: the page does not show {missing}:\n{text[:3000]}"
+    path.parent.mkdir(exist_ok=True)
+    stats = pixel_stats(browser, page.screenshot(path=str(path)))
+    assert (stats["width"], stats["height"]) == (1400, 1000), stats
+    # a blank page is one colour; Dagster's UI draws text, icons and status tags
+    assert stats["colours"] >= 100 and stats["background_share"] < 0.985, (path.name, stats)
+    return text
+
+
 def _dismiss_popups(page) -> None:
     """The first visit shows a 'Join the Dagster community' dialog; skip it (it is remembered)."""
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
@@ -211,14 +276,18 @@ def test_catalogue_checks_and_a_launched_run(dagster_dev, browser):
     checks = server.graphql(CHECKS_QUERY, {"path": [PIPELINE, "protected_table"]})
     checks = checks["assetNodeOrError"]["assetChecksOrError"]["checks"]
     names = {c["name"] for c in checks}
-    assert {"C4_k_anonymity", "C8_local_fairness", "contract"} <= names
+    spec = load_spec(REPO / "pipelines" / "specs" / f"{PIPELINE}.yaml")
+    expected = [*check_keys(outline(spec)), "contract"]
+    assert sorted(names) == sorted(expected)
+    assert {"C4_k_anonymity", "C5_t_closeness", "C5_t_closeness_2", "contract"} <= names
     assert all(c["blocking"] for c in checks)
+    assets = ["raw_table", "protected_table", "release"]
 
     page = browser.new_page(viewport={"width": 1400, "height": 1000})
     try:
         page.goto(f"{server.url}/assets/{PIPELINE}", wait_until="domcontentloaded")
         _dismiss_popups(page)
-        for asset in ("raw_table", "protected_table", "release"):
+        for asset in assets:
             page.get_by_text(asset, exact=True).first.wait_for(timeout=60_000)
         checks_url = f"{server.url}/assets/{PIPELINE}/protected_table?view=checks"
         page.goto(checks_url, wait_until="domcontentloaded")
@@ -245,21 +314,60 @@ def test_catalogue_checks_and_a_launched_run(dagster_dev, browser):
             status = server.graphql(RUN_STATUS, {"id": run_id})["runOrError"]["status"]
         assert status == "SUCCESS", server.log_tail()
 
+        page.goto(f"{server.url}/assets/{PIPELINE}", wait_until="domcontentloaded")
+        _dismiss_popups(page)
+        # the asset group: the three assets, each materialised by the run
+        for asset in assets:
+            page.get_by_text(asset, exact=True).first.wait_for(timeout=60_000)
+        page.get_by_text("Materialized", exact=True).nth(len(assets) - 1).wait_for(timeout=60_000)
+        text = shoot(browser, page, ASSETS_SHOT, [PIPELINE, *assets])
+        assert text.splitlines().count("Materialized") == len(assets), text
+        assert "Never materialized" not in text
+        # the checks of protected_table: every declared check listed, each one succeeded
         page.goto(checks_url, wait_until="domcontentloaded")
         _dismiss_popups(page)
         page.get_by_text("C4_k_anonymity", exact=True).first.wait_for(timeout=60_000)
-        page.get_by_text("Succeeded").first.wait_for(timeout=60_000)
-        SCREENSHOT.parent.mkdir(exist_ok=True)
-        page.screenshot(path=str(SCREENSHOT))
+        page.get_by_text("Succeeded", exact=True).nth(len(names) - 1).wait_for(timeout=60_000)
+        text = shoot(
+            browser,
+            page,
+            SCREENSHOT,
+            ["protected_table", f"Checks ({len(names)})", "This is a blocking asset check."],
+        )
+        lines = text.splitlines()
+        assert [n for n in expected if n not in lines] == [], text
+        assert lines.count("Succeeded") == len(names), text
+        assert "Failed" not in lines
+        # the run: succeeded, all four steps, none errored
         page.goto(f"{server.url}/runs/{run_id}", wait_until="domcontentloaded")
         _dismiss_popups(page)
         page.get_by_text("Success").first.wait_for(timeout=60_000)
-        page.screenshot(path=str(SCREENSHOT.with_name("dagster_ui_run.png")))
+        page.get_by_text("RUN_SUCCESS", exact=True).first.wait_for(timeout=60_000)
+        shoot(
+            browser,
+            page,
+            RUN_SHOT,
+            [
+                run_id[:8],
+                "Success",
+                f"{PIPELINE}_job",
+                f"{len(assets)} assets",
+                f"{len(names)} checks",
+                "Errored (0)",
+                "Succeeded (4)",
+                "RUN_SUCCESS",
+            ],
+        )
     finally:
         page.close()
+    latest = server.graphql(CHECK_STATUS, {"path": [PIPELINE, "protected_table"]})
+    latest = latest["assetNodeOrError"]["assetChecksOrError"]["checks"]
+    statuses = {
+        c["name"]: (c["executionForLatestMaterialization"] or {}).get("status") for c in latest
+    }
+    assert statuses == dict.fromkeys(expected, "SUCCEEDED")
 
     releases = [p for p in (server.store / PIPELINE).iterdir() if not p.name.startswith(".")]
     versions = [p for p in releases if p.is_dir()]
     assert len(versions) == 1 and (versions[0] / "data.parquet").is_file()
     assert (server.store / PIPELINE / "latest").read_text().strip() == versions[0].name
-    assert SCREENSHOT.stat().st_size > 10_000
