@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from schemas.roles import read_roles
+from schemas.roles import Role, read_roles
 
 
 def dense_inputs(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
@@ -33,8 +33,8 @@ def dense_inputs(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:
     defines them."""
     roles = read_roles(table)
     enc = encode_qis(table, roles, "minmax")
-    y = label_01(table, roles.label)
-    pa01, _, _ = protected_01(table, roles.protected, y)
+    y = label_01(table, roles.single(Role.LABEL))
+    pa01, _, _ = protected_01(table, roles.single(Role.PROTECTED), y)
     return np.ascontiguousarray(enc.dense(scaled=True)), pa01.astype(np.int8)
 
 
