@@ -30,7 +30,7 @@ def table(seed: int, n_rows: int | None = None) -> pa.Table:
             ColumnRole("income", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
             ColumnRole("region", Role.QUASI_IDENTIFIER, Kind.NOMINAL),
             ColumnRole("level", Role.QUASI_IDENTIFIER, Kind.ORDINAL, domain=LEVELS),
-            ColumnRole("group", Role.PROTECTED, Kind.BINARY, favoured="F"),
+            ColumnRole("group", Role.PROTECTED, Kind.BINARY, favoured="auto"),
             ColumnRole("outcome", Role.LABEL, Kind.BINARY, positive=1),
             ColumnRole("note", Role.SENSITIVE, Kind.NOMINAL),
         ]

@@ -35,7 +35,8 @@ def microaggregate(enc: EncodedQIs, grouping: Grouping) -> tuple[dict[str, pa.Ar
     per_attr: dict[str, float] = {}
     if n_g:
         original = enc.numeric[order]
-        means = group_means(original, sizes)
+        with np.errstate(over="ignore"):  # refused just below, naming the column
+            means = group_means(original, sizes)
         overflow = ~np.isfinite(means).all(axis=0)
         if overflow.any():
             name = enc.numeric_names[int(np.flatnonzero(overflow)[0])]

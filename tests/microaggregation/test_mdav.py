@@ -141,7 +141,7 @@ def random_table(seed: int, n_rows: int, ties: str | None) -> tuple[pa.Table, li
     roles = [ColumnRole(c, Role.QUASI_IDENTIFIER, Kind.NUMERIC) for c in num]
     roles += [ColumnRole(c, Role.QUASI_IDENTIFIER, Kind.NOMINAL) for c in nom]
     roles += [
-        ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured=1),
+        ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured="auto"),
         ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1),
     ]
     table = attach_roles(pa.table({**num, **nom, "PA": prot, "y": y}), TableRoles.of(roles))

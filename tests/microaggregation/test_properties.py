@@ -66,13 +66,13 @@ def tables(draw, min_rows: int = 4, max_rows: int = 120) -> pa.Table:
         cols["PA"] = pa.array(np.where(prot == 1, "m", "f").tolist())
         cols["y"] = pa.array(np.where(y == 1, "good", "bad").tolist())
         roles += [
-            ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured="m"),
+            ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured="auto"),
             ColumnRole("y", Role.LABEL, Kind.BINARY, positive="good"),
         ]
     else:
         cols["PA"], cols["y"] = pa.array(prot), pa.array(y)
         roles += [
-            ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured=1),
+            ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured="auto"),
             ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1),
         ]
     return attach_roles(pa.table(cols), TableRoles.of(roles))
@@ -225,7 +225,7 @@ def test_clamped_m_contract_holds(n_u, k, m):
         TableRoles.of(
             [
                 ColumnRole("x", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
-                ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured=1),
+                ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured="auto"),
                 ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1),
             ]
         ),
