@@ -32,7 +32,7 @@ import yaml
 
 from pipelines import cli
 from pipelines.catalogue import load_spec
-from pipelines.flow import run_release, version_id
+from pipelines.flow import ingest, run_release, version_id
 from pipelines.release import LATEST, QUARANTINE, STAGING, Store, latest, repair_latest
 from pipelines.version import code_version
 
@@ -227,7 +227,25 @@ def test_crash_after_rename_of_a_newer_version_moves_latest_on_rerun(tmp_path: P
     design); ``repair_latest`` (run when the release ``latest`` names is quarantined) points
     it at the newest published release by publication time, not by version name."""
     store = tmp_path / "store"
-    old = rerun(load_spec(GERMAN), store)
+    # version ids are hashes that change with the code: pick the older spec among variants so
+    # that its id sorts in the upper half, then a newer one sorting below it (each try has odds
+    # of at least one half, so the search cannot run dry in practice)
+    fingerprint = ingest(load_spec(GERMAN)).input["fingerprint"]
+
+    def variant(k: int, name: str) -> Path:
+        (tmp_path / name).mkdir(exist_ok=True)
+        return spec_variant(
+            tmp_path / name,
+            "german_fair_mdav",
+            component={"name": "fair_mdav", "params": {"k": k, "tau": 1.0}},
+        )
+
+    older = next(
+        p
+        for k in range(10, 200)
+        if version_id(load_spec(p := variant(k, f"o{k}")), fingerprint) >= "8"
+    )
+    old = rerun(load_spec(older), store)
     assert old.status == "published"
     old_man = json.loads((Path(old.path) / "manifest.json").read_text())
     old_at = old_man["published_at"]
@@ -241,18 +259,16 @@ def test_crash_after_rename_of_a_newer_version_moves_latest_on_rerun(tmp_path: P
 
     # a newer spec whose version id sorts BEFORE the old one: picking the newest by name (or
     # folder listing order) instead of by published_at would leave latest on the old version
-    fingerprint = old_man["input"]["fingerprint"]
-    newer = None
-    for k in range(11, 31):
-        path = spec_variant(
-            tmp_path,
-            "german_fair_mdav",
-            component={"name": "fair_mdav", "params": {"k": k, "tau": 1.0}},
-        )
-        if version_id(load_spec(path), fingerprint) < old.version:
-            newer = path
-            break
-    assert newer is not None, "no k in 11..30 gives a version id sorting before the old one"
+    assert old_man["input"]["fingerprint"] == fingerprint
+    newer = next(
+        (
+            p
+            for k in range(200, 400)
+            if version_id(load_spec(p := variant(k, f"n{k}")), fingerprint) < old.version
+        ),
+        None,
+    )
+    assert newer is not None, "no k in 200..399 gives a version id sorting before the old one"
 
     proc = child(newer, store, "rename")
     _, err = proc.communicate(timeout=180)
@@ -276,7 +292,7 @@ def test_crash_after_rename_of_a_newer_version_moves_latest_on_rerun(tmp_path: P
 
     # re-running the older spec moves latest back to its version (a re-run points latest at
     # the version it produced, also one that already existed)
-    again = rerun(load_spec(GERMAN), store)
+    again = rerun(load_spec(older), store)
     assert (again.status, again.version) == ("exists", old.version)
     assert latest(Store.open(store), "german_fair_mdav") == old.version
     assert published_versions(store, "german_fair_mdav") == versions
