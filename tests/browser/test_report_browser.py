@@ -10,7 +10,6 @@ that fails its contract gets a report too (in ``.quarantine/``) showing the FAIL
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from _shared import pixel_stats
 
 from pipelines.catalogue import algorithm_of, check_keys, load_spec
 from pipelines.flow import ingest, run_release
@@ -121,40 +121,6 @@ CONTRACT_PROBE = """
   passed: tr.dataset.passed,
 }))
 """
-
-
-PIXELS_PROBE = """
-async (url) => {
-  const img = new Image();
-  img.src = url;
-  await img.decode();
-  const canvas = document.createElement('canvas');
-  canvas.width = img.naturalWidth;
-  canvas.height = img.naturalHeight;
-  const ctx = canvas.getContext('2d');
-  ctx.drawImage(img, 0, 0);
-  const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
-  const counts = new Map();
-  for (let i = 0; i < d.length; i += 4) {
-    const rgb = (d[i] << 16) | (d[i + 1] << 8) | d[i + 2];
-    counts.set(rgb, (counts.get(rgb) || 0) + 1);
-  }
-  const top = Math.max(...counts.values());
-  return {width: canvas.width, height: canvas.height, colours: counts.size,
-          background_share: top / (d.length / 4)};
-}
-"""
-
-
-def pixel_stats(browser, png: bytes) -> dict:
-    """Width, height, number of distinct colours and the share of the most common colour (the
-    background) of a PNG, decoded by the browser's own canvas (no image library needed)."""
-    page = browser.new_page()
-    try:
-        url = "data:image/png;base64," + base64.b64encode(png).decode()
-        return page.evaluate(PIXELS_PROBE, url)
-    finally:
-        page.close()
 
 
 def check_page_basics(opened: Opened, expected_figures: int) -> list[dict]:
