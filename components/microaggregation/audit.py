@@ -31,6 +31,16 @@ def _first(values: tuple | None):
     return values[0] if values else None
 
 
+def _published_01(published: pa.Table, name: str, one, retained, pos) -> np.ndarray:
+    """Per input row, 1 where its published value of ``name`` is ``one``, 0 where another,
+    -1 where the row (or the column) was not published."""
+    out = np.full(len(retained), -1, dtype=np.int8)
+    if name in published.column_names:
+        values = published.column(name).to_numpy(zero_copy_only=False)[pos]
+        out[retained] = (values == one).astype(np.int8)
+    return out
+
+
 def build_audit(
     input_table: pa.Table, published: pa.Table, lineage: pa.Table, scaling: str = "minmax"
 ) -> pd.DataFrame:
@@ -51,21 +61,13 @@ def build_audit(
         positive = _first(lab.positive)
         positive = positive if positive is not None else distinct[1]
         cols["__y_in"] = (values == positive).astype(np.int8)
-        y_out = np.full(n_in, -1, dtype=np.int8)
-        if lab.name in published.column_names:
-            out_vals = published.column(lab.name).to_numpy(zero_copy_only=False)[pos]
-            y_out[retained] = (out_vals == positive).astype(np.int8)
-        cols["__y_out"] = y_out
+        cols["__y_out"] = _published_01(published, lab.name, positive, retained, pos)
     if len(protected) == 1 and len(labels) == 1:
         prot = protected[0]
         values, distinct = binary_values(input_table, prot.name, "protected attribute")
         fav = favoured_value(values, distinct, cols["__y_in"], _first(prot.favoured))
         cols["__pa_in"] = (values == fav).astype(np.int8)
-        pa_out = np.full(n_in, -1, dtype=np.int8)
-        if prot.name in published.column_names:
-            out_vals = published.column(prot.name).to_numpy(zero_copy_only=False)[pos]
-            pa_out[retained] = (out_vals == fav).astype(np.int8)
-        cols["__pa_out"] = pa_out
+        cols["__pa_out"] = _published_01(published, prot.name, fav, retained, pos)
 
     enc_in = encode_qis(input_table, roles_in, scaling)
     out_qis = set(roles_out.quasi_identifiers)

@@ -170,8 +170,7 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
     for o, i in zip(outs, ins, strict=True):
         name = o.split("__", 2)[2]
         out = r[o].to_numpy(dtype=np.float64)
-        first = np.zeros(n_groups)
-        first[gid[::-1]] = out[::-1]
+        first = first_rows(out, gid, n_groups)
         spread = np.abs(out - first[gid]) > 0
         wrong |= np.bincount(gid, weights=spread, minlength=n_groups) > 0
         if o.startswith("__out_hot__"):

@@ -23,10 +23,13 @@ def group_means(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
     return np.add.reduceat(values, starts, axis=0) / sizes[:, None]
 
 
-def microaggregate(enc: EncodedQIs, grouping: Grouping) -> tuple[dict[str, pa.Array], dict]:
+def microaggregate(
+    enc: EncodedQIs, grouping: Grouping, columns: bool = True
+) -> tuple[dict[str, pa.Array], dict]:
     """Published QI columns (original units, one-hot shares for nominal QIs) in grouping order,
     and the information loss: SSE in the scaled space, IL = sqrt(SSE/N_g),
-    IL_attr = sqrt(SSE/(N_g p)) over p encoded columns, per attribute sqrt(SSE_A/N_g)."""
+    IL_attr = sqrt(SSE/(N_g p)) over p encoded columns, per attribute sqrt(SSE_A/N_g).
+    With ``columns=False`` only the information loss is computed (the columns are empty)."""
     order = grouping.row_order()
     n_g = len(order)
     sizes = np.array([len(m) for m in grouping.members], dtype=np.int64)
@@ -48,7 +51,8 @@ def microaggregate(enc: EncodedQIs, grouping: Grouping) -> tuple[dict[str, pa.Ar
         published = np.repeat(means, sizes, axis=0)
         scaled_sse = (((original - published) / enc.scale) ** 2).sum(axis=0)
         for j, name in enumerate(enc.numeric_names):
-            cols[name] = pa.array(np.ascontiguousarray(published[:, j]), pa.float64())
+            if columns:
+                cols[name] = pa.array(np.ascontiguousarray(published[:, j]), pa.float64())
             per_attr[name] = float(scaled_sse[j])
         n_groups = len(sizes)
         for j, attr in enumerate(enc.nominal):
@@ -60,10 +64,12 @@ def microaggregate(enc: EncodedQIs, grouping: Grouping) -> tuple[dict[str, pa.Ar
             )
             shares = counts.reshape(n_groups, levels) / sizes[:, None]
             per_attr[attr.name] = float((sizes[:, None] * shares * (1.0 - shares)).sum())
+            if not columns:
+                continue
             pub = np.repeat(shares, sizes, axis=0).T
             for lvl, values in zip(attr.levels, pub, strict=True):
                 cols[f"{attr.name}={lvl}"] = pa.array(np.ascontiguousarray(values), pa.float64())
-    else:
+    elif columns:
         for name in enc.column_names:
             cols[name] = pa.array([], pa.float64())
     sse = float(sum(per_attr.values()))
@@ -198,7 +204,8 @@ def publish_qis(
 ) -> tuple[dict[str, pa.Array], list, dict]:
     """(published QI columns in grouping order, their roles, information loss). The
     information loss is the paper's (Eq. 3), measured on the exact group means."""
-    cols, il = microaggregate(enc, grouping)
-    if publish == "onehot":
+    onehot = publish == "onehot"
+    cols, il = microaggregate(enc, grouping, columns=onehot)
+    if onehot:
         return cols, enc.published_roles(), il
     return representatives(table, enc, grouping, qi_decimals(table, enc)), list(enc.roles), il
