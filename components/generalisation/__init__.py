@@ -1,0 +1,137 @@
+"""Generalisation: dMondrian and dSabre, t-closeness generalisation that provably bounds
+discrimination (Ruggieri, "Using t-closeness anonymity to control for non-discrimination",
+Transactions on Data Privacy 7(2), 2014).
+
+A release of either algorithm keeps every row, its PD attribute and its decision, and replaces
+each PND value by its class's label; it is t_eff-close (t_eff = max{t, tau(R)}) and therefore
+bd_f(t_eff)-protective for every discrimination measure f (RD, ED, RR, ER, RC, EC, OR).
+
+>>> FAMILY.name, [a.name for a in FAMILY.algorithms]
+('generalisation', ['dmondrian', 'dsabre'])
+"""
+
+from components.core.descriptor import Algorithm, Family, KindCheck, Metric
+from components.generalisation import guarantees as G
+from components.generalisation.params import DMondrianParams, DSabreParams
+
+__all__ = ["FAMILY", "DMONDRIAN", "DSABRE", "DMondrianParams", "DSabreParams"]
+
+_P = "components.generalisation"
+
+_HEADLINE = (
+    Metric("rows", "rows (all published)"),
+    Metric("p_minus", "p- (global negative-decision rate)"),
+    Metric("tau_r", "tau(R) (floor of t)"),
+    Metric("t", "t requested"),
+    Metric("t_eff", "t_eff = max(t, tau(R))"),
+    Metric("bounds.RD.upper", "bound on |RD| and |ED|"),
+    Metric("bounds.RR.upper", "upper bound on RR and ER"),
+    Metric("bounds.RC.lower", "lower bound on RC and EC"),
+    Metric("bounds.OR.upper", "upper bound on OR"),
+    Metric("classes", "equivalence classes"),
+    Metric("smallest_class", "smallest class"),
+    Metric("generalised_cells", "generalised PND cells"),
+    Metric("information_loss.lm_norm", "information loss LM (normalised)"),
+    Metric("information_loss.lm_sum", "information loss LM (sum over attributes)"),
+    Metric("query_error.median_relative_error", "median relative error of count queries"),
+)
+
+_PAPER = (
+    "Ruggieri, Using t-closeness anonymity to control for non-discrimination, "
+    "Transactions on Data Privacy 7(2):99-129, 2014"
+)
+
+DMONDRIAN = Algorithm(
+    name="dmondrian",
+    title="dMondrian",
+    params=DMondrianParams,
+    run=f"{_P}.dmondrian:dmondrian",
+    contract=f"{_P}.contract:dmondrian_contract",
+    evidence=f"{_P}.audit:evidence",
+    example=f"{_P}.examples:dmondrian_example",
+    headline=_HEADLINE,
+    figures=f"{_P}.figures:figures",
+    outputs=("data",),
+    sidecars=("lineage",),
+    paper=_PAPER,
+)
+
+DSABRE = Algorithm(
+    name="dsabre",
+    title="dSabre",
+    params=DSabreParams,
+    run=f"{_P}.dsabre:dsabre",
+    contract=f"{_P}.contract:dsabre_contract",
+    evidence=f"{_P}.audit:evidence",
+    example=f"{_P}.examples:dsabre_example",
+    headline=(*_HEADLINE, Metric("leaves", "Dichotomize leaves")),
+    figures=f"{_P}.figures:figures",
+    outputs=("data",),
+    sidecars=("lineage",),
+    paper=_PAPER,
+)
+
+
+def _kind(model, check: str) -> KindCheck:
+    return KindCheck(
+        model, f"{_P}.checks:check_{check}", "audit", f"{_P}.corruptions:break_{check}"
+    )
+
+
+# Spec section 4.1: German credit's PD attribute is personal_status A92 (the prepared table's
+# sex = 0, "not-single women"), bad credit the negative decision; Adult's PD attribute is race
+# (non-White protected), income <=50K negative, education in its natural order.
+ADULT_EDUCATION = (
+    "Preschool",
+    "1st-4th",
+    "5th-6th",
+    "7th-8th",
+    "9th",
+    "10th",
+    "11th",
+    "12th",
+    "HS-grad",
+    "Some-college",
+    "Assoc-voc",
+    "Assoc-acdm",
+    "Bachelors",
+    "Masters",
+    "Prof-school",
+    "Doctorate",
+)
+GERMAN_EMPLOYMENT = ("A71", "A72", "A73", "A74", "A75")  # unemployed, <1, 1-4, 4-7, >=7 years
+
+FAMILY = Family(
+    name="generalisation",
+    package=_P,
+    algorithms=(DMONDRIAN, DSABRE),
+    kinds=(
+        _kind(G.TruthfulGeneralisation, "truthful_generalisation"),
+        _kind(G.ClassLabels, "class_labels"),
+        _kind(G.DecisionCloseness, "decision_closeness"),
+        _kind(G.LeafCloseness, "leaf_closeness"),
+        _kind(G.BoundedDiscrimination, "bounded_discrimination"),
+        _kind(G.ClassSize, "class_size"),
+        _kind(G.DisjointClasses, "disjoint_classes"),
+        _kind(G.DichotomyLeaves, "dichotomy_leaves"),
+    ),
+    dataset_roles={
+        "german": {
+            "sex": {"role": "protected", "kind": "binary", "unfavoured": [0]},
+            "employment": {
+                "role": "quasi_identifier",
+                "kind": "ordinal",
+                "domain": list(GERMAN_EMPLOYMENT),
+            },
+        },
+        "adult": {
+            "race": {"role": "protected", "kind": "nominal", "favoured": ["White"]},
+            "sex": {"role": "quasi_identifier", "kind": "binary"},
+            "education": {
+                "role": "quasi_identifier",
+                "kind": "ordinal",
+                "domain": list(ADULT_EDUCATION),
+            },
+        },
+    },
+)

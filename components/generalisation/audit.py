@@ -1,0 +1,103 @@
+"""Evidence for the generalisation checkers: the audit frame.
+
+One row per INPUT row, built from the input, the published table and the ``lineage`` sidecar (row_id, class)
+only (nothing the algorithm reported about itself). Columns:
+
+    __row_id, __retained, __out_count, __class     from the shared lineage audit
+    __in_col__<c>, __out_col__<c>                  raw PD and decision values, input / published
+    __protected, __negative                        input row in the protected group / negative
+    __protected_out, __negative_out                the same read from the published row (-1: none)
+    __rank__<A>                                    input rank of PND attribute A (active domain)
+    __lo__<A>, __hi__<A>                           published label of A read back into ranks
+                                                   (-1: not a label over A's domain)
+    __size__<A>                                    |active domain of A|
+
+``original_audit`` builds the same frame for the unreleased input (every label the original
+value, one class per distinct PND vector): the positive control of the C6 audit.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from components.core.evidence import lineage_audit, published_positions
+from components.generalisation.inputs import negative_values, prepare, protected_values
+
+__all__ = ["build_audit", "evidence", "original_audit", "pnd_columns"]
+
+
+def _membership(values: list, accepted: set) -> np.ndarray:
+    return np.fromiter((v in accepted for v in values), dtype=bool, count=len(values))
+
+
+def _published_flag(published: pa.Table, name: str, accepted: set, retained, pos) -> np.ndarray:
+    out = np.full(len(retained), -1, dtype=np.int8)
+    if name in published.column_names:
+        values = np.asarray(published.column(name).to_pylist(), dtype=object)[pos]
+        out[retained] = _membership(list(values), accepted).astype(np.int8)
+    return out
+
+
+def build_audit(input_table: pa.Table, published: pa.Table, classes: pa.Table) -> pd.DataFrame:
+    """The audit frame (module docstring) of a release of ``input_table``."""
+    prep = prepare(input_table, None)
+    n = input_table.num_rows
+    _, retained, pos = published_positions(n, classes, published.num_rows)
+    frame = lineage_audit(input_table, published, classes, [prep.pd, prep.decision])
+    pd_present = sorted(set(input_table.column(prep.pd).to_pylist()), key=str)
+    dec_present = sorted(set(input_table.column(prep.decision).to_pylist()), key=str)
+    prot = protected_values(prep.roles[prep.pd], pd_present)
+    neg = negative_values(prep.roles[prep.decision], dec_present)
+    cols: dict[str, np.ndarray] = {
+        "__protected": prep.protected.astype(np.int8),
+        "__negative": prep.negative.astype(np.int8),
+        "__protected_out": _published_flag(published, prep.pd, prot, retained, pos),
+        "__negative_out": _published_flag(published, prep.decision, neg, retained, pos),
+    }
+    for d in prep.domains:
+        lo = np.full(n, -1, dtype=np.int64)
+        hi = np.full(n, -1, dtype=np.int64)
+        if d.name in published.column_names:
+            plo, phi = d.from_arrow(published.column(d.name))
+            lo[retained], hi[retained] = plo[pos], phi[pos]
+        cols[f"__rank__{d.name}"] = d.ranks
+        cols[f"__lo__{d.name}"] = lo
+        cols[f"__hi__{d.name}"] = hi
+        cols[f"__size__{d.name}"] = np.full(n, d.size, dtype=np.int64)
+    return pd.concat([frame, pd.DataFrame(cols)], axis=1)
+
+
+def original_audit(input_table: pa.Table) -> pd.DataFrame:
+    """The audit frame of the input published as it is (labels = original values, one class
+    per distinct PND vector): what the C6 audit finds before any generalisation."""
+    prep = prepare(input_table, None)
+    ranks = prep.ranks
+    _, cls = (
+        np.unique(ranks, axis=0, return_inverse=True)
+        if ranks.size
+        else (None, np.zeros(len(ranks), np.int64))
+    )
+    classes = pa.table(
+        {"row_id": pa.array(np.arange(input_table.num_rows)), "class": pa.array(np.ravel(cls))}
+    )
+    table = input_table
+    for j, d in enumerate(prep.domains):
+        i = table.schema.get_field_index(d.name)
+        table = table.set_column(
+            i, d.field(table.schema.field(i)), d.to_arrow(ranks[:, j], ranks[:, j])
+        )
+    return build_audit(input_table, table, classes)
+
+
+def pnd_columns(audit: pd.DataFrame) -> list[str]:
+    """The PND attributes of an audit frame, in input order."""
+    return [c[len("__rank__") :] for c in audit.columns if c.startswith("__rank__")]
+
+
+def evidence(
+    input_table: pa.Table, outputs: dict[str, pa.Table], sidecars: dict[str, pa.Table], params
+) -> dict[str, pd.DataFrame]:
+    """``audit``: the frame every generalisation checker reads."""
+    return {"audit": build_audit(input_table, outputs["data"], sidecars["lineage"])}

@@ -1,0 +1,348 @@
+"""Pure checkers of the generalisation kinds (spec section 3), each reading the audit frame
+(``components.generalisation.audit``) and naming its offenders.
+
+p- and tau(R) are recomputed here from the input's decision and PD columns of the frame; the
+class structure comes from the ``lineage`` sidecar (row_id, class), the labels from the published table.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from components.core.checks import CheckResult, make_result, retained
+from components.generalisation import guarantees as G
+from components.generalisation.audit import pnd_columns
+from components.generalisation.dsabre import dichotomize
+from components.generalisation.itemsets import Labels, audit_itemsets
+from components.generalisation.measures import tau
+
+__all__ = [
+    "check_truthful_generalisation",
+    "check_class_labels",
+    "check_decision_closeness",
+    "check_leaf_closeness",
+    "check_bounded_discrimination",
+    "check_class_size",
+    "check_disjoint_classes",
+    "check_dichotomy_leaves",
+]
+
+EPS = 1e-9
+
+
+def _missing(g, audit: pd.DataFrame, attributes) -> CheckResult | None:
+    gone = [a for a in attributes if f"__lo__{a}" not in audit.columns]
+    if gone:
+        return make_result(g, False, None, None, f"PND attributes not in this release: {gone[:5]}")
+    return None
+
+
+def _p_minus(audit: pd.DataFrame) -> float:
+    return float(audit["__negative"].to_numpy().mean())
+
+
+def _counts(keys: np.ndarray, protected: np.ndarray, negative: np.ndarray):
+    """(unique keys, (k, 4) 4-fold counts per key) with cell = 2*(1-protected) + (1-negative)."""
+    uniq, inv = np.unique(keys, return_inverse=True)
+    cell = 2 * (1 - protected.astype(np.int64)) + (1 - negative.astype(np.int64))
+    counts = np.bincount(inv.ravel() * 4 + cell, minlength=4 * len(uniq)).reshape(len(uniq), 4)
+    return uniq, counts
+
+
+def _label_keys(r: pd.DataFrame, attributes) -> np.ndarray:
+    """A dense id per distinct published label vector over ``attributes``."""
+    if not attributes:
+        return np.zeros(len(r), dtype=np.int64)
+    cols = np.column_stack(
+        [r[f"__{e}__{a}"].to_numpy(np.int64) for a in attributes for e in ("lo", "hi")]
+    )
+    return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
+
+
+def check_truthful_generalisation(g: G.TruthfulGeneralisation, audit: pd.DataFrame) -> CheckResult:
+    """C2: every published PND cell is a label over the input's domain containing the original."""
+    miss = _missing(g, audit, g.attributes)
+    if miss:
+        return miss
+    r = retained(audit)
+    off = []
+    for a in g.attributes:
+        lo, hi, rank = (r[f"__{e}__{a}"].to_numpy() for e in ("lo", "hi", "rank"))
+        bad = (lo < 0) | (lo > rank) | (rank > hi)
+        if bad.any():
+            rows = r["__row_id"].to_numpy()[bad]
+            off.append({"attribute": a, "cells": int(bad.sum()), "first_row": int(rows[0])})
+    cells = len(r) * len(g.attributes)
+    return make_result(
+        g,
+        not off,
+        sum(o["cells"] for o in off),
+        0,
+        f"{sum(o['cells'] for o in off)} of {cells} PND cells are not a label holding the "
+        "original value"
+        if off
+        else f"all {cells} PND cells are labels holding the original value",
+        off,
+    )
+
+
+def check_class_labels(g: G.ClassLabels, audit: pd.DataFrame) -> CheckResult:
+    """C3: a class shares one label per attribute, exactly [min, max] of its original values."""
+    miss = _missing(g, audit, g.attributes)
+    if miss:
+        return miss
+    r = retained(audit)
+    cls = r["__class"].to_numpy()
+    off = []
+    for a in g.attributes:
+        df = pd.DataFrame(
+            {"c": cls, "lo": r[f"__lo__{a}"], "hi": r[f"__hi__{a}"], "r": r[f"__rank__{a}"]}
+        )
+        agg = df.groupby("c").agg(
+            lo_min=("lo", "min"),
+            lo_max=("lo", "max"),
+            hi_min=("hi", "min"),
+            hi_max=("hi", "max"),
+            r_min=("r", "min"),
+            r_max=("r", "max"),
+        )
+        bad = agg[
+            (agg.lo_min != agg.lo_max)
+            | (agg.hi_min != agg.hi_max)
+            | (agg.lo_min != agg.r_min)
+            | (agg.hi_max != agg.r_max)
+        ]
+        for c in bad.index[:5]:
+            off.append({"attribute": a, "class": int(c)})
+        if len(bad) > 5:
+            off.append({"attribute": a, "more_classes": int(len(bad) - 5)})
+    n_cls = len(np.unique(cls))
+    return make_result(
+        g,
+        not off,
+        len(off),
+        0,
+        f"classes whose label is not exactly [min, max] of their values: {off[:3]}"
+        if off
+        else f"{n_cls} classes, each labelled [min, max] of its values on every attribute",
+        off,
+    )
+
+
+def check_decision_closeness(g: G.DecisionCloseness, audit: pd.DataFrame) -> CheckResult:
+    """C4: every q-block (published labels + PD value) has |neg_rate - p-| <= t."""
+    miss = _missing(g, audit, g.attributes)
+    if miss:
+        return miss
+    r = retained(audit)
+    if r.empty:
+        return make_result(g, False, None, g.t, "no rows published")
+    p_minus = _p_minus(audit)
+    pd_out = r["__protected_out"].to_numpy()
+    neg_out = r["__negative_out"].to_numpy()
+    if (pd_out < 0).any() or (neg_out < 0).any():
+        return make_result(g, False, None, g.t, "the PD attribute or the decision is not published")
+    keys = _label_keys(r, g.attributes) * 2 + pd_out
+    uniq, counts = _counts(keys, np.zeros(len(keys)), neg_out)
+    size = counts.sum(axis=1)
+    dist = np.abs(counts[:, 2] / size - p_minus)  # protected=0 above: cell c holds negatives
+    bad = dist > g.t + EPS
+    observed = float(dist.max())
+    off = pd.DataFrame({"q_block_rows": size[bad], "distance": dist[bad]})
+    return make_result(
+        g,
+        not bad.any(),
+        round(observed, 9),
+        g.t,
+        f"max |neg rate - p-| over {len(uniq)} q-blocks = {observed:.6g} (p- = {p_minus:.6g}); "
+        f"{int(bad.sum())} q-blocks above t = {g.t:.6g}",
+        off.sort_values("distance", ascending=False),
+    )
+
+
+def check_leaf_closeness(g: G.LeafCloseness, audit: pd.DataFrame) -> CheckResult:
+    """C5: t_eff = max{t, tau(R)}; every class has tau <= t_eff; one class when t < tau(R)."""
+    p_minus = _p_minus(audit)
+    prot, neg = audit["__protected"].to_numpy(), audit["__negative"].to_numpy()
+    _, root = _counts(np.zeros(len(audit), dtype=np.int64), prot, neg)
+    tau_r = float(tau(*root[0], p_minus))
+    want = max(g.t, tau_r)
+    if abs(g.t_eff - want) > EPS:
+        return make_result(
+            g,
+            False,
+            g.t_eff,
+            want,
+            f"t_eff = {g.t_eff:.6g} but max(t, tau(R)) = max({g.t:.6g}, {tau_r:.6g}) = {want:.6g}",
+        )
+    r = retained(audit)
+    uniq, counts = _counts(
+        r["__class"].to_numpy(), r["__protected"].to_numpy(), r["__negative"].to_numpy()
+    )
+    taus = tau(*counts.T, p_minus)
+    bad = taus > g.t_eff + EPS
+    msg = f"max tau over {len(uniq)} classes = {float(taus.max()):.6g} (t_eff = {want:.6g})"
+    ok = not bad.any()
+    off = [{"class": int(c), "tau": float(x)} for c, x in zip(uniq[bad], taus[bad], strict=False)]
+    if g.t < tau_r - EPS:
+        attrs = pnd_columns(audit)
+        whole = all(
+            (r[f"__lo__{a}"] == 0).all() and (r[f"__hi__{a}"] == r[f"__size__{a}"] - 1).all()
+            for a in attrs
+        )
+        if len(uniq) != 1 or not whole:
+            ok = False
+            msg += (
+                f"; t < tau(R) = {tau_r:.6g} requires one class at the global ranges, found "
+                f"{len(uniq)} classes" + ("" if whole else " not all at the global ranges")
+            )
+    return make_result(g, ok, round(float(taus.max()), 9), want, msg, off)
+
+
+def _labels(audit: pd.DataFrame, out: bool = True) -> Labels:
+    names = pnd_columns(audit)
+    r = retained(audit)
+    get = lambda e: (  # noqa: E731
+        np.column_stack([r[f"__{e}__{a}"].to_numpy(np.int64) for a in names])
+        if names
+        else np.zeros((len(r), 0), dtype=np.int64)
+    )
+    sizes = np.array([int(r[f"__size__{a}"].iloc[0]) for a in names], dtype=np.int64)
+    suffix = "_out" if out else ""
+    prot = r[f"__protected{suffix}"].to_numpy().astype(np.int64)
+    neg = r[f"__negative{suffix}"].to_numpy().astype(np.int64)
+    cell = 2 * (1 - prot) + (1 - neg)
+    return Labels(names, get("lo"), get("hi"), sizes, cell)
+
+
+def check_bounded_discrimination(g: G.BoundedDiscrimination, audit: pd.DataFrame) -> CheckResult:
+    """C6: every audited PND itemset's measures within the two-sided bounds at t, tau <= t."""
+    r = retained(audit)
+    if r.empty:
+        return make_result(g, False, None, None, "no rows published")
+    if (r["__protected_out"] < 0).any() or (r["__negative_out"] < 0).any():
+        return make_result(
+            g, False, None, None, "the PD attribute or the decision is not published"
+        )
+    labels = _labels(audit)
+    p_minus = _p_minus(audit)
+    found = audit_itemsets(
+        labels,
+        p_minus,
+        g.t,
+        tuple(g.measures),
+        g.exhaustive_up_to,
+        g.min_support,
+        g.random_itemsets,
+        g.seed,
+    )
+    from components.generalisation.measures import bounds
+
+    expected = {f: [round(x, 6) for x in bounds(f, g.t, p_minus)] for f in g.measures}
+    observed = {f: [round(x, 6) for x in found.extremes[f]] for f in g.measures}
+    observed["tau"] = round(found.max_tau, 6)
+    return make_result(
+        g,
+        found.violations == 0,
+        observed,
+        expected | {"tau": g.t},
+        f"{found.itemsets} itemsets audited ({found.plain} over the published labels, "
+        f"{found.disjunctive} disjunctive); {found.violations} outside the bounds at "
+        f"t = {g.t:.6g} (p- = {p_minus:.6g})",
+        found.offenders,
+    )
+
+
+def check_class_size(g: G.ClassSize, audit: pd.DataFrame) -> CheckResult:
+    """C7: every class (rows sharing all published PND labels) has >= k rows."""
+    r = retained(audit)
+    keys = _label_keys(r, pnd_columns(audit))
+    sizes = np.bincount(keys) if len(keys) else np.zeros(0, dtype=np.int64)
+    if len(audit) < g.k:
+        return make_result(g, True, len(audit), g.k, "fewer rows than k: not applicable")
+    bad = sizes[sizes < g.k]
+    return make_result(
+        g,
+        len(sizes) > 0 and not len(bad),
+        int(sizes.min()) if len(sizes) else 0,
+        g.k,
+        f"{len(bad)} of {len(sizes)} classes have fewer than {g.k} rows"
+        if len(bad)
+        else f"smallest of {len(sizes)} classes has {int(sizes.min())} rows",
+        [{"class_size": int(s)} for s in bad],
+    )
+
+
+def check_disjoint_classes(g: G.DisjointClasses, audit: pd.DataFrame) -> CheckResult:
+    """C8: any two classes have disjoint labels on at least one attribute."""
+    miss = _missing(g, audit, g.attributes)
+    if miss:
+        return miss
+    r = retained(audit)
+    cls = r["__class"].to_numpy()
+    uniq, first = np.unique(cls, return_index=True)
+    if not g.attributes:
+        ok = len(uniq) <= 1
+        return make_result(g, ok, len(uniq), 1, f"{len(uniq)} classes and no PND attribute")
+    lo = np.column_stack([r[f"__lo__{a}"].to_numpy(np.int64)[first] for a in g.attributes])
+    hi = np.column_stack([r[f"__hi__{a}"].to_numpy(np.int64)[first] for a in g.attributes])
+    n = len(uniq)
+    off = []
+    chunk = max(1, 4_000_000 // max(1, n * len(g.attributes)))
+    for s in range(0, n, chunk):
+        e = min(n, s + chunk)
+        # boxes i (rows s..e) and j overlap on an attribute when lo_i <= hi_j and lo_j <= hi_i
+        overlap = (lo[s:e, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[s:e, None, :])
+        clash = overlap.all(axis=2)
+        upper = np.arange(n)[None, :] > np.arange(s, e)[:, None]
+        i, j = np.nonzero(clash & upper)
+        for a, b in zip(i[:5], j[:5], strict=False):
+            off.append({"class": int(uniq[s + a]), "other": int(uniq[b])})
+        if len(off) >= 20:
+            break
+    return make_result(
+        g,
+        not off,
+        len(off),
+        0,
+        f"{len(off)} pairs of classes overlap on every attribute"
+        if off
+        else f"{n} classes pairwise separated on at least one attribute",
+        off,
+    )
+
+
+def check_dichotomy_leaves(g: G.DichotomyLeaves, audit: pd.DataFrame) -> CheckResult:
+    """C9: the classes' count vectors equal the Dichotomize leaves of the input's counts."""
+    if g.k < 1:
+        return make_result(g, False, g.k, 1, f"k = {g.k} is not a class size (k >= 1)")
+    p_minus = _p_minus(audit)
+    prot, neg = audit["__protected"].to_numpy(), audit["__negative"].to_numpy()
+    _, root = _counts(np.zeros(len(audit), dtype=np.int64), prot, neg)
+    want = sorted(dichotomize(tuple(int(x) for x in root[0]), g.t, g.k, p_minus))
+    r = retained(audit)
+    _, counts = _counts(
+        r["__class"].to_numpy(), r["__protected"].to_numpy(), r["__negative"].to_numpy()
+    )
+    got = sorted(tuple(int(x) for x in c) for c in counts)
+    ok = got == want
+    diff = []
+    if not ok:
+        from collections import Counter
+
+        cw, cg = Counter(want), Counter(got)
+        diff = [
+            {"counts": list(k), "expected": cw[k], "found": cg[k]}
+            for k in (cw | cg)
+            if cw[k] != cg[k]
+        ]
+    return make_result(
+        g,
+        ok,
+        len(got),
+        len(want),
+        f"{len(got)} classes against {len(want)} Dichotomize leaves"
+        + ("" if ok else f"; {len(diff)} count vectors differ"),
+        diff,
+    )

@@ -1,0 +1,191 @@
+"""PND attributes as integer ranks over their active domains, and generalised labels as Arrow.
+
+Both algorithms work on ranks, as the paper's implementation does (a column store of integer
+indexes that respect each domain's order, spec section 2.6):
+
+- the *active domain* of an attribute is the set of its values present in the input
+  (spec AMB-3); its order is the natural one for a numeric column, the declared ``domain`` of an
+  ordinal (or nominal) column, and otherwise the lexicographic order of the values (AMB-4: this
+  choice changes results, so it is reported as a warning);
+- a missing value of a nominal attribute is a value of its own, ordered last (AMB-21); a
+  numeric or ordinal attribute must be complete (an interval cannot hold a missing value);
+- a *label* is a rank interval ``[lo, hi]``: it denotes every active-domain value between the
+  two, observed in its class or not (spec 2.4).
+
+Published form of a label (``to_arrow``): a numeric or ordinal attribute becomes
+``struct<lo, hi>`` of the input's type (``lo == hi``: the original value); a nominal attribute
+becomes ``list<value>``, the value set ``domain[lo..hi]`` in domain order (one element: the
+original value). ``from_arrow`` reads a published column back into ranks against the input's
+domain, marking as invalid (-1) any label that is not such an interval.
+
+>>> import pyarrow as pa
+>>> d = Domain.of("size", pa.chunked_array([["M", "S", "L", "M"]]), "ordinal", ("S", "M", "L"))
+>>> d.values, d.ranks.tolist()
+(['S', 'M', 'L'], [1, 0, 2, 1])
+>>> col = d.to_arrow(np.array([0, 1, 1, 2]), np.array([1, 1, 2, 2]))
+>>> col.to_pylist()[0]
+{'lo': 'S', 'hi': 'M'}
+>>> d.from_arrow(col)[0].tolist(), d.from_arrow(col)[1].tolist()
+([0, 1, 1, 2], [1, 1, 2, 2])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.errors import InputError
+from schemas.roles import Kind
+
+__all__ = ["Domain", "LABEL_META"]
+
+LABEL_META = b"privfair.generalised"  # field metadata: "interval" or "value_set"
+
+
+def _sort_key(v: Any) -> tuple:
+    return (v is None, str(type(v)), v if v is not None else "")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One PND attribute: its active domain in order and each input row's rank in it.
+
+    ``order``: how the order was obtained (``natural``, ``declared`` or ``lexicographic``).
+    """
+
+    name: str
+    kind: str
+    values: list
+    ranks: np.ndarray
+    order: str
+    arrow_type: pa.DataType
+
+    @property
+    def size(self) -> int:
+        return len(self.values)
+
+    @property
+    def interval(self) -> bool:
+        """Published as an interval (numeric, ordinal) rather than a value set (nominal)."""
+        return self.kind in (Kind.NUMERIC, Kind.ORDINAL)
+
+    @classmethod
+    def of(
+        cls, name: str, column: pa.ChunkedArray, kind: str, declared: tuple | None = None
+    ) -> Domain:
+        """The active domain of ``column`` and its ranks (errors name the column)."""
+        kind = Kind(kind)
+        values = column.to_pylist()
+        t = column.type
+        if kind is Kind.NUMERIC:
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
+                raise InputError(name, "a numeric PND attribute must have a numeric type", str(t))
+            if column.null_count:
+                raise InputError(
+                    name,
+                    "a numeric PND attribute must have no missing values",
+                    f"{column.null_count} nulls; give it kind 'nominal' to generalise the "
+                    "missing value as a value of its own",
+                )
+            arr = column.to_numpy()
+            if np.issubdtype(arr.dtype, np.floating) and np.isnan(arr).any():
+                raise InputError(name, "a numeric PND attribute must have no NaN values")
+            uniq, ranks = np.unique(arr, return_inverse=True)
+            return cls(name, kind, uniq.tolist(), ranks.astype(np.int64), "natural", t)
+        present = set(values)
+        if declared is not None:
+            unknown = sorted({str(v) for v in present if v not in set(declared)})
+            if unknown:
+                raise InputError(
+                    name, "values outside the declared domain", f"not in domain: {unknown[:5]}"
+                )
+            order = [v for v in dict.fromkeys(declared) if v in present]
+            how = "declared"
+        elif kind is Kind.ORDINAL:
+            raise InputError(name, "an ordinal PND attribute needs its domain order ('domain')")
+        else:
+            order = sorted(present, key=_sort_key)
+            how = "lexicographic"
+        if kind is Kind.ORDINAL and None in present:
+            raise InputError(
+                name,
+                "an ordinal PND attribute must have no missing values",
+                f"{column.null_count} nulls",
+            )
+        index = {v: i for i, v in enumerate(order)}
+        ranks = np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+        return cls(name, kind, order, ranks, how, t)
+
+    # --- published form --------------------------------------------------------------------
+    def to_arrow(self, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
+        """The published column of labels ``[lo, hi]`` (module docstring)."""
+        values = pa.array(self.values, type=self.arrow_type)
+        if self.interval:
+            return pa.StructArray.from_arrays(
+                [values.take(pa.array(lo)), values.take(pa.array(hi))], names=["lo", "hi"]
+            )
+        width = hi - lo + 1
+        offsets = np.concatenate([[0], np.cumsum(width)]).astype(np.int32)
+        idx = np.repeat(lo, width) + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], width))
+        return pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(idx)))
+
+    def field(self, base: pa.Field) -> pa.Field:
+        """The published field: ``base``'s name and metadata, the label type, and its form."""
+        meta = dict(base.metadata or {})
+        meta[LABEL_META] = b"interval" if self.interval else b"value_set"
+        t = (
+            pa.struct([("lo", self.arrow_type), ("hi", self.arrow_type)])
+            if self.interval
+            else pa.list_(self.arrow_type)
+        )
+        return pa.field(base.name, t, metadata=meta)
+
+    def from_arrow(self, column: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndarray]:
+        """(lo, hi) ranks of a published column; -1 on both where a cell is not a label over
+        this domain (unknown value, wrong type, a value set that is not a contiguous slice)."""
+        n = len(column)
+        lo = np.full(n, -1, dtype=np.int64)
+        hi = np.full(n, -1, dtype=np.int64)
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks() if column.num_chunks else pa.array([], column.type)
+        domain = pa.array(self.values, type=self.arrow_type)
+        t = column.type
+        if self.interval and pa.types.is_struct(t) and {"lo", "hi"} <= {f.name for f in t}:
+            a = _ranks(pc.struct_field(column, "lo"), domain)
+            b = _ranks(pc.struct_field(column, "hi"), domain)
+            ok = (a >= 0) & (b >= 0) & (a <= b) & np.asarray(column.is_valid())
+            lo[ok], hi[ok] = a[ok], b[ok]
+        elif not self.interval and (pa.types.is_list(t) or pa.types.is_large_list(t)):
+            flat = column.flatten()
+            offsets = column.offsets.to_numpy()
+            width = np.diff(offsets)
+            r = _ranks(flat, domain)
+            valid = np.asarray(column.is_valid()) & (width > 0)
+            starts = offsets[:-1]
+            if len(r):
+                rows = np.repeat(np.arange(n), width)
+                bad = np.zeros(n, dtype=bool)
+                np.logical_or.at(bad, rows, r < 0)
+                # a contiguous ascending slice: each element is the previous one plus one
+                step_ok = np.ones(len(r), dtype=bool)
+                step_ok[1:] = r[1:] == r[:-1] + 1
+                step_ok[starts[width > 0]] = True
+                np.logical_or.at(bad, rows, ~step_ok)
+                valid &= ~bad
+                first = np.where(width > 0, r[np.minimum(starts, len(r) - 1)], -1)
+                last = np.where(width > 0, r[np.maximum(offsets[1:] - 1, 0)], -1)
+                lo[valid], hi[valid] = first[valid], last[valid]
+        return lo, hi
+
+
+def _ranks(values: pa.Array, domain: pa.Array) -> np.ndarray:
+    """Rank of each value in ``domain`` (a null matches a null domain value); -1 if absent."""
+    try:
+        idx = pc.index_in(values, value_set=domain, skip_nulls=False)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return np.full(len(values), -1, dtype=np.int64)
+    return idx.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64)

@@ -1,0 +1,213 @@
+"""dSabre (Ruggieri 2014, Algs. 2-3; spec section 2.3): bucketise by (PD group, decision), halve
+the bucket counts while both halves stay t-close, then fill each leaf from a seed tuple and its
+nearest neighbours.
+
+- ``dichotomize``: the leaves' 4-fold count vectors, depth-first and left-first. A split halves
+  (a, b, c, d) into (floor(a/2), floor(b/2), ceil(c/2), ceil(d/2)) and the rest, and is taken
+  when both halves have tau <= t and at least max(k, 1) rows (AMB-9, AMB-10: non-empty halves,
+  so the recursion ends). It depends on the counts, t and k only (I7).
+- ``take_out``: each leaf, in that order, takes its counts from the buckets: a seed tuple drawn
+  uniformly (seeded) from the bucket with the lowest size/requested ratio (footnote 4; or a
+  random bucket, AMB-12), then from every bucket the requested number of tuples nearest to the
+  seed, by Euclidean distance over normalised PND ranks (footnote 5), ties to the lowest row id
+  (AMB-11). Exact nearest neighbours come from scipy's KD-tree over the bucket's distinct points.
+
+Theorem 23: the release is bd_f(max{t, tau(R)})-protective for every measure f.
+
+>>> from components.generalisation.examples import toy_table
+>>> dichotomize((4, 4, 4, 5), 0.25, 1, 8 / 17)
+[(1, 1, 1, 2), (0, 0, 1, 1), (1, 1, 0, 0), (0, 0, 1, 1), (1, 1, 0, 0), (0, 0, 1, 1), (1, 1, 0, 0)]
+>>> result = dsabre(toy_table(), DSabreParams(t=0.25, utility_queries=0))
+>>> result.metrics["classes"]
+7
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+from scipy.spatial import cKDTree
+
+from components.generalisation.contract import dsabre_contract
+from components.generalisation.dmondrian import TOL, _tau
+from components.generalisation.inputs import prepare
+from components.generalisation.params import DSabreParams
+from components.generalisation.publish import release
+
+__all__ = ["dsabre", "dichotomize", "take_out", "normalised_ranks"]
+
+Counts = tuple[int, int, int, int]
+
+
+def dichotomize(root: Counts, t: float, k: int, p_minus: float) -> list[Counts]:
+    """The leaf count vectors of Dichotomize(root, t) (Alg. 3 with AMB-9/AMB-10), in
+    depth-first, left-first order."""
+    kmin = max(k, 1)
+    leaves: list[Counts] = []
+    stack = [tuple(int(x) for x in root)]
+    while stack:
+        a, b, c, d = stack.pop()
+        a1, b1 = a // 2, b // 2
+        c1, d1 = c - c // 2, d - d // 2  # ceil for the unprotected cells
+        a2, b2, c2, d2 = a - a1, b - b1, c - c1, d - d1
+        if (
+            a1 + b1 + c1 + d1 >= kmin
+            and a2 + b2 + c2 + d2 >= kmin
+            and _tau(a1, b1, c1, d1, p_minus) <= t + TOL
+            and _tau(a2, b2, c2, d2, p_minus) <= t + TOL
+        ):
+            stack.append((a2, b2, c2, d2))
+            stack.append((a1, b1, c1, d1))
+        else:
+            leaves.append((a, b, c, d))
+    return leaves
+
+
+def normalised_ranks(ranks: np.ndarray, sizes: np.ndarray) -> np.ndarray:
+    """(r - 1)/(|dom| - 1) for 1-based ranks (0 for a one-value domain), footnote 5."""
+    denom = np.where(sizes > 1, sizes - 1, 1).astype(np.float64)
+    return ranks / denom
+
+
+class _Bucket:
+    """One bucket's tuples, their distinct PND points in a KD-tree, and which are taken."""
+
+    def __init__(self, rows: np.ndarray, ranks: np.ndarray, sizes: np.ndarray) -> None:
+        self.rows = rows  # input row ids, ascending
+        self.alive = np.ones(len(rows), dtype=bool)
+        self.left = len(rows)
+        if len(rows):
+            pts, point_of = np.unique(ranks[rows], axis=0, return_inverse=True)
+        else:
+            pts, point_of = np.zeros((0, ranks.shape[1]), dtype=np.int64), np.zeros(0, np.int64)
+        point_of = point_of.ravel()
+        self.coords = normalised_ranks(pts, sizes)
+        # positions grouped by point, row order kept inside a point (rows are ascending)
+        self.perm = np.argsort(point_of, kind="stable")
+        counts = np.bincount(point_of, minlength=len(pts))
+        self.start = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+        self.end = self.start + counts
+        self.count = counts.astype(np.int64)
+        self.point_of = point_of
+        self._alive_list = np.arange(len(rows))
+        self._build()
+
+    def _build(self) -> None:
+        self.tree_points = np.flatnonzero(self.count > 0)
+        self.tree = cKDTree(self.coords[self.tree_points]) if len(self.tree_points) else None
+
+    def draw(self, rng: np.random.Generator) -> int:
+        """A uniformly random remaining position (rejection sampling, compacted when sparse)."""
+        if self.left * 2 < len(self._alive_list):
+            self._alive_list = np.flatnonzero(self.alive)
+        while True:
+            pos = int(self._alive_list[rng.integers(len(self._alive_list))])
+            if self.alive[pos]:
+                return pos
+
+    def _take(self, positions: np.ndarray) -> np.ndarray:
+        self.alive[positions] = False
+        np.subtract.at(self.count, self.point_of[positions], 1)
+        self.left -= len(positions)
+        return self.rows[positions]
+
+    def take_position(self, pos: int) -> np.ndarray:
+        return self._take(np.array([pos]))
+
+    def _alive_of(self, point: int) -> np.ndarray:
+        """The point's remaining positions, lowest row id first (its taken prefix skipped)."""
+        s, e = self.start[point], self.end[point]
+        seg = self.perm[s:e]
+        alive = self.alive[seg]
+        if len(seg) and not alive[0]:
+            first = int(np.argmax(alive)) if alive.any() else len(seg)
+            self.start[point] = s + first
+            seg, alive = seg[first:], alive[first:]
+        return seg[alive]
+
+    def nearest(self, centre: np.ndarray, x: int) -> np.ndarray:
+        """Take the ``x`` remaining tuples nearest to ``centre`` (ties: lowest row id)."""
+        if x <= 0:
+            return np.zeros(0, dtype=np.int64)
+        if self.tree is None or (self.count[self.tree_points] > 0).sum() * 2 < len(
+            self.tree_points
+        ):
+            self._build()
+        n_tree = len(self.tree_points)
+        kk = min(n_tree, max(8, 2 * x))
+        while True:
+            dist, idx = self.tree.query(centre, k=kk)
+            dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
+            pts = self.tree_points[idx]
+            cnt = self.count[pts]
+            keep = cnt > 0
+            dist, pts, cnt = dist[keep], pts[keep], cnt[keep]
+            cum = np.cumsum(cnt)
+            if len(cum) and cum[-1] >= x:
+                p = int(np.searchsorted(cum, x))
+                edge = dist[p] * (1 + 1e-9) + 1e-12
+                if dist[-1] > edge or kk >= n_tree:
+                    break
+            elif kk >= n_tree:
+                raise RuntimeError(f"bucket has {int(self.left)} tuples left, {x} requested")
+            kk = min(n_tree, kk * 2)
+        floor = dist[p] * (1 - 1e-9) - 1e-12
+        closer = dist < floor
+        tied = (dist >= floor) & (dist <= edge)
+        taken = [self._alive_of(q) for q in pts[closer]]
+        need = x - int(cnt[closer].sum())
+        pool = np.concatenate([self._alive_of(q) for q in pts[tied]])
+        pool = pool[np.argsort(self.rows[pool], kind="stable")][:need]
+        positions = np.concatenate([*taken, pool]).astype(np.int64)
+        return self._take(positions)
+
+
+def take_out(
+    leaves: list[Counts],
+    cell: np.ndarray,
+    ranks: np.ndarray,
+    sizes: np.ndarray,
+    rng: np.random.Generator,
+    rule: str = "min_ratio",
+) -> np.ndarray:
+    """Each row's class: leaf i takes ``leaves[i]`` tuples from the buckets a, b, c, d."""
+    n = len(cell)
+    classes = np.full(n, -1, dtype=np.int64)
+    buckets = [_Bucket(np.flatnonzero(cell == j), ranks, sizes) for j in range(4)]
+    coords_all = normalised_ranks(ranks, sizes)
+    for leaf, req in enumerate(leaves):
+        wanted = [j for j in range(4) if req[j] > 0]
+        if rule == "min_ratio":
+            star = min(wanted, key=lambda j: buckets[j].left / req[j])
+        else:
+            star = wanted[int(rng.integers(len(wanted)))]
+        bs = buckets[star]
+        pos = bs.draw(rng)
+        seed_row = int(bs.rows[pos])
+        centre = coords_all[seed_row]
+        members = [bs.take_position(pos)]
+        for j in wanted:
+            members.append(buckets[j].nearest(centre, req[j] - (1 if j == star else 0)))
+        classes[np.concatenate(members)] = leaf
+    return classes
+
+
+def dsabre(table: pa.Table, params: DSabreParams):
+    """Run dSabre on ``table`` (roles in its field metadata); see the module docstring."""
+    started = time.perf_counter()
+    prep = prepare(table, params.t, params.k)
+    leaves = dichotomize(prep.counts, params.t, params.k, prep.p_minus)
+    sizes = np.array([d.size for d in prep.domains], dtype=np.int64)
+    rng = np.random.default_rng(params.seed)
+    classes = take_out(leaves, prep.cell, prep.ranks, sizes, rng, params.seed_bucket_rule)
+    return release(
+        prep,
+        classes,
+        params,
+        "dsabre",
+        dsabre_contract(params, table),
+        started,
+        {"leaves": len(leaves)},
+    )

@@ -1,0 +1,205 @@
+"""The C6 audit: discrimination measures of PND itemsets, against the bounds of Theorems 10/15.
+
+A PND itemset B holds at most one item per PND attribute; its cover is the set of rows
+supporting every item, and its 4-fold table (a, b, c, d) counts the cover's rows by PD group
+and decision. Two families of itemsets are audited:
+
+- **plain itemsets** over the published labels (an item ``A = label``): every itemset with a
+  non-empty cover over every subset of at most ``max_attributes`` PND attributes (all of them:
+  exhaustive; this covers every closed itemset). One pass per attribute subset, depth first:
+  a subset's itemset keys extend its parent's by one column, re-densified with ``np.unique``;
+- **disjunctive itemsets** (Def. 13, Cor. 14): ``count`` seeded random itemsets of range items
+  ``A in [v, w]`` over the active domain; a row supports one when its label lies inside.
+
+``audit_itemsets`` returns, per measure, the extreme values over the audited itemsets, the
+number of itemsets outside the two-sided bounds at ``t`` (plus those with tau(B) > t) and the
+worst offenders.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import combinations
+
+import numpy as np
+
+from components.generalisation.measures import MEASURES, bounds, measures, tau
+
+__all__ = ["Labels", "ItemsetAudit", "audit_itemsets", "plain_counts", "random_counts"]
+
+
+@dataclass
+class Labels:
+    """The rows to audit: per PND attribute the label interval ``[lo, hi]`` in ranks, the
+    active-domain ``sizes``, each row's 4-fold ``cell`` (0..3 = a, b, c, d)."""
+
+    names: list[str]
+    lo: np.ndarray
+    hi: np.ndarray
+    sizes: np.ndarray
+    cell: np.ndarray
+
+    def codes(self) -> np.ndarray:
+        """A dense label id per row and attribute (equal ids = equal labels)."""
+        n, m = self.lo.shape
+        out = np.empty((n, m), dtype=np.int64)
+        for j in range(m):
+            key = self.lo[:, j] * (int(self.sizes[j]) + 2) + self.hi[:, j]
+            out[:, j] = np.unique(key, return_inverse=True)[1].ravel()
+        return out
+
+
+@dataclass
+class ItemsetAudit:
+    """What the audit found. ``extremes[f] = (min, max)`` over the audited itemsets;
+    ``violations``: itemsets outside a bound; ``offenders``: the worst, described."""
+
+    itemsets: int = 0
+    plain: int = 0
+    disjunctive: int = 0
+    extremes: dict[str, tuple[float, float]] = field(default_factory=dict)
+    max_tau: float = 0.0
+    violations: int = 0
+    offenders: list[dict] = field(default_factory=list)
+
+
+def plain_counts(labels: Labels, max_attributes: int):
+    """Yield (attribute subset, 4-fold counts (k, 4), first row of each itemset) for every
+    subset of at most ``max_attributes`` attributes, the empty itemset first."""
+    n, m = labels.lo.shape
+    codes = labels.codes()
+    cell = labels.cell
+    stack: list[tuple[tuple[int, ...], np.ndarray]] = [((), np.zeros(n, dtype=np.int64))]
+    while stack:
+        subset, key = stack.pop()
+        k = int(key.max()) + 1 if n else 0
+        counts = np.bincount(key * 4 + cell, minlength=4 * k).reshape(k, 4)
+        first = np.full(k, n, dtype=np.int64)
+        np.minimum.at(first, key, np.arange(n))
+        yield subset, counts, first
+        if len(subset) >= max_attributes:
+            continue
+        start = subset[-1] + 1 if subset else 0
+        for j in range(m - 1, start - 1, -1):
+            card = int(codes[:, j].max()) + 1 if n else 1
+            child = np.unique(key * card + codes[:, j], return_inverse=True)[1].ravel()
+            stack.append(((*subset, j), child))
+
+
+def random_counts(labels: Labels, count: int, seed: int, max_arity: int = 5, chunk: int = 128):
+    """Yield (attribute index matrix, [v, w] ranges, 4-fold counts) for ``count`` seeded random
+    disjunctive itemsets (empty covers dropped)."""
+    n, m = labels.lo.shape
+    if m == 0 or count == 0:
+        return
+    rng = np.random.default_rng(seed)
+    onehot = np.zeros((n, 4), dtype=np.float64)
+    onehot[np.arange(n), labels.cell] = 1.0
+    done = 0
+    while done < count:
+        c = min(chunk, count - done)
+        arity = rng.integers(1, min(max_arity, m) + 1, size=c)
+        chosen = np.argsort(rng.random((c, m)), axis=1)
+        active = np.arange(m)[None, :] < arity[:, None]
+        attrs = np.where(active, chosen, -1)
+        a = rng.integers(0, labels.sizes[None, :], size=(c, m))
+        b = rng.integers(0, labels.sizes[None, :], size=(c, m))
+        v, w = np.minimum(a, b), np.maximum(a, b)
+        mask = np.ones((c, n), dtype=bool)
+        for slot in range(m):
+            j = attrs[:, slot]
+            use = j >= 0
+            if not use.any():
+                continue
+            jj = np.where(use, j, 0)
+            vv = np.take_along_axis(v, jj[:, None], axis=1)
+            ww = np.take_along_axis(w, jj[:, None], axis=1)
+            inside = (vv <= labels.lo[:, jj].T) & (ww >= labels.hi[:, jj].T)
+            mask &= np.where(use[:, None], inside, True)
+        counts = (mask.astype(np.float64) @ onehot).astype(np.int64)
+        keep = counts.sum(axis=1) > 0
+        yield attrs[keep], np.stack([v, w], axis=-1)[keep], counts[keep]
+        done += c
+
+
+def _evaluate(counts: np.ndarray, p_minus: float, t: float, names: tuple[str, ...]):
+    a, b, c, d = counts.T
+    values = measures(a, b, c, d, p_minus)
+    bad = np.zeros(len(counts), dtype=bool)
+    for f in names:
+        lo, hi = bounds(f, t, p_minus)
+        x = values[f]
+        tol = 1e-9 * np.maximum(1.0, np.abs(np.where(np.isfinite(x), x, 0.0)))
+        bad |= ~((x >= lo - tol) & (x <= hi + tol))
+    ta = tau(a, b, c, d, p_minus)
+    bad |= ta > t + 1e-9
+    return values, ta, bad
+
+
+def audit_itemsets(
+    labels: Labels,
+    p_minus: float,
+    t: float,
+    names: tuple[str, ...] = MEASURES,
+    max_attributes: int | None = None,
+    min_support: int = 1,
+    random_itemsets: int = 0,
+    seed: int = 0,
+    keep_offenders: int = 20,
+) -> ItemsetAudit:
+    """Audit the itemsets of ``labels`` (module docstring) against the bounds at ``t``."""
+    m = labels.lo.shape[1]
+    depth = m if max_attributes is None else min(max_attributes, m)
+    out = ItemsetAudit(extremes={f: (np.inf, -np.inf) for f in names})
+    worst: list[tuple[float, dict]] = []
+
+    def account(counts, describe):
+        support = counts.sum(axis=1)
+        sel = support >= min_support
+        if not sel.any():
+            return 0
+        counts = counts[sel]
+        values, ta, bad = _evaluate(counts, p_minus, t, names)
+        for f in names:
+            x = values[f][np.isfinite(values[f])]
+            if len(x):
+                lo, hi = out.extremes[f]
+                out.extremes[f] = (min(lo, float(x.min())), max(hi, float(x.max())))
+        out.max_tau = max(out.max_tau, float(ta.max()))
+        out.violations += int(bad.sum())
+        for i in np.flatnonzero(bad)[:keep_offenders]:
+            a, b, c, d = (int(x) for x in counts[i])
+            row = {"itemset": describe(np.flatnonzero(sel)[i]), "a": a, "b": b, "c": c, "d": d}
+            row["tau"] = round(float(ta[i]), 6)
+            row.update({f: round(float(values[f][i]), 6) for f in names})
+            worst.append((float(ta[i]), row))
+        return len(counts)
+
+    for subset, counts, first in plain_counts(labels, depth):
+
+        def describe(i, subset=subset, first=first):
+            r = int(first[i])
+            return {labels.names[j]: [int(labels.lo[r, j]), int(labels.hi[r, j])] for j in subset}
+
+        got = account(counts, describe)
+        out.plain += got
+    for attrs, ranges, counts in random_counts(labels, random_itemsets, seed):
+
+        def describe(i, attrs=attrs, ranges=ranges):
+            return {
+                labels.names[j]: [int(ranges[i, j, 0]), int(ranges[i, j, 1])]
+                for j in attrs[i]
+                if j >= 0
+            } | {"disjunctive": True}
+
+        out.disjunctive += account(counts, describe)
+    out.itemsets = out.plain + out.disjunctive
+    worst.sort(key=lambda x: -x[0])
+    out.offenders = [r for _, r in worst[:keep_offenders]]
+    return out
+
+
+def subsets(m: int, depth: int):
+    """Every attribute subset of size <= depth (for documentation and tests)."""
+    for r in range(depth + 1):
+        yield from combinations(range(m), r)

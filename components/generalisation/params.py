@@ -1,0 +1,59 @@
+"""Parameters of dMondrian and dSabre (frozen, unknown keys refused)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from components.core.descriptor import Params
+
+__all__ = ["GeneralisationParams", "DMondrianParams", "DSabreParams"]
+
+
+class GeneralisationParams(Params):
+    """What both algorithms take: the closeness level ``t`` (the release is then
+    bd_f(max{t, tau(R)})-protective for every measure f), an optional ``k``, and how the
+    release's protection is audited and its utility measured."""
+
+    t: float = Field(
+        ge=0.0,
+        le=1.0,
+        description="closeness level: a cut (or split) is allowed when both parts have "
+        "tau <= t; at most max(p-, 1 - p-)",
+    )
+    k: int = Field(1, ge=1, description="optional k-anonymity on the PND attributes (1: none)")
+    audit_exhaustive_up_to: int = Field(
+        12,
+        ge=0,
+        le=16,
+        description="C6 audit: enumerate every PND itemset of the release when there are at "
+        "most this many PND attributes (2^N attribute subsets); otherwise closed itemsets",
+    )
+    audit_min_support: int = Field(
+        1, ge=1, description="C6 audit: itemsets covering fewer rows are not audited"
+    )
+    audit_random_itemsets: int = Field(
+        2000, ge=0, description="C6 audit: seeded random itemsets with disjunctive (range) items"
+    )
+    audit_seed: int = Field(0, description="seed of the C6 audit's random itemsets")
+    utility_queries: int = Field(
+        10_000, ge=0, description="count queries of the utility workload (0: not measured)"
+    )
+    utility_seed: int = Field(0, description="seed of the count-query workload")
+
+
+class DMondrianParams(GeneralisationParams):
+    """dMondrian (Ruggieri 2014, Alg. 1): median cuts on PND attributes, d-allowable only."""
+
+
+class DSabreParams(GeneralisationParams):
+    """dSabre (Ruggieri 2014, Algs. 2-3): four (PD x decision) buckets halved while both halves
+    stay t-close, each leaf filled from a seed and its nearest neighbours."""
+
+    seed: int = Field(0, description="seed of the redistribution (seed tuples, random buckets)")
+    seed_bucket_rule: Literal["min_ratio", "random"] = Field(
+        "min_ratio",
+        description="bucket the seed tuple is drawn from: lowest size/requested ratio "
+        "(footnote 4) or uniformly at random (Sabre)",
+    )
