@@ -25,7 +25,7 @@ import pyarrow as pa
 from components.core.evidence import lineage_audit, published_positions
 from components.generalisation.inputs import negative_values, prepare, protected_values
 
-__all__ = ["build_audit", "evidence", "original_audit", "pnd_columns"]
+__all__ = ["as_labels", "build_audit", "evidence", "original_audit", "pnd_columns"]
 
 
 def _membership(values: list, accepted: set) -> np.ndarray:
@@ -69,26 +69,31 @@ def build_audit(input_table: pa.Table, published: pa.Table, classes: pa.Table) -
     return pd.concat([frame, pd.DataFrame(cols)], axis=1)
 
 
-def original_audit(input_table: pa.Table) -> pd.DataFrame:
-    """The audit frame of the input published as it is (labels = original values, one class
-    per distinct PND vector): what the C6 audit finds before any generalisation."""
+def as_labels(input_table: pa.Table) -> pa.Table:
+    """``input_table`` in the published form with every PND label its original value."""
     prep = prepare(input_table, None)
     ranks = prep.ranks
-    _, cls = (
-        np.unique(ranks, axis=0, return_inverse=True)
-        if ranks.size
-        else (None, np.zeros(len(ranks), np.int64))
-    )
-    classes = pa.table(
-        {"row_id": pa.array(np.arange(input_table.num_rows)), "class": pa.array(np.ravel(cls))}
-    )
     table = input_table
     for j, d in enumerate(prep.domains):
         i = table.schema.get_field_index(d.name)
         table = table.set_column(
             i, d.field(table.schema.field(i)), d.to_arrow(ranks[:, j], ranks[:, j])
         )
-    return build_audit(input_table, table, classes)
+    return table
+
+
+def original_audit(input_table: pa.Table) -> pd.DataFrame:
+    """The audit frame of the input published as it is (labels = original values, one class
+    per distinct PND vector): what the C6 audit finds before any generalisation."""
+    ranks = prepare(input_table, None).ranks
+    n = input_table.num_rows
+    cls = (
+        np.unique(ranks, axis=0, return_inverse=True)[1].ravel()
+        if ranks.size
+        else np.zeros(n, dtype=np.int64)
+    )
+    classes = pa.table({"row_id": pa.array(np.arange(n)), "class": pa.array(cls)})
+    return build_audit(input_table, as_labels(input_table), classes)
 
 
 def pnd_columns(audit: pd.DataFrame) -> list[str]:

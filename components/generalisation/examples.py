@@ -51,7 +51,9 @@ def toy_table() -> pa.Table:
             ColumnRole("dec", Role.LABEL, Kind.NOMINAL, positive=("+",)),
         ]
     )
-    data = pa.table({n: pa.array(list(v)) for n, v in zip(("purpose", "emp", "sex", "dec"), cols, strict=False)})
+    data = pa.table(
+        {n: pa.array(list(v)) for n, v in zip(("purpose", "emp", "sex", "dec"), cols, strict=False)}
+    )
     return attach_roles(data, roles)
 
 

@@ -75,7 +75,7 @@ def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
     return out
 
 
-def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 5) -> list[dict]:
+def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 4) -> list[dict]:
     """LM and median query error of the algorithm rerun at ``points`` values of t between
     tau(R) and t_max (plus the release's own t)."""
     from components.core.registry import algorithm as get
@@ -87,7 +87,7 @@ def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 5) 
     grid = sorted(
         {round(float(x), 4) for x in np.linspace(prep.tau_r, top, points)} | {params["t"]}
     )
-    queries = min(int(params.get("utility_queries", 0)), 2000)
+    queries = min(int(params.get("utility_queries", 0)), 1000)
     out = []
     for t in grid:
         p = algo.params(**{**params, "t": min(t, top), "utility_queries": queries})
@@ -117,7 +117,7 @@ def _fig_sweep(man: dict, published, input_table, classes) -> list[Figure]:
         f"{esc(algo)} rerun on the input at t from tau(R) to max(p-, 1 - p-) (the release's "
         f"t = {fmt_num(params['t'])} included): information loss LM normalised over the PND "
         "attributes and the PD attribute, and the median relative error of seeded count "
-        "queries (at most 2,000 per point here). Classes per point: "
+        "queries (at most 1,000 per point here). Classes per point: "
         + ", ".join(f"t = {fmt_num(r['t'])}: {r['classes']}" for r in rows)
         + "."
     )

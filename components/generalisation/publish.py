@@ -98,9 +98,12 @@ def release(
         "classes": int(len(sizes)),
         "smallest_class": int(sizes.min()),
         "generalised_cells": int(generalised.sum()),
-        "generalised_by_attribute": {d.name: int(g) for d, g in zip(prep.domains, generalised, strict=False)},
+        "generalised_by_attribute": {
+            d.name: int(g) for d, g in zip(prep.domains, generalised, strict=False)
+        },
         "bounds": {
-            f: dict(zip(("lower", "upper"), bounds(f, t_eff, prep.p_minus), strict=False)) for f in MEASURES
+            f: dict(zip(("lower", "upper"), bounds(f, t_eff, prep.p_minus), strict=False))
+            for f in MEASURES
         },
         "four_fold": dict(zip("abcd", map(int, prep.counts), strict=False)),
         **(extra or {}),

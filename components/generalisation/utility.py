@@ -13,7 +13,7 @@ Everything works on 0-based integer ranks over each attribute's active domain, i
 Both the exact counts and the estimates aggregate identical rows first (one weight per distinct
 row and decision value) and evaluate queries in chunks, grouped by the set of constrained
 attributes, so only the constrained attributes of a query are ever touched and memory stays
-bounded (about ``_CHUNK_BYTES`` per working array).
+bounded (a few MB per working array).
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ import numpy as np
 
 __all__ = ["Queries", "information_loss", "draw_queries", "estimate", "query_error"]
 
-# Size (bytes) of one float64 (queries x distinct rows) working array; a chunk holds
-# at most _MAX_CHUNK queries and at least one.
-_CHUNK_BYTES = 32 * 2**20
+# Estimates are computed on tiles (distinct rows x queries) of about _TILE_BYTES of float64,
+# small enough to stay in cache, with _MIN_CHUNK to _MAX_CHUNK queries per chunk.
+_TILE_BYTES = 2**21
+_MIN_CHUNK = 64
 _MAX_CHUNK = 256
+# Exact counts use bitset chunks (queries x n / 64 words) of about _BITS_BYTES.
+_BITS_BYTES = 4 * 2**20
 # Largest prefix-bitset table (bytes) kept per attribute for exact counts; (|dom| + 1) * n / 8.
 _PREFIX_BYTES = 96 * 2**20
 # Queries are drawn in rounds of this many candidates (independent of n_queries, so the queries
@@ -300,13 +303,19 @@ def _counts(queries: Queries, agg: _Aggregate) -> np.ndarray:
     for attrs, idx in _groups(queries.mask):
         rows, weights = _project(agg, attrs)
         n_rows = weights.shape[0]
-        chunk = int(max(1, min(_MAX_CHUNK, _CHUNK_BYTES // (8 * n_rows))))
+        # tiles of (row block x query chunk) float64 of about _TILE_BYTES, to stay in cache
+        chunk = int(min(_MAX_CHUNK, max(_MIN_CHUNK, _TILE_BYTES // (8 * n_rows))))
+        block = max(1, _TILE_BYTES // (8 * chunk))
         for qi in _chunks(idx, chunk):
-            prod = None
-            for j, code in zip(attrs, rows, strict=True):
-                part = np.take(_factors(agg.ilo[j], agg.ihi[j], v[qi, j], w[qi, j]), code, axis=0)
-                prod = part if prod is None else np.multiply(prod, part, out=prod)
-            out[qi] = np.einsum("ij,ij->i", dec[qi], prod.T @ weights)
+            tables = [_factors(agg.ilo[j], agg.ihi[j], v[qi, j], w[qi, j]) for j in attrs]
+            acc = np.zeros((len(qi), 2))
+            for r0 in range(0, n_rows, block):
+                prod = None
+                for f, code in zip(tables, rows, strict=True):
+                    part = np.take(f, code[r0 : r0 + block], axis=0)
+                    prod = part if prod is None else np.multiply(prod, part, out=prod)
+                acc += prod.T @ weights[r0 : r0 + block]
+            out[qi] = np.einsum("ij,ij->i", dec[qi], acc)
     return out
 
 
@@ -342,7 +351,7 @@ class _BitIndex:
                 self.cols.append(col)
                 continue
             table = np.zeros((size + 1, self.n_words), dtype=np.uint64)
-            step = max(1, _CHUNK_BYTES // max(n_bits, 1))
+            step = max(1, _BITS_BYTES // max(n_bits, 1))
             for x0 in range(0, size, step):
                 xs = np.arange(x0, min(x0 + step, size), dtype=dtype)
                 table[x0 + 1 : x0 + 1 + len(xs)] = self._pack(col[None, :] <= xs[:, None])
@@ -356,7 +365,7 @@ class _BitIndex:
     def counts(self, queries: Queries) -> np.ndarray:
         v, w = queries.v, queries.w
         out = np.zeros(len(queries), dtype=np.int64)
-        chunk = int(max(1, min(4 * _MAX_CHUNK, _CHUNK_BYTES // (64 * max(self.n_words, 1)))))
+        chunk = int(min(1024, max(16, _BITS_BYTES // (8 * max(self.n_words, 1)))))
         for attrs, idx in _groups(queries.mask):
             for qi in _chunks(idx, chunk):
                 acc = None

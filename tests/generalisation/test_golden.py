@@ -81,8 +81,17 @@ def _toy_rows():
         (0.25, [(1, 1, 1, 2)] + [(0, 0, 1, 1), (1, 1, 0, 0)] * 3),
         (
             0.50,
-            [(0, 0, 1, 1), (0, 0, 0, 1), (1, 1, 0, 0), (0, 0, 1, 1), (1, 1, 0, 0), (0, 0, 1, 1),
-             (1, 1, 0, 0), (0, 0, 1, 1), (1, 1, 0, 0)],
+            [
+                (0, 0, 1, 1),
+                (0, 0, 0, 1),
+                (1, 1, 0, 0),
+                (0, 0, 1, 1),
+                (1, 1, 0, 0),
+                (0, 0, 1, 1),
+                (1, 1, 0, 0),
+                (0, 0, 1, 1),
+                (1, 1, 0, 0),
+            ],
         ),
     ],
 )
@@ -135,7 +144,11 @@ def test_dsabre_paper_outcome_is_reachable():
         changed = {
             i + 1
             for i, (p, e) in enumerate(
-                zip(r.table.column("purpose").to_pylist(), r.table.column("emp").to_pylist())
+                zip(
+                    r.table.column("purpose").to_pylist(),
+                    r.table.column("emp").to_pylist(),
+                    strict=False,
+                )
             )
             if p["lo"] != p["hi"] or e["lo"] != e["hi"]
         }
@@ -152,7 +165,9 @@ def test_dsabre_toy_lm_of_the_paper_outcome():
     hi = np.zeros((17, 3), dtype=int)
     hi[:11, 0] = 1
     assert information_loss(lo, hi, np.array([2, 2, 2]))["lm_sum"] == pytest.approx(11 / 17)
-    assert information_loss(lo, hi, np.array([2, 2, 2]))["lm_norm"] == pytest.approx(0.2157, abs=1e-4)
+    assert information_loss(lo, hi, np.array([2, 2, 2]))["lm_norm"] == pytest.approx(
+        0.2157, abs=1e-4
+    )
 
 
 # --- real data -------------------------------------------------------------------------------

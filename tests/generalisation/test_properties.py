@@ -1,0 +1,67 @@
+"""Property tests of the generalisation contract on random tables (hypothesis): Lemma 8 and
+Theorems 10/15/20/23 hold on every release, and the structural invariants of spec 2.2-2.3."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from components.generalisation.audit import build_audit
+from components.generalisation.checks import _labels, _p_minus
+from components.generalisation.dmondrian import dmondrian
+from components.generalisation.dsabre import dichotomize, dsabre
+from components.generalisation.examples import table as random_table
+from components.generalisation.inputs import prepare
+from components.generalisation.itemsets import audit_itemsets
+from components.generalisation.measures import t_max, tau
+from components.generalisation.params import DMondrianParams, DSabreParams
+
+CASES = st.tuples(
+    st.integers(0, 10_000),  # table seed
+    st.floats(0.0, 1.0),  # t as a share of t_max
+    st.integers(1, 4),  # k
+    st.sampled_from(["dmondrian", "dsabre"]),
+)
+
+
+def _run(seed, share, k, name):
+    table = random_table(seed)
+    prep = prepare(table, None)
+    t = math.floor(share * t_max(prep.p_minus) * 1e6) / 1e6
+    k = min(k, table.num_rows)
+    if name == "dmondrian":
+        return table, prep, t, k, dmondrian(table, DMondrianParams(t=t, k=k, utility_queries=0))
+    return table, prep, t, k, dsabre(table, DSabreParams(t=t, k=k, seed=seed, utility_queries=0))
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=CASES)
+def test_every_itemset_within_the_bounds_at_t_eff(case):
+    table, prep, t, k, result = _run(*case)
+    frame = build_audit(table, result.table, result.sidecars["lineage"])
+    t_eff = max(t, prep.tau_r)
+    found = audit_itemsets(_labels(frame), _p_minus(frame), t_eff, random_itemsets=200, seed=1)
+    assert found.violations == 0, found.offenders[:3]
+    assert found.max_tau <= t_eff + 1e-9
+
+
+@settings(max_examples=40, deadline=None)
+@given(case=CASES)
+def test_structure(case):
+    table, prep, t, k, result = _run(*case)
+    cls = result.sidecars["lineage"].column("class").to_numpy()
+    sizes = np.bincount(cls)
+    assert sizes.sum() == table.num_rows and (sizes > 0).all()  # I1: a partition
+    assert sizes.min() >= max(k, 1)  # I4 / C7
+    cell = prep.cell
+    counts = np.stack([np.bincount(cls[cell == j], minlength=len(sizes)) for j in range(4)], 1)
+    taus = tau(*counts.T, prep.p_minus)
+    assert (taus <= max(t, prep.tau_r) + 1e-12).all()  # I2 / C5
+    if t < prep.tau_r:
+        assert len(sizes) == 1
+    if case[3] == "dsabre":  # I5, I7: the leaves are Dichotomize's, whatever the seed
+        want = sorted(dichotomize(prep.counts, t, k, prep.p_minus))
+        assert sorted(map(tuple, counts.tolist())) == want
