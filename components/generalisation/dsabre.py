@@ -96,6 +96,8 @@ class _Bucket:
 
     def _build(self) -> None:
         self.tree_points = np.flatnonzero(self.count > 0)
+        self.tree_alive = len(self.tree_points)  # tree points with tuples left
+        self._tree_list = self.tree_points.tolist()
         self.tree = cKDTree(self.coords[self.tree_points]) if len(self.tree_points) else None
 
     def draw(self, rng: np.random.Generator) -> int:
@@ -109,7 +111,9 @@ class _Bucket:
 
     def _take(self, positions: np.ndarray) -> np.ndarray:
         self.alive[positions] = False
-        np.subtract.at(self.count, self.point_of[positions], 1)
+        points = self.point_of[positions]
+        np.subtract.at(self.count, points, 1)
+        self.tree_alive -= int(np.count_nonzero(self.count[np.unique(points)] == 0))
         self.left -= len(positions)
         return self.rows[positions]
 
@@ -128,40 +132,55 @@ class _Bucket:
         return seg[alive]
 
     def nearest(self, centre: np.ndarray, x: int) -> np.ndarray:
-        """Take the ``x`` remaining tuples nearest to ``centre`` (ties: lowest row id)."""
+        """Take the ``x`` remaining tuples nearest to ``centre`` (ties: lowest row id).
+
+        The KD-tree holds the bucket's distinct points; a query returns them by distance, and
+        points with no tuple left are skipped. The answer is the points strictly closer than
+        the x-th tuple's distance, whole, plus the lowest row ids among the points at exactly
+        that distance (float noise of 1e-9 relative counts as a tie)."""
         if x <= 0:
             return np.zeros(0, dtype=np.int64)
-        if self.tree is None or (self.count[self.tree_points] > 0).sum() * 2 < len(
-            self.tree_points
-        ):
+        if self.tree is None or self.tree_alive * 2 < len(self.tree_points):
             self._build()
         n_tree = len(self.tree_points)
-        kk = min(n_tree, max(8, 2 * x))
+        tree_points, count = self._tree_list, self.count
+        kk = min(n_tree, x + 8)
         while True:
             dist, idx = self.tree.query(centre, k=kk)
-            dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
-            pts = self.tree_points[idx]
-            cnt = self.count[pts]
-            keep = cnt > 0
-            dist, pts, cnt = dist[keep], pts[keep], cnt[keep]
-            cum = np.cumsum(cnt)
-            if len(cum) and cum[-1] >= x:
-                p = int(np.searchsorted(cum, x))
-                edge = dist[p] * (1 + 1e-9) + 1e-12
-                if dist[-1] > edge or kk >= n_tree:
+            if kk == 1:
+                dist, idx = [float(dist)], [int(idx)]
+            else:
+                dist, idx = dist.tolist(), idx.tolist()
+            found: list[tuple[float, int]] = []
+            got, edge, complete = 0, None, False
+            for dd, ii in zip(dist, idx, strict=True):
+                q = tree_points[ii]
+                c = int(count[q])
+                if c == 0:
+                    continue
+                if edge is not None and dd > edge:
+                    complete = True
                     break
-            elif kk >= n_tree:
-                raise RuntimeError(f"bucket has {int(self.left)} tuples left, {x} requested")
+                found.append((dd, q))
+                got += c
+                if edge is None and got >= x:
+                    edge = dd * (1 + 1e-9) + 1e-12
+            if complete or kk >= n_tree:
+                break
             kk = min(n_tree, kk * 2)
-        floor = dist[p] * (1 - 1e-9) - 1e-12
-        closer = dist < floor
-        tied = (dist >= floor) & (dist <= edge)
-        taken = [self._alive_of(q) for q in pts[closer]]
-        need = x - int(cnt[closer].sum())
-        pool = np.concatenate([self._alive_of(q) for q in pts[tied]])
-        pool = pool[np.argsort(self.rows[pool], kind="stable")][:need]
-        positions = np.concatenate([*taken, pool]).astype(np.int64)
-        return self._take(positions)
+        if edge is None:
+            raise RuntimeError(f"bucket has {int(self.left)} tuples left, {x} requested")
+        floor = (edge - 1e-12) / (1 + 1e-9) * (1 - 1e-9) - 1e-12
+        whole = [self._alive_of(q) for dd, q in found if dd < floor]
+        tied = [self._alive_of(q) for dd, q in found if dd >= floor]
+        need = x - sum(len(w) for w in whole)
+        if len(tied) == 1:
+            pool = tied[0][:need]  # one point: its lowest row ids
+        else:
+            pool = np.concatenate(tied)
+            pool = pool[np.argsort(self.rows[pool], kind="stable")][:need]
+        positions = np.concatenate([*whole, pool]) if whole else pool
+        return self._take(positions.astype(np.int64, copy=False))
 
 
 def take_out(

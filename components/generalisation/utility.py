@@ -26,8 +26,8 @@ __all__ = ["Queries", "information_loss", "draw_queries", "estimate", "query_err
 
 # Estimates are computed on tiles (distinct rows x queries) of about _TILE_BYTES of float64,
 # small enough to stay in cache, with _MIN_CHUNK to _MAX_CHUNK queries per chunk.
-_TILE_BYTES = 2**21
-_MIN_CHUNK = 64
+_TILE_BYTES = 2**20
+_MIN_CHUNK = 32
 _MAX_CHUNK = 256
 # Exact counts use bitset chunks (queries x n / 64 words) of about _BITS_BYTES.
 _BITS_BYTES = 4 * 2**20
@@ -38,6 +38,7 @@ _PREFIX_BYTES = 96 * 2**20
 _DRAW_ROUND = 4096
 # Give up (ValueError) when this many candidate rounds produced no accepted query at all.
 _MAX_EMPTY_ROUNDS = 1000
+_ARRAY_FIELDS = ("mask", "v", "w", "dec_lo", "dec_hi", "prec")
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,6 +181,11 @@ class Queries:
     def __len__(self) -> int:
         return int(self.mask.shape[0])
 
+    def _subset(self, rows: np.ndarray) -> Queries:
+        return Queries(
+            *(getattr(self, f)[rows] for f in _ARRAY_FIELDS), sizes=self.sizes, seed=self.seed
+        )
+
     @property
     def arity(self) -> np.ndarray:
         """Number of constrained attributes (the decision not counted) of each query."""
@@ -227,6 +233,14 @@ class _Aggregate:
     codes: list[np.ndarray]
     weights: np.ndarray
 
+    def ends(self, j: int, code: np.ndarray | None = None):
+        """``lo``, ``hi + 1`` (int32) and ``1 / (hi - lo + 1)`` of attribute ``j``'s intervals
+        (all of them, or those at ``code``)."""
+        lo, hi = self.ilo[j], self.ihi[j]
+        if code is not None:
+            lo, hi = lo[code], hi[code]
+        return lo.astype(np.int32), (hi + 1).astype(np.int32), 1.0 / (hi - lo + 1)
+
 
 def _aggregate(lo: np.ndarray, hi: np.ndarray, decision: np.ndarray, sizes: np.ndarray):
     n, q = lo.shape
@@ -247,11 +261,14 @@ def _aggregate(lo: np.ndarray, hi: np.ndarray, decision: np.ndarray, sizes: np.n
     return _Aggregate(ilo, ihi, [c[first] for c in row_codes], weights)
 
 
-def _factors(ilo: np.ndarray, ihi: np.ndarray, v: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """``|[ilo, ihi] ∩ [v, w]| / (ihi - ilo + 1)`` for every interval x query: (L, g) float64."""
-    num = np.minimum(ihi[:, None], w[None, :]) - np.maximum(ilo[:, None], v[None, :]) + 1
+def _overlap(lo: np.ndarray, hi1: np.ndarray, inv: np.ndarray, v: np.ndarray, w1: np.ndarray):
+    """``|[lo, hi1 - 1] ∩ [v, w1 - 1]| * inv`` for every interval x query: (len(lo), len(v)).
+
+    ``lo``, ``hi1`` and ``inv = 1 / (hi1 - lo)`` are per interval, ``v``, ``w1`` per query."""
+    num = np.minimum(hi1[:, None], w1[None, :])
+    num -= np.maximum(lo[:, None], v[None, :])
     np.maximum(num, 0, out=num)
-    return num / (ihi - ilo + 1)[:, None]
+    return num * inv[:, None]
 
 
 def _project(agg: _Aggregate, attrs: np.ndarray):
@@ -306,15 +323,31 @@ def _counts(queries: Queries, agg: _Aggregate) -> np.ndarray:
         # tiles of (row block x query chunk) float64 of about _TILE_BYTES, to stay in cache
         chunk = int(min(_MAX_CHUNK, max(_MIN_CHUNK, _TILE_BYTES // (8 * n_rows))))
         block = max(1, _TILE_BYTES // (8 * chunk))
+        # small label dictionaries: factor table per interval, gathered per row; large ones
+        # (about one interval per row): the factor computed per row
+        direct = [len(agg.ilo[j]) * 8 > n_rows for j in attrs]
+        ends = [
+            agg.ends(j, code) if d else agg.ends(j)
+            for j, code, d in zip(attrs, rows, direct, strict=True)
+        ]
         for qi in _chunks(idx, chunk):
-            tables = [_factors(agg.ilo[j], agg.ihi[j], v[qi, j], w[qi, j]) for j in attrs]
+            vq = [v[qi, j].astype(np.int32) for j in attrs]
+            wq = [(w[qi, j] + 1).astype(np.int32) for j in attrs]
+            tables = [
+                None if d else _overlap(*e, vj, wj)
+                for d, e, vj, wj in zip(direct, ends, vq, wq, strict=True)
+            ]
             acc = np.zeros((len(qi), 2))
             for r0 in range(0, n_rows, block):
+                rb = slice(r0, r0 + block)
                 prod = None
-                for f, code in zip(tables, rows, strict=True):
-                    part = np.take(f, code[r0 : r0 + block], axis=0)
+                for f, code, e, vj, wj in zip(tables, rows, ends, vq, wq, strict=True):
+                    if f is None:
+                        part = _overlap(e[0][rb], e[1][rb], e[2][rb], vj, wj)
+                    else:
+                        part = np.take(f, code[rb], axis=0)
                     prod = part if prod is None else np.multiply(prod, part, out=prod)
-                acc += prod.T @ weights[r0 : r0 + block]
+                acc += prod.T @ weights[rb]
             out[qi] = np.einsum("ij,ij->i", dec[qi], acc)
     return out
 
@@ -326,11 +359,12 @@ class _BitIndex:
     (each segment padded). For attribute ``j``, either ``prefix[j][x + 1]`` is the bitset of rows
     with rank ``<= x`` (so a range ``[v, w]`` is ``prefix[w + 1] & ~prefix[v]``), or, when that
     table would exceed ``_PREFIX_BYTES``, ``cols[j]`` holds the ranks in bit order (padding -1) and
-    the bitset is built per query.
+    the bitset is built per query. Only the attributes in ``attrs`` (default all) are indexed.
     """
 
-    def __init__(self, orig: np.ndarray, decision: np.ndarray, sizes: np.ndarray):
-        n, q = orig.shape
+    def __init__(self, orig: np.ndarray, decision: np.ndarray, sizes: np.ndarray, attrs=None):
+        q = orig.shape[1]
+        attrs = set(range(q) if attrs is None else attrs)
         rows = [np.flatnonzero(decision == d) for d in (0, 1)]
         self.k0, k1 = (-(-len(r) // 64) for r in rows)
         n_bits = 64 * (self.k0 + k1)
@@ -340,6 +374,10 @@ class _BitIndex:
         self.prefix: list[np.ndarray | None] = []
         self.cols: list[np.ndarray | None] = []
         for j in range(q):
+            if j not in attrs:
+                self.prefix.append(None)
+                self.cols.append(None)
+                continue
             size = int(sizes[j])
             dtype = np.int16 if size < 2**15 else np.int32
             use_table = (size + 1) * self.n_words * 8 <= _PREFIX_BYTES
@@ -500,9 +538,6 @@ def draw_queries(
     )
 
 
-_ARRAY_FIELDS = ("mask", "v", "w", "dec_lo", "dec_hi", "prec")
-
-
 def estimate(queries: Queries, lo, hi, decision, sizes) -> np.ndarray:
     """Estimated answer of every query on a generalised table, under uniformity within labels.
 
@@ -542,7 +577,17 @@ def estimate(queries: Queries, lo, hi, decision, sizes) -> np.ndarray:
         )
     if not np.array_equal(np.asarray(queries.sizes), sizes):
         raise ValueError("queries were drawn over different domain sizes")
-    return _counts(queries, _aggregate(lo, hi, decision, sizes))
+    out = np.zeros(len(queries), dtype=np.float64)
+    point = (lo == hi).all(axis=0)
+    # queries constraining only never-generalised attributes are counted exactly on bitsets
+    exact = ~(queries.mask & ~point).any(axis=1)
+    if exact.any():
+        index = _BitIndex(lo, decision, sizes, attrs=np.flatnonzero(point))
+        out[exact] = index.counts(queries._subset(exact))
+    if not exact.all():
+        rest = queries._subset(~exact)
+        out[~exact] = _counts(rest, _aggregate(lo, hi, decision, sizes))
+    return out
 
 
 def query_error(
