@@ -10,8 +10,8 @@ bd_f(max{t, tau(R)})-protective for every measure f.
 
 >>> from components.generalisation.examples import toy_table
 >>> result = dmondrian(toy_table(), DMondrianParams(t=0.25, utility_queries=0))
->>> result.metrics["classes"], sorted(set(result.table.column("emp").to_pylist()))
-(2, ['no', 'yes'])
+>>> result.metrics["classes"], result.table.column("purpose").to_pylist()[0]
+(2, {'lo': 'housing', 'hi': 'car'})
 """
 
 from __future__ import annotations

@@ -69,7 +69,8 @@ def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
             f"The {what} of {esc(', '.join(group))} over every PND itemset with a non-empty "
             "cover, in the input and in the release (recomputed from the published labels and "
             f"the input's PD attribute and decision), against bd_f(t_eff) of Theorems 10/15. "
-            "The release stays within the bound; the input need not." + note
+            "The release stays within the bound; the input need not. Infinite values (a zero "
+            "denominator, possible only where the bound is vacuous) are left out." + note
         )
         out.append(Figure(f"measures_{'_'.join(group).lower()}", svg, cap))
     return out

@@ -10,10 +10,17 @@ Everything works on 0-based integer ranks over each attribute's active domain, i
 - ``sizes`` (q,): the active-domain size of each attribute;
 - ``decision`` (n,): 0/1, never generalised.
 
-Both the exact counts and the estimates aggregate identical rows first (one weight per distinct
-row and decision value) and evaluate queries in chunks, grouped by the set of constrained
-attributes, so only the constrained attributes of a query are ever touched and memory stays
-bounded (a few MB per working array).
+Queries are evaluated in chunks, grouped by their set of constrained attributes, so only the
+constrained attributes of a query are ever touched and memory stays bounded (a few MB per working
+array). Exact counts (``prec``, and estimates of queries on never-generalised attributes only)
+are popcounts of row bitsets (per-attribute prefix bitsets: a range is two lookups and an AND).
+Estimates aggregate identical label vectors first (one weight per distinct vector and decision
+value), project them on each group's attributes, and multiply per-attribute overlap fractions
+over cache-sized (rows x queries) tiles.
+
+Timing (2-core machine, 10,000 queries, 50,000 rows, 7 attributes): about 0.1-1 s for
+``query_error`` depending on the number of distinct label vectors; 300,000 rows x 8 attributes
+about 3 s.
 """
 
 from __future__ import annotations
@@ -274,6 +281,8 @@ def _overlap(lo: np.ndarray, hi1: np.ndarray, inv: np.ndarray, v: np.ndarray, w1
 def _project(agg: _Aggregate, attrs: np.ndarray):
     """Codes and weights of the distinct rows of ``agg`` projected on ``attrs``, computed on the
     full grid of interval combinations when that grid is small; otherwise ``agg``'s own rows."""
+    if len(attrs) == 0:
+        return [], agg.weights.sum(axis=0, keepdims=True)
     dims = [len(agg.ilo[j]) for j in attrs]
     n_u = agg.weights.shape[0]
     grid = int(np.prod(dims, dtype=np.float64))
@@ -347,7 +356,8 @@ def _counts(queries: Queries, agg: _Aggregate) -> np.ndarray:
                     else:
                         part = np.take(f, code[rb], axis=0)
                     prod = part if prod is None else np.multiply(prod, part, out=prod)
-                acc += prod.T @ weights[rb]
+                # no attribute constrained: every row counts
+                acc += weights[rb].sum(axis=0) if prod is None else prod.T @ weights[rb]
             out[qi] = np.einsum("ij,ij->i", dec[qi], acc)
     return out
 
@@ -366,6 +376,7 @@ class _BitIndex:
         q = orig.shape[1]
         attrs = set(range(q) if attrs is None else attrs)
         rows = [np.flatnonzero(decision == d) for d in (0, 1)]
+        self.n0, self.n1 = len(rows[0]), len(rows[1])
         self.k0, k1 = (-(-len(r) // 64) for r in rows)
         n_bits = 64 * (self.k0 + k1)
         pos = np.concatenate([rows[0], rows[1]])
@@ -419,9 +430,12 @@ class _BitIndex:
                         bits &= col <= w[qi, j][:, None].astype(col.dtype)
                         b = self._pack(bits)
                     acc = b if acc is None else np.bitwise_and(acc, b, out=acc)
-                pop = np.bitwise_count(acc)
-                c0 = pop[:, : self.k0].sum(axis=1, dtype=np.int64)
-                c1 = pop[:, self.k0 :].sum(axis=1, dtype=np.int64)
+                if acc is None:  # no attribute constrained: every row
+                    c0, c1 = self.n0, self.n1
+                else:
+                    pop = np.bitwise_count(acc)
+                    c0 = pop[:, : self.k0].sum(axis=1, dtype=np.int64)
+                    c1 = pop[:, self.k0 :].sum(axis=1, dtype=np.int64)
                 out[qi] = c0 * (queries.dec_lo[qi] <= 0) + c1 * (queries.dec_hi[qi] >= 1)
         return out
 
