@@ -57,45 +57,62 @@ def _tau(a: int, b: int, c: int, d: int, p_minus: float) -> float:
     return max(abs(p1 - p_minus), abs(p2 - p_minus))
 
 
+def _median_cuts(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``find_median`` for every column of ``vals`` at once: (cut values, has-a-cut mask)."""
+    n = len(vals)
+    ordered = np.sort(vals, axis=0)
+    v = ordered[math.ceil(n / 2) - 1]
+    top = ordered[-1]
+    first_top = (ordered == top).argmax(axis=0)  # position of the first maximum
+    fallback = ordered[np.maximum(first_top - 1, 0), np.arange(vals.shape[1])]
+    at_top = v == top
+    return np.where(at_top, fallback, v), ~(at_top & (first_top == 0))
+
+
 def dmondrian_classes(
     ranks: np.ndarray, cell: np.ndarray, t: float, k: int, p_minus: float
 ) -> np.ndarray:
     """Each row's equivalence class (leaves numbered in depth-first, left-first order).
 
     ``ranks``: (rows, PND attributes) integer ranks; ``cell``: each row's 4-fold cell
-    (0..3 = a, b, c, d).
+    (0..3 = a, b, c, d). Per node, the median cut of every attribute and its left part's
+    4-fold counts are computed for all attributes at once.
     """
     n, m = ranks.shape
     classes = np.empty(n, dtype=np.int64)
+    onehot = np.eye(4, dtype=np.int64)[cell]
     kmin = max(k, 1)
     leaf = 0
     stack = [np.arange(n)]
     while stack:
         idx = stack.pop()
-        best_score, best_left = math.inf, None
-        if len(idx) >= 2 * kmin:
-            cells = cell[idx]
-            total = np.bincount(cells, minlength=4)
+        best_score, best_j, best_v = math.inf, -1, 0
+        size = len(idx)
+        if size >= 2 * kmin and m:
+            vals = ranks[idx]
+            cuts, ok = _median_cuts(vals)
+            left = vals <= cuts[None, :]
+            oh = onehot[idx]
+            lc = (left.T.astype(np.int64) @ oh).tolist()  # (m, 4) left counts
+            total = oh.sum(axis=0).tolist()
             for j in range(m):
-                vals = ranks[idx, j]
-                v = find_median(vals)
-                if v is None:
+                if not ok[j]:
                     continue
-                left = vals <= v
-                a, b, c, d = np.bincount(cells[left], minlength=4).tolist()
+                a, b, c, d = lc[j]
                 nl = a + b + c + d
-                if nl < kmin or len(idx) - nl < kmin:
+                if nl < kmin or size - nl < kmin:
                     continue
-                ra, rb, rc, rd = (total - (a, b, c, d)).tolist()
+                ra, rb, rc, rd = total[0] - a, total[1] - b, total[2] - c, total[3] - d
                 score = max(_tau(a, b, c, d, p_minus), _tau(ra, rb, rc, rd, p_minus))
                 if score <= t + TOL and score < best_score - TOL:
-                    best_score, best_left = score, left
-        if best_left is None:
+                    best_score, best_j, best_v = score, j, cuts[j]
+        if best_j < 0:
             classes[idx] = leaf
             leaf += 1
             continue
-        stack.append(idx[~best_left])
-        stack.append(idx[best_left])
+        go_left = ranks[idx, best_j] <= best_v
+        stack.append(idx[~go_left])
+        stack.append(idx[go_left])
     return classes
 
 
