@@ -131,7 +131,13 @@ class Domain:
         width = hi - lo + 1
         offsets = np.concatenate([[0], np.cumsum(width)]).astype(np.int32)
         idx = np.repeat(lo, width) + (np.arange(offsets[-1]) - np.repeat(offsets[:-1], width))
-        return pa.ListArray.from_arrays(pa.array(offsets), values.take(pa.array(idx)))
+        return pa.ListArray.from_arrays(
+            pa.array(offsets), values.take(pa.array(idx)), type=self._list_type()
+        )
+
+    def _list_type(self) -> pa.DataType:
+        # Parquet's name for a list's child: a release read back from Parquet keeps its bytes
+        return pa.list_(pa.field("element", self.arrow_type))
 
     def field(self, base: pa.Field) -> pa.Field:
         """The published field: ``base``'s name and metadata, the label type, and its form."""
@@ -140,7 +146,7 @@ class Domain:
         t = (
             pa.struct([("lo", self.arrow_type), ("hi", self.arrow_type)])
             if self.interval
-            else pa.list_(self.arrow_type)
+            else self._list_type()
         )
         return pa.field(base.name, t, metadata=meta)
 
