@@ -90,6 +90,32 @@ def retained(audit: pd.DataFrame) -> pd.DataFrame:
     return audit[audit["__retained"].to_numpy()]
 
 
+def _freeze(v):
+    """A hashable form of a cell: Arrow list and struct cells (numpy arrays, lists, dicts) as
+    tuples, so a table of generalised labels can be grouped."""
+    if isinstance(v, dict):
+        return tuple((k, _freeze(x)) for k, x in v.items())
+    if isinstance(v, list | tuple | np.ndarray):
+        return tuple(_freeze(x) for x in v)
+    return v
+
+
+def hashable(frame: pd.DataFrame, columns) -> pd.DataFrame:
+    """``frame[columns]`` with every nested cell (list, struct) frozen into a tuple."""
+    out = frame[list(columns)]
+    nested = [
+        c
+        for c in columns
+        if out[c].dtype == object
+        and out[c].map(lambda v: isinstance(v, dict | list | np.ndarray)).any()
+    ]
+    if nested:
+        out = out.copy()
+        for c in nested:
+            out[c] = out[c].map(_freeze)
+    return out
+
+
 # --- published frame -----------------------------------------------------------------------------
 def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
     """Every equivalence class over the QI columns has >= k rows."""
@@ -102,7 +128,8 @@ def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
         return make_result(g, False, None, g.k, "no quasi-identifier columns named")
     if len(published) == 0:
         return make_result(g, False, 0, g.k, "no rows published")
-    sizes = published.groupby(list(g.quasi_identifiers), dropna=False, sort=False).size()
+    qis = list(g.quasi_identifiers)
+    sizes = hashable(published, qis).groupby(qis, dropna=False, sort=False).size()
     small = sizes[sizes < g.k]
     bad = pd.DataFrame({"class_size": small.to_numpy()})
     return make_result(
