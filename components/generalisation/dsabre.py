@@ -97,7 +97,6 @@ class _Bucket:
     def _build(self) -> None:
         self.tree_points = np.flatnonzero(self.count > 0)
         self.tree_alive = len(self.tree_points)  # tree points with tuples left
-        self._tree_list = self.tree_points.tolist()
         self.tree = cKDTree(self.coords[self.tree_points]) if len(self.tree_points) else None
 
     def draw(self, rng: np.random.Generator) -> int:
@@ -140,32 +139,32 @@ class _Bucket:
         that distance (float noise of 1e-9 relative counts as a tie)."""
         if x <= 0:
             return np.zeros(0, dtype=np.int64)
-        if self.tree is None or self.tree_alive * 2 < len(self.tree_points):
+        dead = len(self.tree_points) - self.tree_alive
+        # taken points cluster around the seeds, so queries there wade through them: rebuild
+        # once a sixteenth of the tree is dead (measured best on Adult: 2.7 s -> 1.3 s at t=0.25)
+        if self.tree is None or (dead >= 32 and dead * 16 > len(self.tree_points)):
             self._build()
         n_tree = len(self.tree_points)
-        tree_points, count = self._tree_list, self.count
         kk = min(n_tree, x + 8)
         while True:
             dist, idx = self.tree.query(centre, k=kk)
-            if kk == 1:
-                dist, idx = [float(dist)], [int(idx)]
-            else:
-                dist, idx = dist.tolist(), idx.tolist()
+            dist, idx = np.atleast_1d(dist), np.atleast_1d(idx)
+            pts = self.tree_points[idx]
+            cnt = self.count[pts]
+            keep = cnt > 0  # points with tuples left (taken ones stay in the tree until rebuilt)
             found: list[tuple[float, int]] = []
-            got, edge, complete = 0, None, False
-            for dd, ii in zip(dist, idx, strict=True):
-                q = tree_points[ii]
-                c = int(count[q])
-                if c == 0:
-                    continue
+            got, edge = 0, None
+            for dd, q, c in zip(
+                dist[keep].tolist(), pts[keep].tolist(), cnt[keep].tolist(), strict=True
+            ):
                 if edge is not None and dd > edge:
-                    complete = True
                     break
                 found.append((dd, q))
                 got += c
                 if edge is None and got >= x:
                     edge = dd * (1 + 1e-9) + 1e-12
-            if complete or kk >= n_tree:
+            # every point within the edge was seen when a farther one came back (or all did)
+            if kk >= n_tree or (edge is not None and dist[-1] > edge):
                 break
             kk = min(n_tree, kk * 2)
         if edge is None:
