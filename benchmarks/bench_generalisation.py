@@ -304,13 +304,49 @@ def report(results: dict) -> str:
             f"| {r['median_rel_error']} | {r['seconds_with_10k_queries']} |"
         )
     if results.get("peers"):
-        lines += ["", "## Peers on Adult (same run, own environments)", "", "```json"]
-        lines.append(json.dumps(results["peers"], indent=1, default=str)[:20000])
-        lines += ["```"]
+        lines += [
+            "",
+            "## Peers on Adult (same run, each in its own uv environment; t = 0.15, income sensitive)",
+            "",
+            "QIs: `ours` = the 6 PND attributes + race; `nine` = ours + sex, native-country; `ref` = "
+            "the issue's observation (age, education-num, capital-gain, capital-loss, "
+            "hours-per-week, sex, race, marital-status, workclass). 'over t': classes whose "
+            "share of income <=50K is further than t from the global share.",
+            "",
+            "| peer | QIs | mode | k | seconds | classes | smallest / largest | over t | max distance | rows published |",
+            "|---|---|---|---|---|---|---|---|---|---|",
+        ]
+        for peer in PEERS:
+            got = results["peers"].get(peer) or {}
+            for r in got.get("runs", []):
+                if r.get("status") != "ok":
+                    lines.append(
+                        f"| {peer} | {r.get('qis')} | {r.get('mode')} | | error: {r.get('error', '')[:80]} | | | | | |"
+                    )
+                    continue
+                lines.append(
+                    f"| {peer} {r.get('version', '')} | {r['qis']} | {r['mode']} | {r.get('k', '')} | "
+                    f"{r['anonymise_s']} | {r['n_classes']:,} | {r['min_class']:,} / {r['max_class']:,} | "
+                    f"{r['classes_over_t']:,} | {r['max_distance']} | {r['rows_published']:,} |"
+                )
+            if "error" in got:
+                lines.append(f"| {peer} | | | | error: {str(got['error'])[:120]} | | | | | |")
+        cmds = [results["peers"].get(f"{p}_command") for p in PEERS]
+        lines += ["", "Commands: " + "; ".join(f"`{c}`" for c in cmds if c)]
     if results.get("pycanon"):
-        lines += ["", "## pycanon on our Adult releases (t = 0.15)", "", "```json"]
-        lines.append(json.dumps(results["pycanon"], indent=1, default=str))
-        lines += ["```"]
+        lines += [
+            "",
+            "## pycanon on our Adult releases (t = 0.15), q-blocks = published labels x {White, non-White}",
+            "",
+            "| algorithm | k: ours / pycanon | t: ours (C4) / pycanon | agree |",
+            "|---|---|---|---|",
+        ]
+        for r in results["pycanon"]:
+            theirs = r["pycanon"] if isinstance(r["pycanon"], dict) else {}
+            lines.append(
+                f"| {r['algorithm']} | {r['ours_k']} / {theirs.get('k')} | "
+                f"{r['ours_t']:.6f} / {float(theirs.get('t', float('nan'))):.6f} | {r['agree']} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -319,7 +355,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--data-dir", default=os.environ.get("PRIVFAIR_DATA_DIR"))
     ap.add_argument("--quick", action="store_true", help="no 300k grid, no peers")
     ap.add_argument("--out", type=Path, default=HERE / "results_generalisation.md")
+    ap.add_argument("--from-json", type=Path, help="only rewrite the report from saved results")
     args = ap.parse_args(argv)
+    if args.from_json:
+        args.out.write_text(report(json.loads(args.from_json.read_text())))
+        return 0
     if args.data_dir:
         os.environ["PRIVFAIR_DATA_DIR"] = str(Path(args.data_dir).resolve())
     tables = {"german": load("german"), "adult": load("adult")}
