@@ -201,9 +201,9 @@ def pycanon(tables: dict, tmp: Path) -> list[dict]:
     """pycanon's k and t on our Adult releases against our own checkers."""
     from components.generalisation.audit import build_audit
     from components.generalisation.checks import (
-        _label_keys,
         check_class_size,
         check_decision_closeness,
+        label_keys,
     )
     from components.generalisation.dmondrian import dmondrian
     from components.generalisation.dsabre import dsabre
@@ -222,7 +222,7 @@ def pycanon(tables: dict, tmp: Path) -> list[dict]:
         pq.write_table(r.table, path)
         frame = build_audit(table, r.table, r.sidecars["lineage"])
         # q-blocks (published labels + PD value), the classes pycanon groups by over these QIs
-        keys = _label_keys(frame, qis[:-1]) * 2 + frame["__protected_out"].to_numpy()
+        keys = label_keys(frame, qis[:-1]) * 2 + frame["__protected_out"].to_numpy()
         ours_k = int(np.bincount(np.unique(keys, return_inverse=True)[1].ravel()).min())
         ours_classes = int(check_class_size(ClassSize(id="C7", k=1), frame).observed)
         ours_t = check_decision_closeness(

@@ -15,9 +15,12 @@ from components.generalisation import guarantees as G
 from components.generalisation.audit import pnd_columns
 from components.generalisation.dsabre import dichotomize
 from components.generalisation.itemsets import Labels, audit_itemsets
-from components.generalisation.measures import tau
+from components.generalisation.measures import bounds, tau
 
 __all__ = [
+    "labels_of",
+    "label_keys",
+    "p_minus_of",
     "check_truthful_generalisation",
     "check_class_labels",
     "check_decision_closeness",
@@ -38,7 +41,7 @@ def _missing(g, audit: pd.DataFrame, attributes) -> CheckResult | None:
     return None
 
 
-def _p_minus(audit: pd.DataFrame) -> float:
+def p_minus_of(audit: pd.DataFrame) -> float:
     return float(audit["__negative"].to_numpy().mean())
 
 
@@ -50,7 +53,7 @@ def _counts(keys: np.ndarray, protected: np.ndarray, negative: np.ndarray):
     return uniq, counts
 
 
-def _label_keys(r: pd.DataFrame, attributes) -> np.ndarray:
+def label_keys(r: pd.DataFrame, attributes) -> np.ndarray:
     """A dense id per distinct published label vector over ``attributes``."""
     if not attributes:
         return np.zeros(len(r), dtype=np.int64)
@@ -138,12 +141,12 @@ def check_decision_closeness(g: G.DecisionCloseness, audit: pd.DataFrame) -> Che
     r = retained(audit)
     if r.empty:
         return make_result(g, False, None, g.t, "no rows published")
-    p_minus = _p_minus(audit)
+    p_minus = p_minus_of(audit)
     pd_out = r["__protected_out"].to_numpy()
     neg_out = r["__negative_out"].to_numpy()
     if (pd_out < 0).any() or (neg_out < 0).any():
         return make_result(g, False, None, g.t, "the PD attribute or the decision is not published")
-    keys = _label_keys(r, g.attributes) * 2 + pd_out
+    keys = label_keys(r, g.attributes) * 2 + pd_out
     uniq, counts = _counts(keys, np.zeros(len(keys)), neg_out)
     size = counts.sum(axis=1)
     dist = np.abs(counts[:, 2] / size - p_minus)  # protected=0 above: cell c holds negatives
@@ -163,7 +166,7 @@ def check_decision_closeness(g: G.DecisionCloseness, audit: pd.DataFrame) -> Che
 
 def check_leaf_closeness(g: G.LeafCloseness, audit: pd.DataFrame) -> CheckResult:
     """C5: t_eff = max{t, tau(R)}; every class has tau <= t_eff; one class when t < tau(R)."""
-    p_minus = _p_minus(audit)
+    p_minus = p_minus_of(audit)
     prot, neg = audit["__protected"].to_numpy(), audit["__negative"].to_numpy()
     _, root = _counts(np.zeros(len(audit), dtype=np.int64), prot, neg)
     tau_r = float(tau(*root[0], p_minus))
@@ -200,7 +203,7 @@ def check_leaf_closeness(g: G.LeafCloseness, audit: pd.DataFrame) -> CheckResult
     return make_result(g, ok, round(float(taus.max()), 9), want, msg, off)
 
 
-def _labels(audit: pd.DataFrame, out: bool = True) -> Labels:
+def labels_of(audit: pd.DataFrame, out: bool = True) -> Labels:
     names = pnd_columns(audit)
     r = retained(audit)
     get = lambda e: (  # noqa: E731
@@ -225,8 +228,8 @@ def check_bounded_discrimination(g: G.BoundedDiscrimination, audit: pd.DataFrame
         return make_result(
             g, False, None, None, "the PD attribute or the decision is not published"
         )
-    labels = _labels(audit)
-    p_minus = _p_minus(audit)
+    labels = labels_of(audit)
+    p_minus = p_minus_of(audit)
     found = audit_itemsets(
         labels,
         p_minus,
@@ -237,8 +240,6 @@ def check_bounded_discrimination(g: G.BoundedDiscrimination, audit: pd.DataFrame
         g.random_itemsets,
         g.seed,
     )
-    from components.generalisation.measures import bounds
-
     expected = {f: [round(x, 6) for x in bounds(f, g.t, p_minus)] for f in g.measures}
     observed = {f: [round(x, 6) for x in found.extremes[f]] for f in g.measures}
     observed["tau"] = round(found.max_tau, 6)
@@ -257,7 +258,7 @@ def check_bounded_discrimination(g: G.BoundedDiscrimination, audit: pd.DataFrame
 def check_class_size(g: G.ClassSize, audit: pd.DataFrame) -> CheckResult:
     """C7: every class (rows sharing all published PND labels) has >= k rows."""
     r = retained(audit)
-    keys = _label_keys(r, pnd_columns(audit))
+    keys = label_keys(r, pnd_columns(audit))
     sizes = np.bincount(keys) if len(keys) else np.zeros(0, dtype=np.int64)
     if len(audit) < g.k:
         return make_result(g, True, len(audit), g.k, "fewer rows than k: not applicable")
@@ -317,7 +318,7 @@ def check_dichotomy_leaves(g: G.DichotomyLeaves, audit: pd.DataFrame) -> CheckRe
     """C9: the classes' count vectors equal the Dichotomize leaves of the input's counts."""
     if g.k < 1:
         return make_result(g, False, g.k, 1, f"k = {g.k} is not a class size (k >= 1)")
-    p_minus = _p_minus(audit)
+    p_minus = p_minus_of(audit)
     prot, neg = audit["__protected"].to_numpy(), audit["__negative"].to_numpy()
     _, root = _counts(np.zeros(len(audit), dtype=np.int64), prot, neg)
     want = sorted(dichotomize(tuple(int(x) for x in root[0]), g.t, g.k, p_minus))

@@ -162,6 +162,7 @@ class _Bucket:
                 found.append((dd, q))
                 got += c
                 if edge is None and got >= x:
+                    boundary = dd  # the x-th tuple's distance
                     edge = dd * (1 + 1e-9) + 1e-12
             # every point within the edge was seen when a farther one came back (or all did)
             if kk >= n_tree or (edge is not None and dist[-1] > edge):
@@ -169,7 +170,7 @@ class _Bucket:
             kk = min(n_tree, kk * 2)
         if edge is None:
             raise RuntimeError(f"bucket has {int(self.left)} tuples left, {x} requested")
-        floor = (edge - 1e-12) / (1 + 1e-9) * (1 - 1e-9) - 1e-12
+        floor = boundary * (1 - 1e-9) - 1e-12
         whole = [self._alive_of(q) for dd, q in found if dd < floor]
         tied = [self._alive_of(q) for dd, q in found if dd >= floor]
         need = x - sum(len(w) for w in whole)

@@ -17,7 +17,7 @@ from components.core import plots
 from components.core.descriptor import Figure
 from components.core.plots import esc, fmt_num
 from components.generalisation.audit import build_audit, original_audit
-from components.generalisation.checks import _labels, _p_minus
+from components.generalisation.checks import labels_of, p_minus_of
 from components.generalisation.itemsets import audit_itemsets
 from components.generalisation.measures import bounds, t_max
 
@@ -32,7 +32,7 @@ GROUPS = (
 
 def discrimination_extremes(audit, t: float, max_attributes: int = 12) -> dict:
     """{measure: (min, max)} over every PND itemset of an audit frame's labels."""
-    found = audit_itemsets(_labels(audit), _p_minus(audit), t, max_attributes=max_attributes)
+    found = audit_itemsets(labels_of(audit), p_minus_of(audit), t, max_attributes=max_attributes)
     return found.extremes
 
 
@@ -42,7 +42,7 @@ def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
     if published is None or input_table is None or classes is None or t_eff is None:
         return []
     after_frame = build_audit(input_table, published, classes)
-    p_minus = _p_minus(after_frame)
+    p_minus = p_minus_of(after_frame)
     after = discrimination_extremes(after_frame, t_eff)
     before = discrimination_extremes(original_audit(input_table), t_eff)
     out = []

@@ -19,7 +19,6 @@ worst offenders.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from itertools import combinations
 
 import numpy as np
 
@@ -197,9 +196,3 @@ def audit_itemsets(
     worst.sort(key=lambda x: -x[0])
     out.offenders = [r for _, r in worst[:keep_offenders]]
     return out
-
-
-def subsets(m: int, depth: int):
-    """Every attribute subset of size <= depth (for documentation and tests)."""
-    for r in range(depth + 1):
-        yield from combinations(range(m), r)

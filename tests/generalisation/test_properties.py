@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from components.generalisation.audit import build_audit
-from components.generalisation.checks import _labels, _p_minus
+from components.generalisation.checks import labels_of, p_minus_of
 from components.generalisation.dmondrian import dmondrian
 from components.generalisation.dsabre import dichotomize, dsabre
 from components.generalisation.examples import table as random_table
@@ -43,7 +43,7 @@ def test_every_itemset_within_the_bounds_at_t_eff(case):
     table, prep, t, k, result = _run(*case)
     frame = build_audit(table, result.table, result.sidecars["lineage"])
     t_eff = max(t, prep.tau_r)
-    found = audit_itemsets(_labels(frame), _p_minus(frame), t_eff, random_itemsets=200, seed=1)
+    found = audit_itemsets(labels_of(frame), p_minus_of(frame), t_eff, random_itemsets=200, seed=1)
     assert found.violations == 0, found.offenders[:3]
     assert found.max_tau <= t_eff + 1e-9
 
