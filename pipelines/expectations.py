@@ -335,10 +335,11 @@ def compile_suites(
     published_table: pa.Table,
     input_table: pa.Table,
     lineage: pa.Table | None,
+    builtins: bool = True,
 ) -> dict[str, ExpectationSuite]:
     """``{frame: suite}``: one expectation per guarantee of ``contract`` on the evidence frame
-    its checker reads, plus the built-ins on the ``published`` frame. Raises ``PrivfairError``
-    for a kind with no expectation."""
+    its checker reads, plus (``builtins``: a row-level release) the built-ins on the
+    ``published`` frame. Raises ``PrivfairError`` for a kind with no expectation."""
     missing = sorted({g.kind for g in contract if g.kind not in EXPECTATIONS})
     if missing:
         raise PrivfairError(f"no expectation for guarantee kind(s) {missing} in this version")
@@ -346,7 +347,10 @@ def compile_suites(
     for i, g in enumerate(contract):
         e = expectation_for(g, i)
         per_frame.setdefault(e.batch(), []).append(e)
-    per_frame[PUBLISHED] += builtin_expectations(contract, published_table, input_table, lineage)
+    if builtins:
+        per_frame[PUBLISHED] += builtin_expectations(
+            contract, published_table, input_table, lineage
+        )
     return {
         b: ExpectationSuite(name=f"privfair_{b}", expectations=exps)
         for b, exps in per_frame.items()

@@ -174,7 +174,11 @@ def validate_release(
     published = next(iter(outputs.values()))
     ctx = E.new_context()
     suites = E.round_trip(
-        checked, E.compile_suites(checked, published, input_table, sidecars.get("lineage")), ctx
+        checked,
+        E.compile_suites(
+            checked, published, input_table, sidecars.get("lineage"), builtins=algo.row_level
+        ),
+        ctx,
     )
     if E.PUBLISHED not in frames:
         frames[E.PUBLISHED] = published.to_pandas()

@@ -106,7 +106,11 @@ class Algorithm:
     - ``example``: ``fn(seed) -> (table, params)``, a small valid input for the test battery;
     - ``headline``: the metrics a person looks at first; ``figures``:
       ``fn(manifest, outputs, input_table, sidecars) -> list[Figure]`` for the report;
-    - ``outputs`` (published) and ``sidecars`` (internal, never distributed): table names.
+    - ``outputs`` (published) and ``sidecars`` (internal, never distributed): table names;
+    - ``row_level``: each row of the (first) public output is one input row, mapped back by the
+      ``lineage`` sidecar, so the validator also checks that output's columns, types and row
+      count against the input (a table release). False for an algorithm that publishes new,
+      aggregate tables (a report): its own contract then states what its outputs hold.
     """
 
     name: str
@@ -122,6 +126,7 @@ class Algorithm:
     sidecars: tuple[str, ...] = ()
     paper: str = ""
     family: str = ""
+    row_level: bool = True
 
     def outline(self, params: Params) -> list[Guarantee]:
         return list(resolve(self.contract)(params, None))

@@ -606,3 +606,20 @@ def test_no_artefacts_without_out_dir(german, fair, tmp_path, monkeypatch):
     v = _validate(ing, fair, spec)
     assert v.artefacts == {}
     assert list(tmp_path.iterdir()) == []
+
+
+def test_an_aggregate_release_gets_no_row_level_builtins(german, fair):
+    """An algorithm whose outputs are new tables (``row_level=False``: a report, not a table
+    release) is checked by its own contract only: no column-set or row-count built-ins."""
+    _, ing = german
+    published, lineage = fair.outputs["data"], fair.sidecars["lineage"]
+    with_rows = E.compile_suites(fair.contract, published, ing.table, lineage)
+    without = E.compile_suites(fair.contract, published, ing.table, lineage, builtins=False)
+
+    def builtin(suite):
+        return [e for e in suite.expectations if (e.meta or {}).get(E.META_KEY, {}).get("builtin")]
+
+    assert builtin(with_rows[E.PUBLISHED]) and not builtin(without[E.PUBLISHED])
+    assert E.count_declared(fair.contract) == {
+        b: E.count_held(s) for b, s in without.items() if s.expectations
+    }
