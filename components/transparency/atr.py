@@ -1,0 +1,226 @@
+"""The ATR privacy component (spec 7.3): cells, fidelity bounds, the corrected solver, the
+fairness measures, and the three public tables plus the internal audit tables.
+
+Public outputs (everything computed from the announced mapping D~, never from D):
+
+- ``decision_rules``: one row per cell, its key and the announced D~_1, D~_0 (and its
+  population with ``include_population``);
+- ``fairness``: SP, CSP per stratum and the p%-rule, announced, with the fidelity's distortion
+  bound and an interval guaranteed to contain the true value;
+- ``privacy_summary``: beta*_g per QID group and beta*_global, the largest confidence an
+  adversary reading D~ as the true mapping can reach about a subject's private attributes.
+
+Internal sidecars (never published): ``audit_cells`` (true rule, bounds, confidences before
+and after), ``audit_groups`` (the solver's candidates and case), ``training`` (which records
+trained the model, with ``decisions: model``).
+
+>>> from components.transparency.examples import golden_cells
+>>> r = atr(golden_cells(), ATRParams(delta=0.9, decisions="cells"))
+>>> [round(b, 6) for b in r.outputs["privacy_summary"].column("max_adversary_confidence").to_pylist()]
+[0.675, 0.637795, 0.675]
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pyarrow as pa
+
+from components.core.result import ComponentResult
+from components.transparency.cells import Cells, build_cells
+from components.transparency.contract import contract
+from components.transparency.fairness import default_measures, measure_rows
+from components.transparency.fidelity import fidelity_bounds
+from components.transparency.params import ATRParams
+from components.transparency.scheme import adversary_confidence, solve
+
+__all__ = ["atr", "protect_cells", "NOTICE", "PUBLIC_FAIRNESS"]
+
+NOTICE = (
+    "decision rules and measures are perturbed for privacy within the stated fidelity; "
+    "see the intervals"
+)
+PUBLIC_FAIRNESS = (
+    "measure", "protected_attribute", "group_1", "group_2", "condition_attribute",
+    "condition_value", "rate_group_1", "rate_group_2", "value", "fidelity_mode", "fidelity",
+    "distortion_bound", "rate_bound", "true_value_lower", "true_value_upper", "pr_threshold_p",
+    "pr_satisfied_announced",
+)  # fmt: skip
+
+
+def _confidences(group, p, d):
+    """Per cell, the confidence of each outcome: P d / sum_group P d (0 where none)."""
+    out = []
+    for masses in (p * d, p * (1 - d)):
+        s = np.bincount(group, weights=masses)[group]
+        out.append(np.divide(masses, s, out=np.zeros_like(masses), where=s > 0))
+    return out
+
+
+def protect_cells(cells: Cells, params: ATRParams):
+    """(bounds L, H, the solver's Solution) for ``cells``."""
+    lo, hi = fidelity_bounds(cells.d1, params.fidelity, params.level)
+    sol = solve(cells.group, cells.p, lo, hi, cells.d1, alloc=params.allocation)
+    return lo, hi, sol
+
+
+def _measures(params: ATRParams, cells: Cells, keys: dict) -> list[dict]:
+    if params.fairness:
+        for m in params.fairness:
+            for a in filter(None, (m.protected_attribute, m.condition_attribute)):
+                if a not in keys:
+                    from schemas.errors import InputError
+
+                    raise InputError(a, "a fairness measure names an attribute the cells lack")
+        return [m.model_dump() for m in params.fairness]
+    return default_measures(keys, cells.population, cells.public, cells.private)
+
+
+def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
+    """Run the component on decision records or cells (``params.decisions``)."""
+    started = time.perf_counter()
+    cells = build_cells(table, params)
+    lo, hi, sol = protect_cells(cells, params)
+    t_solve = time.perf_counter()
+    d_ann = sol.d1_tilde
+    keys = {
+        n: np.asarray(cells.keys.column(n).to_pylist(), dtype=object)
+        for n in cells.keys.column_names
+    }
+    rows = measure_rows(
+        _measures(params, cells, keys),
+        keys,
+        cells.population,
+        cells.d1,
+        d_ann,
+        params.fidelity,
+        params.level,
+    )
+    n_cells = len(d_ann)
+
+    rules = {n: cells.keys.column(n) for n in cells.keys.column_names}
+    rules["announced_d1"] = pa.array(d_ann, pa.float64())
+    rules["announced_d0"] = pa.array(1.0 - d_ann, pa.float64())
+    if params.include_population:
+        rules["population"] = pa.array(cells.population, pa.float64())
+    fairness = pa.Table.from_pylist(
+        [{k: r[k] for k in PUBLIC_FAIRNESS} for r in rows],
+        schema=pa.schema(
+            [(k, pa.string()) for k in PUBLIC_FAIRNESS[:6]]
+            + [(k, pa.float64()) for k in ("rate_group_1", "rate_group_2", "value")]
+            + [("fidelity_mode", pa.string())]
+            + [(k, pa.float64()) for k in ("fidelity", "distortion_bound", "rate_bound",
+                                           "true_value_lower", "true_value_upper", "pr_threshold_p")]
+            + [("pr_satisfied_announced", pa.bool_())]
+        ),
+    )  # fmt: skip
+    first = np.zeros(len(sol.groups), dtype=np.int64)
+    first[sol.cell_group[::-1]] = np.arange(n_cells)[::-1]
+    summary = {
+        "scope": ["group"] * len(sol.groups) + ["global"],
+        **{n: [cells.keys.column(n)[int(i)].as_py() for i in first] + [None] for n in cells.public},
+        "max_adversary_confidence": [*map(float, sol.beta), float(sol.beta_global)],
+        "fidelity_mode": [params.fidelity] * (len(sol.groups) + 1),
+        "fidelity_value": [params.level] * (len(sol.groups) + 1),
+        "notice": [NOTICE] * (len(sol.groups) + 1),
+    }
+    c1_true, c0_true = _confidences(cells.group, cells.p, cells.d1)
+    c1_ann, c0_ann = _confidences(cells.group, cells.p, d_ann)
+    audit_cells = pa.table(
+        {
+            **{n: cells.keys.column(n) for n in cells.keys.column_names},
+            "group": pa.array(cells.group, pa.int64()),
+            "population": cells.population,
+            "p_x": cells.p,
+            "d1_true": cells.d1,
+            "d1_min": lo,
+            "d1_max": hi,
+            "d1_announced": d_ann,
+            "abs_change": np.abs(d_ann - cells.d1),
+            "conf_true_a1": c1_true,
+            "conf_true_a0": c0_true,
+            "conf_announced_a1": c1_ann,
+            "conf_announced_a0": c0_ann,
+        }
+    )
+    c_star = adversary_confidence(cells.group, cells.p, cells.d1)
+    achieved = adversary_confidence(cells.group, cells.p, d_ann, tol=1e-9)
+    audit_groups = pa.table(
+        {
+            "group": pa.array(np.arange(len(sol.groups)), pa.int64()),
+            "m": sol.m,
+            "mass": sol.mass,
+            "x1_cell": sol.pi,
+            "x0_cell": sol.theta,
+            "M1": sol.M1,
+            "M0": sol.M0,
+            "beta_0": sol.beta0,
+            "beta_1": sol.beta1,
+            "beta_p": sol.betap,
+            "beta_min": sol.betamin,
+            "beta_star": sol.beta,
+            "case": pa.array([str(c) for c in sol.case]),
+            "C_star": c_star,
+            "achieved_max_conf": achieved,
+            "S_announced": sol.S,
+            "alloc_residual": sol.residual,
+            "unprotectable": sol.betamin >= 1 - 1e-12,
+        }
+    )
+    sidecars = {
+        "audit_cells": audit_cells,
+        "audit_groups": audit_groups,
+        "audit_fairness": pa.Table.from_pylist(rows)
+        if rows
+        else pa.table({"measure": pa.array([], pa.string())}),
+    }
+    split = cells.split if cells.split is not None else np.zeros(0, dtype=bool)
+    sidecars["training"] = pa.table(
+        {
+            "row_id": pa.array(np.arange(len(split)), pa.int64()),
+            "train": pa.array(split, pa.bool_()),
+        }
+    )
+    warnings = list(cells.warnings)
+    unprot = int((sol.betamin >= 1 - 1e-12).sum())
+    if unprot:
+        warnings.append(
+            f"{unprot} of {len(sol.groups)} QID groups hold one populated cell: their private "
+            "value is certain from the public record alone (beta* = 1, unprotectable)"
+        )
+    metrics = {
+        "records": table.num_rows,
+        "cells": n_cells,
+        "groups": len(sol.groups),
+        "fidelity_mode": params.fidelity,
+        "fidelity": params.level,
+        "beta_global": float(sol.beta_global),
+        "c_star_global": float(np.nanmax(c_star)),
+        "beta_min_global": float(np.nanmax(sol.betamin)),
+        "unprotectable_groups": unprot,
+        "cases": {c: int((sol.case == c).sum()) for c in ("beta0", "beta1", "betap", "betamin")},
+        "max_abs_change": float(np.abs(d_ann - cells.d1).max()),
+        "fairness": {
+            f"{r['measure']}{'' if r['condition_value'] is None else ':' + r['condition_value']}": {
+                "announced": r["value"], "interval": [r["true_value_lower"], r["true_value_upper"]],
+            }
+            for r in rows
+        },
+    }  # fmt: skip
+    if cells.model is not None:
+        metrics["model"] = cells.model
+    return ComponentResult(
+        component="atr",
+        outputs={
+            "decision_rules": pa.table(rules),
+            "fairness": fairness,
+            "privacy_summary": pa.table(summary),
+        },
+        sidecars=sidecars,
+        contract=contract(params, table),
+        params=params.model_dump(mode="json"),
+        metrics=metrics,
+        timings={"solve_s": t_solve - started, "total_s": time.perf_counter() - started},
+        warnings=warnings,
+    )

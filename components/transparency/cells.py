@@ -1,0 +1,210 @@
+"""From an input table to the report's decision cells (spec 7.2-7.3, steps 1-6).
+
+Roles (schema metadata): ``public`` columns are the QID attributes an adversary knows (at least
+one); ``sensitive`` columns are the private attributes the report must not give away (at least
+one); the ``label`` column is the decision; an ``admissible`` column, if any, is a frequency
+weight (records) or the cell population (cells); ``quasi_identifier`` columns are model
+features only (``decisions: model``) and never reach the report. A column of any other role is
+refused, naming it. Numeric public or private attributes are discretised by ``bins``.
+
+A *cell* is one combination of public and private values (a decision region, not a person):
+``population(x)`` is the weight of its records, ``D_1(x)`` their weighted positive rate, and
+``P(x) = population(x) / sum population`` the prior the adversary is assumed to know (A2).
+Cells are ordered by their public values, then their private values (domain order; binned
+attributes by region), which fixes the solver's tie-breaks (A6).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from components.core.inputs import require_role, table_roles
+from components.transparency.params import ATRParams
+from schemas.errors import InputError
+from schemas.roles import Kind, Role, TableRoles
+
+__all__ = ["Cells", "build_cells", "key_codes", "region_labels"]
+
+
+@dataclass
+class Cells:
+    """The report's cells in deterministic order, with their groups and true rule."""
+
+    keys: pa.Table
+    public: list[str]
+    private: list[str]
+    population: np.ndarray
+    d1: np.ndarray
+    group: np.ndarray
+    decisions: np.ndarray | None = None  # per record (records input)
+    model: dict | None = None
+    split: np.ndarray | None = None  # per record: True = training row
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def p(self) -> np.ndarray:
+        return self.population / self.population.sum()
+
+
+def region_labels(cuts: tuple[float, ...]) -> list[str]:
+    """Readable names of the regions (-inf, c1), [c1, c2), ..., [ck, inf).
+
+    >>> region_labels((100.0, 200.0))
+    ['<100', '[100, 200)', '>=200']
+    """
+    fmt = lambda c: f"{c:g}"  # noqa: E731
+    if not cuts:
+        return ["all"]
+    out = [f"<{fmt(cuts[0])}"]
+    out += [f"[{fmt(a)}, {fmt(b)})" for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+    return out + [f">={fmt(cuts[-1])}"]
+
+
+def _discretise(table: pa.Table, name: str, cuts: tuple[float, ...]) -> tuple[list, list]:
+    values = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
+    if np.isnan(values).any():
+        raise InputError(name, "a binned attribute must have no missing values")
+    if list(cuts) != sorted(set(cuts)):
+        raise InputError(name, "bins must be strictly increasing", f"bins: {list(cuts)}")
+    labels = region_labels(cuts)
+    idx = np.searchsorted(np.asarray(cuts), values, side="right")
+    return [labels[i] for i in idx], labels
+
+
+def _key_values(table: pa.Table, roles: TableRoles, name: str, params: ATRParams):
+    """(values per row, their order) of a public or private attribute."""
+    t = table.column(name).type
+    numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
+    if name in params.bins:
+        if not numeric:
+            raise InputError(name, "bins apply to a numeric attribute", f"type {t}")
+        return _discretise(table, name, tuple(params.bins[name]))
+    if numeric and roles[name].kind is Kind.NUMERIC:
+        raise InputError(
+            name,
+            "a numeric public or private attribute needs bins (finite decision regions)",
+            f"give component.params.bins.{name}: [cut points]",
+        )
+    values = ["<missing>" if v is None else v for v in table.column(name).to_pylist()]
+    declared = roles[name].domain
+    present = set(values)
+    order = [v for v in declared if v in present] if declared else sorted(present, key=str)
+    order += sorted(present - set(order), key=str)
+    return values, order
+
+
+def key_codes(values: list, order: list) -> np.ndarray:
+    index = {v: i for i, v in enumerate(order)}
+    return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+
+
+def _roles(table: pa.Table, params: ATRParams) -> tuple[TableRoles, list, list, str, str | None]:
+    roles = table_roles(table)
+    allowed = {Role.PUBLIC, Role.SENSITIVE, Role.LABEL, Role.ADMISSIBLE}
+    if params.decisions == "model":
+        allowed.add(Role.QUASI_IDENTIFIER)
+    for c in roles:
+        if c.role not in allowed:
+            raise InputError(
+                c.name,
+                f"a '{c.role.value}' column has no place in a transparency report",
+                "roles: public (QID), sensitive (private attributes), label (decision), "
+                "admissible (weight or population), quasi_identifier (model features, "
+                "with decisions: model); drop it with dataset.exclude",
+            )
+    public = [c.name for c in require_role(roles, Role.PUBLIC, count=None)]
+    private = [c.name for c in require_role(roles, Role.SENSITIVE, count=None)]
+    (label,) = require_role(roles, Role.LABEL, count=1)
+    weights = roles.with_role(Role.ADMISSIBLE)
+    if len(weights) > 1:
+        raise InputError(weights[1].name, "at most one admissible (weight) column")
+    return roles, public, private, label.name, weights[0].name if weights else None
+
+
+def _numbers(table: pa.Table, name: str, what: str, lo: float, hi: float | None) -> np.ndarray:
+    col = table.column(name)
+    if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        raise InputError(name, f"the {what} must be numeric", f"type {col.type}")
+    if col.null_count:
+        raise InputError(name, f"the {what} must have no missing values")
+    x = col.to_numpy(zero_copy_only=False).astype(np.float64)
+    if np.isnan(x).any() or (x < lo).any() or (hi is not None and (x > hi).any()):
+        bad = x[np.isnan(x) | (x < lo) | ((x > hi) if hi is not None else False)][:3]
+        rng = f"[{lo:g}, {hi:g}]" if hi is not None else f">= {lo:g}"
+        raise InputError(name, f"the {what} must lie in {rng}", f"e.g. {bad.tolist()}")
+    return x
+
+
+def _binary_decisions(table: pa.Table, name: str, roles: TableRoles) -> np.ndarray:
+    col = table.column(name)
+    if col.null_count:
+        raise InputError(name, "the decision must have no missing values")
+    values = col.to_pylist()
+    distinct = sorted(set(values), key=str)
+    if len(distinct) > 2:
+        raise InputError(name, "decisions must be binary", f"{len(distinct)} distinct values")
+    positive = roles[name].positive
+    if positive is None:
+        raise InputError(name, "the decision needs its positive value ('positive')")
+    for v in positive:
+        if v not in distinct and len(distinct) == 2:
+            raise InputError(name, f"the declared positive value {v!r} does not occur")
+    pos = set(positive)
+    return np.fromiter((v in pos for v in values), dtype=np.float64, count=len(values))
+
+
+def build_cells(table: pa.Table, params: ATRParams) -> Cells:
+    """The cells of ``table`` (module docstring); every bad input an ``InputError``."""
+    roles, public, private, label, weight = _roles(table, params)
+    cols: dict[str, list] = {}
+    orders: dict[str, list] = {}
+    for name in public + private:
+        cols[name], orders[name] = _key_values(table, roles, name, params)
+    warnings = []
+    if len(private) > 1:
+        warnings.append(
+            "several private attributes: the guarantee bounds the confidence about their joint "
+            f"value ({', '.join(private)}), not about each one separately (A3)"
+        )
+    model = split = decisions = None
+    if params.decisions == "cells":
+        if weight is None:
+            raise InputError(
+                None, "pre-aggregated cells need a population column (role admissible)"
+            )
+        population = _numbers(table, weight, "population", 0.0, None)
+        d1 = _numbers(table, label, "decision rule D_1", 0.0, 1.0)
+        codes = np.column_stack([key_codes(cols[n], orders[n]) for n in public + private])
+        if len(np.unique(codes, axis=0)) != len(codes):
+            raise InputError(
+                None, "cell keys must be unique", f"over {', '.join(public + private)}"
+            )
+        order = np.lexsort(codes.T[::-1])
+        keys = {n: [cols[n][i] for i in order] for n in public + private}
+        population, d1, codes = population[order], d1[order], codes[order]
+    else:
+        if params.decisions == "model":
+            from components.transparency.model import decide
+
+            decisions, model, split = decide(table, roles, label, params)
+        else:
+            decisions = _binary_decisions(table, label, roles)
+        w = _numbers(table, weight, "weight", 0.0, None) if weight else np.ones(table.num_rows)
+        codes = np.column_stack([key_codes(cols[n], orders[n]) for n in public + private])
+        uniq, inv = np.unique(codes, axis=0, return_inverse=True)  # lexicographic = cell order
+        inv = inv.ravel()
+        population = np.bincount(inv, weights=w, minlength=len(uniq))
+        positive = np.bincount(inv, weights=w * decisions, minlength=len(uniq))
+        d1 = np.divide(positive, population, out=np.zeros_like(positive), where=population > 0)
+        codes = uniq
+        keys = {n: [orders[n][c] for c in codes[:, j]] for j, n in enumerate(public + private)}
+    if population.sum() <= 0:
+        raise InputError(None, "the cells have no mass", "every population is zero")
+    group = np.unique(codes[:, : len(public)], axis=0, return_inverse=True)[1].ravel()
+    key_table = pa.table({n: pa.array([str(v) for v in keys[n]]) for n in public + private})
+    return Cells(
+        key_table, public, private, population, d1, group, decisions, model, split, warnings
+    )

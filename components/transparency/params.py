@@ -1,0 +1,90 @@
+"""Parameters of the ATR privacy scheme (frozen, unknown keys refused)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from components.core.descriptor import Params
+
+__all__ = ["FairnessMeasure", "ATRParams"]
+
+Scalar = str | int | float | bool
+
+
+class FairnessMeasure(BaseModel):
+    """One fairness measure of the report (spec 7.2): statistical parity (SP), conditional
+    statistical parity per stratum of ``condition_attribute`` (CSP) or the p%-rule (PR) between
+    ``group_1`` and ``group_2`` of ``protected_attribute`` (a public or private attribute)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    type: Literal["SP", "CSP", "PR"]
+    protected_attribute: str
+    group_1: Scalar
+    group_2: Scalar
+    condition_attribute: str | None = None
+    p: float = Field(0.8, gt=0, le=1, description="PR threshold (EEOC: 0.8)")
+
+    @model_validator(mode="after")
+    def _condition(self) -> FairnessMeasure:
+        if (self.type == "CSP") != (self.condition_attribute is not None):
+            raise ValueError("CSP, and only CSP, takes a condition_attribute")
+        return self
+
+
+class ATRParams(Params):
+    """The ATR privacy scheme (Chen, Golubchik & Pal 2022, corrected: spec section 3.7).
+
+    The announced mapping D~ stays within ``delta``-fidelity (|D~_a - D_a| <= 1 - delta) or
+    ``alpha``-fidelity (alpha <= D~_a / D_a <= 1/alpha) of the true decision rule D, and
+    minimises, QID group by QID group, the largest confidence an adversary reading D~ gets
+    about a data subject's private attributes.
+    """
+
+    fidelity: Literal["delta", "alpha"] = Field("delta", description="fidelity mode (Def. 5/6)")
+    delta: float = Field(0.9, ge=0.0, le=1.0, description="delta-fidelity level")
+    alpha: float | None = Field(None, gt=0.0, le=1.0, description="alpha-fidelity level")
+    allocation: Literal["paper", "nearest"] = Field(
+        "paper", description="ALLOCATE's start: the lower bounds (paper) or the true masses"
+    )
+    decisions: Literal["label", "model", "cells"] = Field(
+        "label",
+        description="'label': the label column holds each record's decision; 'model': a "
+        "classifier trained on the records decides (the label is its training target); "
+        "'cells': the table is pre-aggregated, one row per cell, the label column holding "
+        "D_1(x) and the 'admissible' column the cell's population",
+    )
+    model: Literal["logistic_regression", "decision_tree"] = Field(
+        "logistic_regression", description="classifier of the 'model' decisions"
+    )
+    train_fraction: float = Field(0.7, gt=0.0, lt=1.0, description="training share (model)")
+    model_seed: int = Field(0, description="seed of the training split and the classifier")
+    bins: dict[str, tuple[float, ...]] = Field(
+        default_factory=dict,
+        description="cut points of numeric public/private attributes: {column: [c1, c2, ...]} "
+        "gives the regions (-inf, c1), [c1, c2), ..., [ck, inf)",
+    )
+    fairness: tuple[FairnessMeasure, ...] = Field(
+        (),
+        description="measures to publish (default: SP and PR over the first public "
+        "attribute's two most populated values, CSP per value of the first private attribute)",
+    )
+    include_population: bool = Field(False, description="publish each cell's population")
+    sweep: tuple[float, ...] = Field(
+        (0.0, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0),
+        description="fidelity levels of the trade-off curve (report, C11)",
+    )
+
+    @model_validator(mode="after")
+    def _mode(self) -> ATRParams:
+        if self.fidelity == "alpha" and self.alpha is None:
+            raise ValueError("fidelity 'alpha' needs alpha in (0, 1]")
+        if self.fidelity == "delta" and self.alpha is not None:
+            raise ValueError("alpha is only read in fidelity mode 'alpha'")
+        return self
+
+    @property
+    def level(self) -> float:
+        """delta or alpha, whichever the mode reads."""
+        return float(self.delta if self.fidelity == "delta" else self.alpha)

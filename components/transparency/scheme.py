@@ -1,0 +1,635 @@
+"""The optimal ATR protection scheme, corrected and vectorised across QID groups.
+
+Chen, Golubchik & Pal, "Achieving Transparency Report Privacy in Linear Time" (ACM JDIQ 14(2),
+2022), as corrected by the spec ``shared/specs/atr-privacy.md`` (section 3.7, errata E1-E3).
+
+**Setting.** A *cell* ``x`` is one element of the finite input domain (a public record ``x_U``
+plus a sensitive value ``x_S``), with prior mass ``P(x) >= 0`` and true decision rule
+``D_1(x) = P(A = 1 | x)``. Its *QID group* ``T`` is the set of cells sharing ``x_U``. The report
+announces a perturbed rule ``D~_1(x)`` (and ``D~_0 = 1 - D~_1``) within a fidelity interval
+``L(x) <= D~_1(x) <= H(x)`` (``components.transparency.fidelity``).
+
+**Privacy metric** (Definition 3, eq. 37). An adversary who knows ``P`` and reads the announced
+``D~`` *as if it were the true mapping* has posterior confidence
+
+``conf(x_U, a -> x_S) = P(x) D~_a(x) / sum_{x' in T} P(x') D~_a(x')``
+
+and the scheme minimises ``max_{x, a} conf`` group by group (Lemma 3: the global optimum is the
+maximum over groups). The guarantee covers exactly this adversary; one who also knows the
+mechanism and could invert ``D~`` back to ``D`` is out of scope (spec section 8, L1).
+
+**Theorem 1, corrected (E1).** Per group, with ``N = sum P``, ``m1(x) = P(x) L(x)``,
+``m0(x) = P(x) (1 - H(x))``, ``x^1 = argmax m1`` (``pi``), ``x^0 = argmax m0`` (``theta``),
+``M1 = m1(x^1)``, ``M0 = m0(x^0)``:
+
+- ``beta_1 = M1 / sum_x min(P(x) H(x), M1)``        (0 when ``M1 = 0``, E3)
+- ``beta_0 = M0 / sum_x min(P(x) (1 - L(x)), M0)``  (0 when ``M0 = 0``, E3)
+- ``beta_p = (M1 + M0) / N``
+- ``beta_min = max_x P(x) / N``                     (Lemma 5; missing from the printed theorem)
+
+and the optimum is ``beta*_g = max{beta_0, beta_1, beta_p, beta_min}``. The case is the first of
+``beta0, beta1, betap, betamin`` within ``tau`` of the maximum.
+
+**Construction.** Write ``S = sum_x P(x) D~_1(x)`` (the group's announced positive mass). At
+``beta = beta*`` a mapping is feasible iff each cell's joint mass lies in
+``[lo_x(S), hi_x(S)]`` with ``lo_x(S) = max(P L, P - beta (N - S))`` and
+``hi_x(S) = min(P H, beta S)`` and the masses add up to ``S``. ``S`` is ``S_hi = N - M0/beta``
+(case beta0), ``S_lo = M1/beta`` (cases beta1 and betap), or, when ``beta_min`` strictly
+dominates, the true positive mass ``sum P D_1`` clamped into the feasible range ``[g_l, f_r]``
+found by bisection (``SELECT_S``; the midpoint of the range when ``D_1`` is not given).
+ALLOCATE starts every cell at ``lo_x(S)`` (``alloc="paper"``, the paper's ALLOCATION) or at its
+true mass clamped into ``[lo_x(S), hi_x(S)]`` (``alloc="nearest"``), then fills (or drains) the
+residual greedily in input order. The residual is computed from masses, so a cell that is both
+``x^1`` and ``x^0`` is not counted twice (E2).
+
+**Vectorisation.** Cells are stably sorted by group (skipped when ``group`` is already sorted),
+so the cell order within a group is the input order. Every per-group quantity is a segment
+reduction (``np.add.reduceat``, ``np.maximum.reduceat``; the first argmax is a
+``np.minimum.reduceat`` over positions), ALLOCATE's greedy fill is a segment cumulative sum
+(exact, per group, in input order: groups are laid out in padded blocks by size class), and the
+``SELECT_S`` bisection runs for all the groups that need it at once, for at most
+``BISECTION_ITERATIONS`` steps (it stops early only at a fixed point, which does not change the
+result). Cost: O(number of cells) plus the sort, and a bounded number of extra passes over the
+cells of ``beta_min`` groups.
+
+Cells with ``P(x) = 0`` are excluded (they enter no confidence) and announced at ``D_1``
+clamped into ``[L, H]`` (``L`` when ``D_1`` is not given), spec A4. A group whose cells all have
+``P = 0`` is reported with case ``"empty"`` and ``beta = nan``.
+
+Example: the paper's Section-8 worked example at delta = 0.9 (spec section 4); the adversary's
+maximum confidence drops from 100 % to 67.5 %.
+
+>>> import numpy as np
+>>> group = np.array([0, 0, 0, 1, 1, 1])                # F, F, F, M, M, M
+>>> p = np.array([12, 5, 3, 9, 7, 4]) / 40              # <100k, 100k-200k, >200k per group
+>>> d1 = np.array([0, 0, 1, 0, 0.5, 1])
+>>> L, H = fidelity_bounds(d1, "delta", 0.9)
+>>> sol = solve(group, p, L, H, d1)
+>>> sol.case.tolist(), np.round(sol.beta, 6).tolist(), round(sol.beta_global, 6)
+(['betap', 'beta0'], [0.675, 0.637795], 0.675)
+>>> np.round(sol.d1_tilde, 6).tolist()
+[0.1, 0.02, 0.9, 0.1, 0.4, 0.9]
+>>> np.round(adversary_confidence(group, p, d1), 6).tolist()        # before: the true rule
+[1.0, 0.72]
+>>> np.round(adversary_confidence(group, p, sol.d1_tilde), 6).tolist()
+[0.675, 0.637795]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from components.transparency.fidelity import as_unit_vector, fidelity_bounds
+from schemas.errors import InputError
+
+__all__ = [
+    "BISECTION_ITERATIONS",
+    "CASES",
+    "Solution",
+    "adversary_confidence",
+    "fidelity_bounds",
+    "solve",
+]
+
+CASES = ("beta0", "beta1", "betap", "betamin")
+"""Case labels in tie-break priority order (spec A5); code ``i`` is ``CASES[i]``."""
+EMPTY = "empty"
+"""Case label of a group whose cells all have ``P = 0`` (nothing to optimise)."""
+BISECTION_ITERATIONS = 100
+"""Bisection steps of ``SELECT_S`` (spec section 3.7)."""
+RESIDUAL_TOL = 1e-9
+"""ALLOCATE's residual must stay within ``RESIDUAL_TOL * N_g`` (contract C7)."""
+
+Alloc = Literal["paper", "nearest"]
+
+
+@dataclass(frozen=True, eq=False)
+class Solution:
+    """Output of :func:`solve`. Per-cell arrays follow the input order; per-group arrays follow
+    ``groups`` (the distinct group labels, ascending).
+
+    Attributes
+    ----------
+    d1_tilde
+        Announced rule ``D~_1(x)`` per cell (``D~_0 = 1 - D~_1``, see ``d0_tilde``).
+    cell_group
+        Per cell, the index of its group in ``groups``.
+    groups
+        Distinct group labels, ascending.
+    m
+        Number of populated cells (``P > 0``) per group.
+    mass
+        ``N_g = sum_{x in g} P(x)``.
+    beta
+        ``beta*_g = max(beta0, beta1, betap, betamin)``; ``nan`` for an empty group.
+    case
+        ``"beta0"``, ``"beta1"``, ``"betap"``, ``"betamin"`` (first within ``tau`` of the
+        maximum, in that order) or ``"empty"``.
+    beta0, beta1, betap, betamin
+        The four candidates of the corrected Theorem 1.
+    M1, M0
+        ``P(x^1) L(x^1)`` and ``P(x^0) (1 - H(x^0))``, the largest lower-bound joint masses.
+    pi, theta
+        Cell indices (into the input) of ``x^1`` and ``x^0``, the first maximisers in input
+        order; ``-1`` for an empty group.
+    S, S_lo, S_hi
+        Announced positive mass ``sum P D~_1`` the allocation targets, and its admissible range
+        ``[M1/beta, N - M0/beta]``.
+    residual
+        ALLOCATE's residual (``|residual| <= RESIDUAL_TOL * mass``, contract C7).
+    beta_global
+        ``max_g beta*_g`` over the non-empty groups (Lemma 3).
+    """
+
+    d1_tilde: np.ndarray
+    cell_group: np.ndarray
+    groups: np.ndarray
+    m: np.ndarray
+    mass: np.ndarray
+    beta: np.ndarray
+    case: np.ndarray
+    beta0: np.ndarray
+    beta1: np.ndarray
+    betap: np.ndarray
+    betamin: np.ndarray
+    M1: np.ndarray
+    M0: np.ndarray
+    pi: np.ndarray
+    theta: np.ndarray
+    S: np.ndarray
+    S_lo: np.ndarray
+    S_hi: np.ndarray
+    residual: np.ndarray
+    beta_global: float
+
+    @property
+    def d0_tilde(self) -> np.ndarray:
+        """Announced ``D~_0(x) = 1 - D~_1(x)`` per cell."""
+        return 1.0 - self.d1_tilde
+
+    @property
+    def n_groups(self) -> int:
+        return int(self.groups.shape[0])
+
+
+# ----------------------------------------------------------------------------------- grouping
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """Cells sorted stably by group: ``order`` (``None`` = already sorted), the group labels and
+    the start of each group's run in the sorted order."""
+
+    order: np.ndarray | None
+    labels: np.ndarray
+    starts: np.ndarray
+    counts: np.ndarray
+
+    def take(self, a: np.ndarray) -> np.ndarray:
+        return a if self.order is None else a[self.order]
+
+
+def _group_cells(g: np.ndarray) -> _Groups:
+    n = g.shape[0]
+    order = None if n < 2 or bool(np.all(g[1:] >= g[:-1])) else np.argsort(g, kind="stable")
+    gs = g if order is None else g[order]
+    starts = np.concatenate(([0], np.flatnonzero(gs[1:] != gs[:-1]) + 1))
+    counts = np.diff(np.append(starts, n))
+    return _Groups(order, gs[starts], starts, counts)
+
+
+def _segment_exclusive_cumsum(
+    x: np.ndarray, starts: np.ndarray, counts: np.ndarray, seg: np.ndarray
+) -> np.ndarray:
+    """``out[k] = sum of x[j]`` over the earlier cells ``j`` of ``k``'s segment, added in order.
+
+    Each segment is summed on its own (no global running sum, whose rounding error would grow
+    with the number of cells): segments are padded into ``(groups, width)`` blocks, one block per
+    power-of-two width class, and accumulated along the rows.
+    """
+    out = np.zeros_like(x)
+    if x.shape[0] == 0:
+        return out
+    pos = np.arange(x.shape[0]) - starts[seg]
+    width_class = np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64)
+    classes = np.unique(width_class)
+    row_of = np.empty(counts.shape[0], dtype=np.int64)
+    cell_class = width_class[seg] if classes.shape[0] > 1 else None
+    for c in classes:
+        width = 1 << int(c)
+        if width == 1:
+            continue  # a one-cell segment has nothing before its cell
+        gsel = np.flatnonzero(width_class == c)
+        row_of[gsel] = np.arange(gsel.shape[0])
+        cells = np.arange(x.shape[0]) if cell_class is None else np.flatnonzero(cell_class == c)
+        rows, cols = row_of[seg[cells]], pos[cells]
+        block = np.zeros((gsel.shape[0], width), dtype=x.dtype)
+        block[rows, cols] = x[cells]
+        np.cumsum(block, axis=1, out=block)
+        excl = np.zeros_like(block)
+        excl[:, 1:] = block[:, :-1]
+        out[cells] = excl[rows, cols]
+    return out
+
+
+class _Cells:
+    """Populated cells of a set of groups, contiguous per group, with the group's ``beta``."""
+
+    def __init__(self, P, L, H, beta, N, starts, counts):
+        self.PH, self.PU0 = P * H, P * (1.0 - L)
+        self.starts = starts
+        self.seg = np.repeat(np.arange(counts.shape[0]), counts)
+        self.beta_c = beta[self.seg]
+        self.N = N
+
+    def F(self, S: np.ndarray) -> np.ndarray:
+        """``F(S) = sum_x min(P H, beta S) - S``; ``F(S)/S`` is non-increasing in ``S``."""
+        hi = np.minimum(self.PH, self.beta_c * S[self.seg])
+        return np.add.reduceat(hi, self.starts) - S
+
+    def G(self, S: np.ndarray) -> np.ndarray:
+        """``G(S) = S - sum_x max(P L, P - beta (N - S))``; ``G(S)/(N - S)`` is non-decreasing.
+
+        Evaluated in the equal form ``sum_x min(P (1 - L), beta T) - T`` with ``T = N - S`` (the
+        outcome-0 mirror of ``F``): ``P - beta (N - S)`` cancels badly when ``beta`` is close
+        to 1, and the bisection's sign decisions would then be decided by rounding noise.
+        """
+        T = self.N - S
+        u0 = np.minimum(self.PU0, self.beta_c * T[self.seg])
+        return np.add.reduceat(u0, self.starts) - T
+
+
+def _subset(sel: np.ndarray, P, L, H, beta, N, starts, counts, seg_all: np.ndarray) -> _Cells:
+    """The cells of the groups ``sel`` (indices into the populated groups), compacted."""
+    keep = np.zeros(counts.shape[0], dtype=bool)
+    keep[sel] = True
+    cells = np.flatnonzero(keep[seg_all])
+    sub_counts = counts[sel]
+    sub_starts = np.concatenate(([0], np.cumsum(sub_counts)[:-1]))
+    return _Cells(P[cells], L[cells], H[cells], beta[sel], N[sel], sub_starts, sub_counts)
+
+
+def _bisect_right_end(cells: _Cells, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Largest ``S`` in ``[a, b]`` with ``F(S) >= 0`` (``F(a) >= 0 > F(b)``)."""
+    for _ in range(BISECTION_ITERATIONS):
+        c = (a + b) / 2
+        ok = cells.F(c) >= 0
+        na, nb = np.where(ok, c, a), np.where(ok, b, c)
+        if np.array_equal(na, a) and np.array_equal(nb, b):
+            break  # a fixed point: the remaining iterations would not change anything
+        a, b = na, nb
+    return a
+
+
+def _bisect_left_end(cells: _Cells, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Smallest ``S`` in ``[a, b]`` with ``G(S) >= 0`` (``G(a) < 0 <= G(b)``)."""
+    for _ in range(BISECTION_ITERATIONS):
+        c = (a + b) / 2
+        ok = cells.G(c) >= 0
+        na, nb = np.where(ok, a, c), np.where(ok, c, b)
+        if np.array_equal(na, a) and np.array_equal(nb, b):
+            break
+        a, b = na, nb
+    return b
+
+
+def _select_s(
+    sel: np.ndarray,
+    S_true: np.ndarray | None,
+    S_lo: np.ndarray,
+    S_hi: np.ndarray,
+    cells_of,
+) -> np.ndarray:
+    """``SELECT_S`` for the groups ``sel`` (where ``beta_min`` strictly dominates).
+
+    ``f_r`` is ``S_hi`` if ``F(S_hi) >= 0``, else the bisection end on ``[S_lo, S_hi]``; ``g_l``
+    likewise with ``G`` from the left. The result is ``clamp(S_true, g_l, f_r)``, or
+    ``(g_l + f_r) / 2`` without ``D_1``. ``f_r`` (``g_l``) is only computed for the groups whose
+    ``S_true`` lies above it (below it), which gives the same clamp.
+    """
+    lo, hi = S_lo[sel], S_hi[sel]
+    if S_true is None:
+        need_fr = need_gl = np.ones(sel.shape[0], dtype=bool)
+    else:
+        t = S_true[sel]
+        need_fr, need_gl = t >= hi, t <= lo
+        inner = np.flatnonzero(~need_fr & ~need_gl)
+        if inner.shape[0]:
+            cells = cells_of(sel[inner])
+            need_fr[inner] = cells.F(t[inner]) < 0
+            need_gl[inner] = cells.G(t[inner]) < 0
+    fr = np.full(sel.shape[0], np.inf)
+    gl = np.full(sel.shape[0], -np.inf)
+    for need, is_right in ((need_fr, True), (need_gl, False)):
+        idx = np.flatnonzero(need)
+        if not idx.shape[0]:
+            continue
+        cells = cells_of(sel[idx])
+        a, b = lo[idx], hi[idx]
+        if is_right:
+            end = b.copy()
+            bis = np.flatnonzero(cells.F(b) < 0)
+            if bis.shape[0]:
+                end[bis] = _bisect_right_end(cells_of(sel[idx[bis]]), a[bis], b[bis])
+            fr[idx] = end
+        else:
+            end = a.copy()
+            bis = np.flatnonzero(cells.G(a) < 0)
+            if bis.shape[0]:
+                end[bis] = _bisect_left_end(cells_of(sel[idx[bis]]), a[bis], b[bis])
+            gl[idx] = end
+    if S_true is None:
+        return (gl + fr) / 2
+    return np.minimum(np.maximum(S_true[sel], gl), fr)
+
+
+# ------------------------------------------------------------------------------------ solver
+
+
+def _validate(group, p, lo, hi, d1, alloc, tau):
+    g = np.asarray(group)
+    if g.ndim != 1:
+        raise InputError("group", "must be a 1-D array", f"got shape {g.shape}")
+    if g.dtype.kind not in "iu":
+        raise InputError("group", "must hold integer group labels", f"got dtype {g.dtype}")
+    n = g.shape[0]
+    if n == 0:
+        raise InputError("group", "must hold at least one cell")
+    P = np.asarray(p, dtype=np.float64)
+    if P.ndim != 1 or P.shape[0] != n:
+        raise InputError("p", "must have one entry per cell", f"shape {P.shape} vs {n} cells")
+    bad = ~np.isfinite(P) | (P < 0)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            "p", "must be finite and >= 0 (P < 0 is an input error)", f"cell {i} is {P[i]!r}"
+        )
+    if not P.sum() > 0:
+        raise InputError("p", "must have a positive total mass")
+    arrays = {}
+    for name, v in (("lo", lo), ("hi", hi), ("d1", d1)):
+        if v is None:
+            arrays[name] = None
+            continue
+        a = as_unit_vector(name, v)
+        if a.shape[0] != n:
+            raise InputError(name, "must have one entry per cell", f"{a.shape[0]} != {n}")
+        arrays[name] = a
+    L, H, D = arrays["lo"], arrays["hi"], arrays["d1"]
+    bad = L > H
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(
+            "lo/hi",
+            "fidelity bounds must satisfy L <= H",
+            f"cell {i}: L = {L[i]!r} > H = {H[i]!r}, {int(bad.sum())} bad",
+        )
+    if alloc not in ("paper", "nearest"):
+        raise InputError("alloc", "must be 'paper' or 'nearest'", f"got {alloc!r}")
+    if not (np.isfinite(tau) and tau >= 0):
+        raise InputError("tau", "must be a finite number >= 0", f"got {tau!r}")
+    return g, P, L, H, D
+
+
+def solve(
+    group: ArrayLike,
+    p: ArrayLike,
+    lo: ArrayLike,
+    hi: ArrayLike,
+    d1: ArrayLike | None = None,
+    alloc: Alloc = "paper",
+    tau: float = 1e-12,
+) -> Solution:
+    """Announced mapping with the smallest worst-case adversary confidence, per QID group.
+
+    Implements spec section 3.7 (``SOLVE_GROUP`` for every group at once):
+    ``beta*_g = max{beta_0, beta_1, beta_p, beta_min}`` (Theorem 1 with the ``beta_min`` term,
+    E1; ``beta_a = 0`` when ``M_a = 0``, E3), ``S = S_hi``, ``S_lo`` or ``SELECT_S()`` by case,
+    then ``ALLOCATE(S)`` with the mass-based residual (E2). See the module docstring for the
+    formulas.
+
+    Parameters
+    ----------
+    group
+        Integer QID-group label per cell. Cells of a group keep their input order, which fixes
+        the tie-breaks (first argmax) and the fill order. Duplicate cells are the caller's job.
+    p
+        Prior mass ``P(x) >= 0`` per cell, on any scale (counts or probabilities; the result is
+        invariant to scaling a group's masses). Cells with ``P = 0`` are excluded.
+    lo, hi
+        Fidelity interval ``L(x) <= D~_1(x) <= H(x)`` per cell, ``0 <= L <= H <= 1``
+        (``components.transparency.fidelity.fidelity_bounds``).
+    d1
+        True rule ``D_1(x)`` per cell, optional: it sets ``S`` in the ``beta_min`` case (the
+        true positive mass, clamped), the ``"nearest"`` allocation, and what ``P = 0`` cells
+        announce.
+    alloc
+        ``"paper"`` (start every cell at its lower bound, the paper's ALLOCATION; default) or
+        ``"nearest"`` (start at the true mass clamped into the cell's range; needs ``d1``,
+        falls back to ``"paper"`` without it).
+    tau
+        Tie tolerance when choosing the case.
+
+    Returns
+    -------
+    Solution
+        The announced rule per cell and the per-group optimum and diagnostics.
+
+    Raises
+    ------
+    InputError
+        (a ``ValueError``) naming the field and the rule: non-integer or empty ``group``,
+        length mismatches, ``P < 0`` or non-finite, a zero total mass, ``L``, ``H`` or ``D_1``
+        outside [0, 1], ``L > H``, an unknown ``alloc`` or a bad ``tau``.
+    RuntimeError
+        If ALLOCATE's residual exceeds ``RESIDUAL_TOL * N_g`` (contract C7; a numerical bug).
+    """
+    g, P, L, H, D = _validate(group, p, lo, hi, d1, alloc, tau)
+    n = g.shape[0]
+    grp = _group_cells(g)
+    n_groups = grp.labels.shape[0]
+    seg_sorted = np.repeat(np.arange(n_groups), grp.counts)
+    if grp.order is None:
+        cell_group = seg_sorted
+    else:
+        cell_group = np.empty(n, dtype=np.int64)
+        cell_group[grp.order] = seg_sorted
+
+    # populated cells, sorted by group, input order within a group
+    Ps = grp.take(P)
+    populated = Ps > 0
+    if populated.all():
+        idx = grp.order  # None: identity
+        gi, Pc, Lc, Hc = seg_sorted, Ps, grp.take(L), grp.take(H)
+        Dc = None if D is None else grp.take(D)
+    else:
+        keep = np.flatnonzero(populated)
+        idx = keep if grp.order is None else grp.order[keep]
+        gi, Pc, Lc, Hc = seg_sorted[keep], P[idx], L[idx], H[idx]
+        Dc = None if D is None else D[idx]
+    nc = Pc.shape[0]
+    s = np.concatenate(([0], np.flatnonzero(gi[1:] != gi[:-1]) + 1))
+    cnt = np.diff(np.append(s, nc))
+    gpop = gi[s]  # index (into groups) of each populated group
+    seg = np.repeat(np.arange(s.shape[0]), cnt)
+
+    # ---- the four candidates (Theorem 1 corrected)
+    N = np.add.reduceat(Pc, s)
+    PL, PH = Pc * Lc, Pc * Hc
+    m0 = Pc * (1.0 - Hc)
+    mx1 = np.maximum.reduceat(PL, s)
+    mx0 = np.maximum.reduceat(m0, s)
+    positions = np.arange(nc)
+    pi_pos = np.minimum.reduceat(np.where(mx1[seg] == PL, positions, nc), s)
+    theta_pos = np.minimum.reduceat(np.where(m0 == mx0[seg], positions, nc), s)
+    sum_u1 = np.add.reduceat(np.minimum(PH, mx1[seg]), s)
+    sum_u0 = np.add.reduceat(np.minimum(Pc * (1.0 - Lc), mx0[seg]), s)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        b1 = np.where(mx1 > 0, mx1 / sum_u1, 0.0)
+        b0 = np.where(mx0 > 0, mx0 / sum_u0, 0.0)
+    bp = (mx1 + mx0) / N
+    pmax = np.maximum.reduceat(Pc, s)
+    bmin = pmax / N
+    beta = np.maximum(np.maximum(b0, b1), np.maximum(bp, bmin))
+    floor = beta - tau
+    code = np.where(b0 >= floor, 0, np.where(b1 >= floor, 1, np.where(bp >= floor, 2, 3))).astype(
+        np.int8
+    )
+
+    # ---- the announced positive mass S per group
+    S_lo = mx1 / beta
+    S_hi = N - mx0 / beta
+    S = np.where(code == 0, S_hi, S_lo)
+    sel = np.flatnonzero(code == 3)
+    if sel.shape[0]:
+        S_true = None if Dc is None else np.add.reduceat(Pc * Dc, s)
+
+        def cells_of(groups_idx: np.ndarray) -> _Cells:
+            return _subset(groups_idx, Pc, Lc, Hc, beta, N, s, cnt, seg)
+
+        S[sel] = _select_s(sel, S_true, S_lo, S_hi, cells_of)
+
+    # ---- ALLOCATE(S): start at lo (or the clamped true mass), greedy fill/drain in input order
+    # lo_k(S) = max(P L, b_k + beta S) with Theorem 1's slack b_k = P_k - beta N. When beta is
+    # beta_min, b_k = 0 exactly for the P-maximal cells (their share is then exactly S / N);
+    # computing it as a difference of nearly equal numbers would cost the precision of that
+    # share, which matters when an outcome's total is small against the group's mass.
+    beta_c, S_c = beta[seg], S[seg]
+    slack = Pc - beta_c * N[seg]
+    slack[(beta == bmin)[seg] & (Pc == pmax[seg])] = 0.0
+    lk = np.maximum(PL, slack + beta_c * S_c)
+    hk = np.maximum(np.minimum(PH, beta_c * S_c), lk)
+    nearest = alloc == "nearest" and Dc is not None
+    mass = np.minimum(np.maximum(Pc * Dc, lk), hk) if nearest else lk
+    r = S - np.add.reduceat(mass, s)
+    r_c = r[seg]
+    fill, drain = r_c > 0, r_c < 0
+    cap = np.where(fill, hk - mass, np.where(drain, mass - lk, 0.0))
+    before = _segment_exclusive_cumsum(cap, s, cnt, seg)
+    amount = np.minimum(np.maximum(np.abs(r_c) - before, 0.0), cap)
+    full = amount >= cap
+    mass = np.where(
+        fill,
+        np.where(full, hk, mass + amount),
+        np.where(drain, np.where(full, lk, mass - amount), mass),
+    )
+    residual = r - np.sign(r) * np.add.reduceat(amount, s)
+    if np.any(np.abs(residual) > RESIDUAL_TOL * N):
+        worst = int(np.argmax(np.abs(residual) / N))
+        raise RuntimeError(
+            f"ALLOCATE left a residual of {residual[worst]!r} in group "
+            f"{grp.labels[gpop[worst]]!r} (mass {N[worst]!r}): contract C7 broken"
+        )
+    d1_pop = np.minimum(np.maximum(mass / Pc, Lc), Hc)
+
+    # ---- per-cell output in input order
+    d1_tilde = L.copy() if D is None else np.minimum(np.maximum(D, L), H)
+    if idx is None:
+        d1_tilde = d1_pop
+    else:
+        d1_tilde[idx] = d1_pop
+    cell_index = positions if idx is None else idx
+
+    # ---- per-group output (empty groups: nan / "empty" / -1)
+    def per_group(values: np.ndarray, fill_value, dtype=np.float64) -> np.ndarray:
+        out = np.full(n_groups, fill_value, dtype=dtype)
+        out[gpop] = values
+        return out
+
+    case_code = per_group(code, -1, np.int8)
+    case = np.array((*CASES, EMPTY))[case_code]
+    m_out = np.zeros(n_groups, dtype=np.int64)
+    m_out[gpop] = cnt
+    mass_out = np.zeros(n_groups)
+    mass_out[gpop] = N
+    nan = np.nan
+    return Solution(
+        d1_tilde=d1_tilde,
+        cell_group=cell_group,
+        groups=grp.labels,
+        m=m_out,
+        mass=mass_out,
+        beta=per_group(beta, nan),
+        case=case,
+        beta0=per_group(b0, nan),
+        beta1=per_group(b1, nan),
+        betap=per_group(bp, nan),
+        betamin=per_group(bmin, nan),
+        M1=per_group(mx1, 0.0),
+        M0=per_group(mx0, 0.0),
+        pi=per_group(cell_index[pi_pos], -1, np.int64),
+        theta=per_group(cell_index[theta_pos], -1, np.int64),
+        S=per_group(S, 0.0),
+        S_lo=per_group(S_lo, nan),
+        S_hi=per_group(S_hi, nan),
+        residual=per_group(residual, 0.0),
+        beta_global=float(beta.max()),
+    )
+
+
+def adversary_confidence(
+    group: ArrayLike, p: ArrayLike, d1_tilde: ArrayLike, *, tol: float = 0.0
+) -> np.ndarray:
+    """Worst-case posterior confidence per group, recomputed from an announced mapping.
+
+    ``max_{a in {0,1}} max_{x in g} P(x) D~_a(x) / sum_{x' in g} P(x') D~_a(x')`` (Definition 3,
+    eq. 37), with ``D~_0 = 1 - D~_1``. An outcome whose group mass
+    ``S_a(g) = sum P D~_a`` is at most ``tol * N_g`` never occurs under ``D~`` and is left out
+    (spec A9; contract C3 uses ``tol = 1e-9``). Independent of :func:`solve`: pass the true
+    rule to get the pre-release confidence ``C*_g`` (Definition 7).
+
+    Parameters
+    ----------
+    group, p, d1_tilde
+        Group label, prior mass and announced ``D~_1`` per cell.
+    tol
+        Relative mass below which an outcome is treated as absent.
+
+    Returns
+    -------
+    np.ndarray
+        One confidence per group, groups in ascending label order (as ``Solution.groups``);
+        ``nan`` for a group without mass.
+    """
+    g, P, _, _, _ = _validate(group, p, np.zeros(len(p)), np.zeros(len(p)), None, "paper", 0.0)
+    Dt = as_unit_vector("d1_tilde", d1_tilde)
+    if Dt.shape[0] != g.shape[0]:
+        raise InputError(
+            "d1_tilde", "must have one entry per cell", f"{Dt.shape[0]} != {g.shape[0]}"
+        )
+    grp = _group_cells(g)
+    Ps, Ds = grp.take(P), grp.take(Dt)
+    a1, a0 = Ps * Ds, Ps * (1.0 - Ds)
+    N = np.add.reduceat(Ps, grp.starts)
+    out = np.full(grp.labels.shape[0], -np.inf)
+    for masses in (a1, a0):
+        total = np.add.reduceat(masses, grp.starts)
+        top = np.maximum.reduceat(masses, grp.starts)
+        present = (total > tol * N) & (total > 0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(present, np.maximum(out, top / total), out)
+    return np.where(np.isfinite(out), out, np.nan)
