@@ -130,6 +130,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
 def test_every_spec_publishes_what_privfair_run_publishes(everything):
     import dagster as dg
 
+    from components.core.registry import algorithm
     from pipelines.catalogue import load_specs
 
     result, ref = everything["result"], everything["ref"]
@@ -141,18 +142,21 @@ def test_every_spec_publishes_what_privfair_run_publishes(everything):
         assert out["status"] == "published"
         _same_code(everything["store"] / name, Path(ref[name]["path"]))
         assert out["version"] == ref[name]["version"], name
-        ours = Path(out["path"]) / "data.parquet"
-        theirs = Path(ref[name]["path"]) / "data.parquet"
-        assert ours.read_bytes() == theirs.read_bytes(), name
-        lineage = Path("internal") / "lineage.parquet"
-        assert (Path(out["path"]) / lineage).read_bytes() == (
-            Path(ref[name]["path"]) / lineage
-        ).read_bytes()
-        assert (everything["store"] / name / "latest").read_text().strip() == out["version"]
         manifest = json.loads((Path(out["path"]) / "manifest.json").read_text())
         assert manifest["validation"]["status"] == "passed"
-        assert manifest["outputs"]["data"]["file"] == "data.parquet"
-        assert manifest["sidecars"]["lineage"]["file"] == str(lineage)
+        # every public output and internal sidecar the manifest lists, byte for byte
+        files = [o["file"] for o in manifest["outputs"].values()]
+        files += [s["file"] for s in manifest["sidecars"].values()]
+        assert files and all(f.endswith(".parquet") for f in files)
+        for f in files:
+            ours, theirs = Path(out["path"]) / f, Path(ref[name]["path"]) / f
+            assert ours.read_bytes() == theirs.read_bytes(), (name, f)
+        assert (everything["store"] / name / "latest").read_text().strip() == out["version"]
+        if algorithm(manifest["component"]).row_level:  # a table release
+            assert manifest["outputs"]["data"]["file"] == "data.parquet"
+            assert manifest["sidecars"]["lineage"]["file"] == str(
+                Path("internal") / "lineage.parquet"
+            )
         assert Path(out["report"]).is_file()
 
 
