@@ -16,7 +16,7 @@ __all__ = ["figures"]
 MAX_GROUPS = 8
 
 
-def _tradeoff(man: dict, input_table: pa.Table | None) -> Figure | None:
+def _tradeoff(man: dict, outputs: dict, input_table: pa.Table | None) -> Figure | None:
     params = man.get("params")
     if input_table is None or not params:
         return None
@@ -41,7 +41,7 @@ def _tradeoff(man: dict, input_table: pa.Table | None) -> Figure | None:
         )
         for g in keys.index
     ]
-    series = [(f"group {names[g]}", curves[:, g].tolist()) for g in top]
+    series = [(names[g], curves[:, g].tolist()) for g in top]
     series.append(("global (max over groups)", np.nanmax(curves, axis=1).tolist()))
     svg = plots.grouped_bar_chart(
         [fmt_num(x) for x in grid],
@@ -84,4 +84,4 @@ def _fairness(outputs: dict) -> Figure | None:
 
 
 def figures(man: dict, outputs: dict, input_table, sidecars: dict) -> list[Figure]:
-    return [f for f in (_tradeoff(man, input_table), _fairness(outputs)) if f is not None]
+    return [f for f in (_tradeoff(man, outputs, input_table), _fairness(outputs)) if f is not None]
