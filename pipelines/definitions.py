@@ -36,7 +36,7 @@ import os
 import typing
 from functools import cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import dagster as dg
 from pydantic import Field, create_model
@@ -77,8 +77,19 @@ class ParamsConfig(dg.Config):
     values. The result is validated as a whole (an unknown parameter or an invalid value fails
     the run with the spec key named). Overrides change the spec, hence the release version."""
 
+    json_fields: ClassVar[frozenset[str]] = frozenset()
+
     def overrides(self) -> dict[str, Any]:
-        return {k: v for k, v in self.model_dump().items() if v is not None}
+        """The set fields; a structured parameter (list, mapping, model) is given as JSON."""
+        out = {k: v for k, v in self.model_dump().items() if v is not None}
+        for k in self.json_fields & set(out):
+            try:
+                out[k] = json.loads(out[k])
+            except json.JSONDecodeError as e:
+                raise dg.Failure(
+                    description=f"run config '{k}' must be JSON ({e.msg})", allow_retries=False
+                ) from None
+        return out
 
     def apply(self, spec: PipelineSpec) -> PipelineSpec:
         over = self.overrides()
@@ -95,25 +106,37 @@ class ParamsConfig(dg.Config):
             ) from None
 
 
+_SCALARS = (bool, int, float, str)
+
+
 def _config_type(annotation: Any) -> tuple[Any, str]:
-    """A Dagster-config-friendly type for a Params field, and a note on allowed values."""
+    """A Dagster-config-friendly type for a Params field, and a note on allowed values.
+    Dagster's config takes scalars only: a structured parameter (tuple, list, mapping, model)
+    is a JSON string (note ``" (JSON)"``)."""
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
     if typing.get_origin(annotation) is Literal:
         return str, " (one of: " + ", ".join(map(str, typing.get_args(annotation))) + ")"
     if args and typing.get_origin(annotation) is not Literal and len(args) == 1:
         return _config_type(args[0])
-    return annotation, ""
+    if annotation in _SCALARS:
+        return annotation, ""
+    return str, " (JSON)"
 
 
 @cache
 def config_class(algo: Algorithm) -> type[ParamsConfig]:
     """The run config of ``algo``: one optional field per ``Params`` field, same description."""
     fields: dict[str, Any] = {}
+    structured = set()
     for name, f in algo.params.model_fields.items():
         typ, note = _config_type(f.annotation)
+        if note == " (JSON)":
+            structured.add(name)
         fields[name] = (typ | None, Field(default=None, description=(f.description or name) + note))
     camel = "".join(p.capitalize() for p in algo.name.split("_"))
-    return create_model(f"{camel}Config", __base__=ParamsConfig, **fields)
+    cls = create_model(f"{camel}Config", __base__=ParamsConfig, **fields)
+    cls.json_fields = frozenset(structured)
+    return cls
 
 
 # --- helpers -----------------------------------------------------------------------------------
