@@ -204,6 +204,15 @@ def build_cells(table: pa.Table, params: ATRParams) -> Cells:
     if population.sum() <= 0:
         raise InputError(None, "the cells have no mass", "every population is zero")
     group = np.unique(codes[:, : len(public)], axis=0, return_inverse=True)[1].ravel()
+    empty = np.bincount(group, weights=population) <= 0
+    if empty.any():
+        first = int(np.flatnonzero(group == np.flatnonzero(empty)[0])[0])
+        where = ", ".join(f"{n} = {keys[n][first]}" for n in public)
+        raise InputError(
+            None,
+            "a QID group has no mass (every cell's population is zero)",
+            f"{int(empty.sum())} such groups, e.g. {where}; leave them out of the cells",
+        )
     key_table = pa.table({n: pa.array([str(v) for v in keys[n]]) for n in public + private})
     return Cells(
         key_table, public, private, population, d1, group, decisions, model, split, warnings

@@ -46,8 +46,8 @@ residual greedily in input order. The residual is computed from masses, so a cel
 so the cell order within a group is the input order. Every per-group quantity is a segment
 reduction (``np.add.reduceat``, ``np.maximum.reduceat``; the first argmax is a
 ``np.minimum.reduceat`` over positions), ALLOCATE's greedy fill is a segment cumulative sum
-(exact, per group, in input order: groups are laid out in padded blocks by size class), and the
-``SELECT_S`` bisection runs for all the groups that need it at once, for at most
+(in input order, in exact fixed-point arithmetic, reset at every group),
+and the ``SELECT_S`` bisection runs for all the groups that need it at once, for at most
 ``BISECTION_ITERATIONS`` steps (it stops early only at a fixed point, which does not change the
 result). Cost: O(number of cells) plus the sort, and a bounded number of extra passes over the
 cells of ``beta_min`` groups.
@@ -193,47 +193,54 @@ class _Groups:
         return a if self.order is None else a[self.order]
 
 
+def _stable_order(g: np.ndarray) -> np.ndarray:
+    """``np.argsort(g, kind="stable")``, faster: when the label range allows it, each label is
+    packed with its cell index into one int64 key and the keys are sorted by value (unique keys:
+    the result is the stable order)."""
+    n = g.shape[0]
+    lo, hi = int(g.min()), int(g.max())
+    bits = max(n - 1, 1).bit_length()
+    if (hi - lo) >= (1 << (62 - bits)):
+        return np.argsort(g, kind="stable")
+    key = (g.astype(np.int64) - lo) << bits
+    key |= np.arange(n, dtype=np.int64)
+    key.sort()
+    return key & ((1 << bits) - 1)
+
+
 def _group_cells(g: np.ndarray) -> _Groups:
     n = g.shape[0]
-    order = None if n < 2 or bool(np.all(g[1:] >= g[:-1])) else np.argsort(g, kind="stable")
+    order = None if n < 2 or bool(np.all(g[1:] >= g[:-1])) else _stable_order(g)
     gs = g if order is None else g[order]
     starts = np.concatenate(([0], np.flatnonzero(gs[1:] != gs[:-1]) + 1))
     counts = np.diff(np.append(starts, n))
     return _Groups(order, gs[starts], starts, counts)
 
 
-def _segment_exclusive_cumsum(
-    x: np.ndarray, starts: np.ndarray, counts: np.ndarray, seg: np.ndarray
-) -> np.ndarray:
-    """``out[k] = sum of x[j]`` over the earlier cells ``j`` of ``k``'s segment, added in order.
+_FIXED_POINT = float(2**52)
 
-    Each segment is summed on its own (no global running sum, whose rounding error would grow
-    with the number of cells): segments are padded into ``(groups, width)`` blocks, one block per
-    power-of-two width class, and accumulated along the rows.
+
+def _segment_exclusive_cumsum(
+    x: np.ndarray, starts: np.ndarray, counts: np.ndarray, scale: np.ndarray
+) -> np.ndarray:
+    """``out[k] = sum of x[j]`` over the earlier cells ``j`` of ``k``'s segment, in order.
+
+    ``x >= 0`` with a total of at most about ``scale`` per segment (``scale``: the group's mass).
+    The sum runs in fixed point: ``x / scale`` rounded to a multiple of ``2**-52`` (an error of
+    the order of one float rounding) and added up exactly in int64, as one cumulative sum over
+    all cells that is reset to exactly zero at every segment start. So a segment's prefixes do
+    not depend on the other segments at all (bit for bit), and the cost is a few contiguous
+    passes over the cells, whatever the segment sizes.
     """
-    out = np.zeros_like(x)
     if x.shape[0] == 0:
-        return out
-    pos = np.arange(x.shape[0]) - starts[seg]
-    width_class = np.ceil(np.log2(np.maximum(counts, 1))).astype(np.int64)
-    classes = np.unique(width_class)
-    row_of = np.empty(counts.shape[0], dtype=np.int64)
-    cell_class = width_class[seg] if classes.shape[0] > 1 else None
-    for c in classes:
-        width = 1 << int(c)
-        if width == 1:
-            continue  # a one-cell segment has nothing before its cell
-        gsel = np.flatnonzero(width_class == c)
-        row_of[gsel] = np.arange(gsel.shape[0])
-        cells = np.arange(x.shape[0]) if cell_class is None else np.flatnonzero(cell_class == c)
-        rows, cols = row_of[seg[cells]], pos[cells]
-        block = np.zeros((gsel.shape[0], width), dtype=x.dtype)
-        block[rows, cols] = x[cells]
-        np.cumsum(block, axis=1, out=block)
-        excl = np.zeros_like(block)
-        excl[:, 1:] = block[:, :-1]
-        out[cells] = excl[rows, cols]
-    return out
+        return x.copy()
+    scale_c = np.repeat(scale, counts)
+    q = np.rint(x / scale_c * _FIXED_POINT).astype(np.int64)
+    y = q.copy()
+    y[starts[1:]] -= np.add.reduceat(q, starts)[:-1]
+    run = np.cumsum(y)
+    run -= q
+    return run / _FIXED_POINT * scale_c
 
 
 class _Cells:
@@ -241,14 +248,13 @@ class _Cells:
 
     def __init__(self, P, L, H, beta, N, starts, counts):
         self.PH, self.PU0 = P * H, P * (1.0 - L)
-        self.starts = starts
-        self.seg = np.repeat(np.arange(counts.shape[0]), counts)
-        self.beta_c = beta[self.seg]
+        self.starts, self.counts = starts, counts
+        self.beta_c = np.repeat(beta, counts)
         self.N = N
 
     def F(self, S: np.ndarray) -> np.ndarray:
         """``F(S) = sum_x min(P H, beta S) - S``; ``F(S)/S`` is non-increasing in ``S``."""
-        hi = np.minimum(self.PH, self.beta_c * S[self.seg])
+        hi = np.minimum(self.PH, self.beta_c * np.repeat(S, self.counts))
         return np.add.reduceat(hi, self.starts) - S
 
     def G(self, S: np.ndarray) -> np.ndarray:
@@ -259,15 +265,15 @@ class _Cells:
         to 1, and the bisection's sign decisions would then be decided by rounding noise.
         """
         T = self.N - S
-        u0 = np.minimum(self.PU0, self.beta_c * T[self.seg])
+        u0 = np.minimum(self.PU0, self.beta_c * np.repeat(T, self.counts))
         return np.add.reduceat(u0, self.starts) - T
 
 
-def _subset(sel: np.ndarray, P, L, H, beta, N, starts, counts, seg_all: np.ndarray) -> _Cells:
+def _subset(sel: np.ndarray, P, L, H, beta, N, counts) -> _Cells:
     """The cells of the groups ``sel`` (indices into the populated groups), compacted."""
     keep = np.zeros(counts.shape[0], dtype=bool)
     keep[sel] = True
-    cells = np.flatnonzero(keep[seg_all])
+    cells = np.flatnonzero(np.repeat(keep, counts))
     sub_counts = counts[sel]
     sub_starts = np.concatenate(([0], np.cumsum(sub_counts)[:-1]))
     return _Cells(P[cells], L[cells], H[cells], beta[sel], N[sel], sub_starts, sub_counts)
@@ -475,7 +481,6 @@ def solve(
     s = np.concatenate(([0], np.flatnonzero(gi[1:] != gi[:-1]) + 1))
     cnt = np.diff(np.append(s, nc))
     gpop = gi[s]  # index (into groups) of each populated group
-    seg = np.repeat(np.arange(s.shape[0]), cnt)
 
     # ---- the four candidates (Theorem 1 corrected)
     N = np.add.reduceat(Pc, s)
@@ -484,10 +489,12 @@ def solve(
     mx1 = np.maximum.reduceat(PL, s)
     mx0 = np.maximum.reduceat(m0, s)
     positions = np.arange(nc)
-    pi_pos = np.minimum.reduceat(np.where(mx1[seg] == PL, positions, nc), s)
-    theta_pos = np.minimum.reduceat(np.where(m0 == mx0[seg], positions, nc), s)
-    sum_u1 = np.add.reduceat(np.minimum(PH, mx1[seg]), s)
-    sum_u0 = np.add.reduceat(np.minimum(Pc * (1.0 - Lc), mx0[seg]), s)
+    mx1_c, mx0_c = np.repeat(mx1, cnt), np.repeat(mx0, cnt)
+    pi_pos = np.minimum.reduceat(np.where(mx1_c == PL, positions, nc), s)
+    theta_pos = np.minimum.reduceat(np.where(m0 == mx0_c, positions, nc), s)
+    sum_u1 = np.add.reduceat(np.minimum(PH, mx1_c), s)
+    sum_u0 = np.add.reduceat(np.minimum(Pc * (1.0 - Lc), mx0_c), s)
+    del mx1_c, mx0_c, m0
     with np.errstate(divide="ignore", invalid="ignore"):
         b1 = np.where(mx1 > 0, mx1 / sum_u1, 0.0)
         b0 = np.where(mx0 > 0, mx0 / sum_u0, 0.0)
@@ -496,9 +503,10 @@ def solve(
     bmin = pmax / N
     beta = np.maximum(np.maximum(b0, b1), np.maximum(bp, bmin))
     floor = beta - tau
-    code = np.where(b0 >= floor, 0, np.where(b1 >= floor, 1, np.where(bp >= floor, 2, 3))).astype(
-        np.int8
-    )
+    code = np.full(beta.shape[0], 3, dtype=np.int8)  # first within tau of the max, in order
+    code[bp >= floor] = 2
+    code[b1 >= floor] = 1
+    code[b0 >= floor] = 0
 
     # ---- the announced positive mass S per group
     S_lo = mx1 / beta
@@ -509,7 +517,7 @@ def solve(
         S_true = None if Dc is None else np.add.reduceat(Pc * Dc, s)
 
         def cells_of(groups_idx: np.ndarray) -> _Cells:
-            return _subset(groups_idx, Pc, Lc, Hc, beta, N, s, cnt, seg)
+            return _subset(groups_idx, Pc, Lc, Hc, beta, N, cnt)
 
         S[sel] = _select_s(sel, S_true, S_lo, S_hi, cells_of)
 
@@ -518,18 +526,20 @@ def solve(
     # beta_min, b_k = 0 exactly for the P-maximal cells (their share is then exactly S / N);
     # computing it as a difference of nearly equal numbers would cost the precision of that
     # share, which matters when an outcome's total is small against the group's mass.
-    beta_c, S_c = beta[seg], S[seg]
-    slack = Pc - beta_c * N[seg]
-    slack[(beta == bmin)[seg] & (Pc == pmax[seg])] = 0.0
+    beta_c, S_c = np.repeat(beta, cnt), np.repeat(S, cnt)
+    slack = Pc - beta_c * np.repeat(N, cnt)
+    at_min = beta == bmin
+    if at_min.any():
+        slack[np.repeat(at_min, cnt) & (Pc == np.repeat(pmax, cnt))] = 0.0
     lk = np.maximum(PL, slack + beta_c * S_c)
     hk = np.maximum(np.minimum(PH, beta_c * S_c), lk)
     nearest = alloc == "nearest" and Dc is not None
     mass = np.minimum(np.maximum(Pc * Dc, lk), hk) if nearest else lk
     r = S - np.add.reduceat(mass, s)
-    r_c = r[seg]
+    r_c = np.repeat(r, cnt)
     fill, drain = r_c > 0, r_c < 0
     cap = np.where(fill, hk - mass, np.where(drain, mass - lk, 0.0))
-    before = _segment_exclusive_cumsum(cap, s, cnt, seg)
+    before = _segment_exclusive_cumsum(cap, s, cnt, N)
     amount = np.minimum(np.maximum(np.abs(r_c) - before, 0.0), cap)
     full = amount >= cap
     mass = np.where(

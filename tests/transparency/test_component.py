@@ -159,6 +159,14 @@ def test_empty_group_mass():
         atr(t, CELLS)
 
 
+def test_a_group_without_mass():
+    t = golden_cells()
+    t = t.set_column(3, t.schema.field(3), pa.array([12.0, 5.0, 3.0, 0.0, 0.0, 0.0]))
+    with pytest.raises(InputError, match="QID group has no mass") as e:
+        atr(t, CELLS)
+    assert "gender = M" in str(e.value)
+
+
 def test_all_zero_lower_bounds_e3():
     """delta = 0: every bound is [0, 1], M1 = M0 = 0 (E3: beta_1 = beta_0 = 0): the optimum
     is beta_min and the report still meets its contract."""
