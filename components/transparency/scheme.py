@@ -202,7 +202,10 @@ def _stable_order(g: np.ndarray) -> np.ndarray:
     bits = max(n - 1, 1).bit_length()
     if (hi - lo) >= (1 << (62 - bits)):
         return np.argsort(g, kind="stable")
-    key = (g.astype(np.int64) - lo) << bits
+    if g.dtype == np.uint64:  # labels above 2**63 must not wrap around
+        key = (g - np.uint64(lo)).astype(np.int64) << bits
+    else:
+        key = (g.astype(np.int64) - lo) << bits
     key |= np.arange(n, dtype=np.int64)
     key.sort()
     return key & ((1 << bits) - 1)
@@ -379,6 +382,8 @@ def _validate(group, p, lo, hi, d1, alloc, tau):
     arrays = {}
     for name, v in (("lo", lo), ("hi", hi), ("d1", d1)):
         if v is None:
+            if name != "d1":
+                raise InputError(name, "is required (the fidelity bound per cell)")
             arrays[name] = None
             continue
         a = as_unit_vector(name, v)
@@ -526,27 +531,32 @@ def solve(
     # beta_min, b_k = 0 exactly for the P-maximal cells (their share is then exactly S / N);
     # computing it as a difference of nearly equal numbers would cost the precision of that
     # share, which matters when an outcome's total is small against the group's mass.
-    beta_c, S_c = np.repeat(beta, cnt), np.repeat(S, cnt)
-    slack = Pc - beta_c * np.repeat(N, cnt)
+    beta_c = np.repeat(beta, cnt)
+    beta_s = beta_c * np.repeat(S, cnt)
+    lk = Pc - beta_c * np.repeat(N, cnt)  # the slack b_k
+    del beta_c
     at_min = beta == bmin
     if at_min.any():
-        slack[np.repeat(at_min, cnt) & (Pc == np.repeat(pmax, cnt))] = 0.0
-    lk = np.maximum(PL, slack + beta_c * S_c)
-    hk = np.maximum(np.minimum(PH, beta_c * S_c), lk)
+        lk[np.repeat(at_min, cnt) & (Pc == np.repeat(pmax, cnt))] = 0.0
+    lk += beta_s
+    np.maximum(lk, PL, out=lk)  # lo_k(S)
+    hk = np.minimum(PH, beta_s, out=beta_s)  # hi_k(S), never below lo_k(S) (rounding guard)
+    np.maximum(hk, lk, out=hk)
     nearest = alloc == "nearest" and Dc is not None
     mass = np.minimum(np.maximum(Pc * Dc, lk), hk) if nearest else lk
     r = S - np.add.reduceat(mass, s)
-    r_c = np.repeat(r, cnt)
-    fill, drain = r_c > 0, r_c < 0
-    cap = np.where(fill, hk - mass, np.where(drain, mass - lk, 0.0))
-    before = _segment_exclusive_cumsum(cap, s, cnt, N)
-    amount = np.minimum(np.maximum(np.abs(r_c) - before, 0.0), cap)
-    full = amount >= cap
-    mass = np.where(
-        fill,
-        np.where(full, hk, mass + amount),
-        np.where(drain, np.where(full, lk, mass - amount), mass),
-    )
+    # fill (r > 0) up to hk or drain (r < 0) down to lk, cell by cell in input order: cell k
+    # moves by min(cap_k, max(0, |r| - sum of the caps before it)); r = 0 moves nothing
+    fill = np.repeat(r > 0, cnt)
+    cap = np.where(fill, hk - mass, mass - lk)
+    amount = np.repeat(np.abs(r), cnt)
+    amount -= _segment_exclusive_cumsum(cap, s, cnt, N)
+    np.maximum(amount, 0.0, out=amount)
+    np.minimum(amount, cap, out=amount)
+    moved = np.where(fill, mass + amount, mass - amount)
+    full = amount >= cap  # a cell moved all the way ends exactly on its bound
+    mass = np.where(full, np.where(fill, hk, lk), moved)
+    del cap, moved, full, fill
     residual = r - np.sign(r) * np.add.reduceat(amount, s)
     if np.any(np.abs(residual) > RESIDUAL_TOL * N):
         worst = int(np.argmax(np.abs(residual) / N))

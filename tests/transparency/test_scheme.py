@@ -590,6 +590,18 @@ def test_t6_full_table_1_population():
     assert rate(POP[M], D1[M]) == pytest.approx(0.1, abs=1e-12)
 
 
+def test_t8_section_3_leaks_under_the_true_rule():
+    pop = [Fr(c) for c in (139, 9, 2, 117, 18, 5)]
+    c1_f, _ = confidences(pop[:3], D1_FR[:3])
+    c1_m, c0_m = confidences(pop[3:], D1_FR[3:])
+    assert c1_f[2] == 1  # any approved woman earns >200k, with certainty
+    assert c1_m[2] == Fr(5, 14)  # 0.357143 for an approved man (prior 5/140)
+    assert max(c0_m) == Fr(117, 126)
+    census = [0.842, 0.123, 0.035]  # male census shares (side information)
+    c1_census, _ = confidences(census, [0.0, 0.5, 1.0])
+    assert c1_census[2] == pytest.approx(0.362694, abs=5e-7)
+
+
 def largest_delta(g: int, target: float) -> float | None:
     """Mode B for one golden group: the largest delta with beta*_g(delta) <= target (C11 makes
     the bisection valid); None when even delta = 0 misses the target."""
@@ -716,7 +728,29 @@ def test_unsorted_and_negative_group_labels():
     assert sol.cell_group.tolist() == [0 if lab == -4 else 1 for lab in labels[order]]
 
 
-def test_large_group_multiple_width_classes_match_reference():
+@pytest.mark.parametrize(
+    "labels",
+    [
+        np.array([5, -3, 5, 9, -3, 9, 5], dtype=np.int8),
+        np.array([2**64 - 1, 2**63 + 5, 2**64 - 1, 7, 2**63 + 5, 7, 7], dtype=np.uint64),
+        np.array([2**62, -(2**62), 2**62, 0, -(2**62), 0, 0], dtype=np.int64),  # sort fallback
+        np.array([-128, 127, -128, 0, 127, 0, 0], dtype=np.int8),
+    ],
+)
+def test_group_label_dtypes_and_ranges(labels):
+    rng = np.random.default_rng(3)
+    p = rng.integers(1, 9, labels.shape[0]).astype(float)
+    d1 = rng.choice([0.0, 0.5, 1.0], labels.shape[0])
+    L, H = fidelity_bounds(d1, "delta", 0.8)
+    sol = solve(labels, p, L, H, d1)
+    assert sol.groups.dtype == labels.dtype
+    assert sol.groups.tolist() == sorted(set(labels.tolist()))
+    assert [sol.groups[i] for i in sol.cell_group] == labels.tolist()
+    ref_d1t, ref = solve_reference(labels.tolist(), p.tolist(), L.tolist(), H.tolist(), d1.tolist())
+    assert_matches_reference(sol, ref_d1t, ref, p)
+
+
+def test_groups_of_very_different_sizes_match_reference():
     rng = np.random.default_rng(5)
     sizes = [1, 2, 3, 5, 9, 17, 40, 300]
     g = np.repeat(np.arange(len(sizes)), sizes)
@@ -750,6 +784,31 @@ def test_select_s_is_well_conditioned_when_beta_is_close_to_one():
     assert sol.mass[0] - ref[0]["S"] > 1e-8  # the literal float transcription is off
 
 
+def test_select_s_bisection_is_vectorised_across_groups(monkeypatch):
+    """C10: SELECT_S evaluates F and G for all the groups that need it at once, so the number
+    of evaluations is bounded by the bisection length, not by the number of groups."""
+    import components.transparency.scheme as scheme
+
+    calls = {"F": 0, "G": 0}
+    for name in ("F", "G"):
+        original = getattr(scheme._Cells, name)
+
+        def counted(self, S, _f=original, _n=name):
+            calls[_n] += 1
+            return _f(self, S)
+
+        monkeypatch.setattr(scheme._Cells, name, counted)
+    rng = np.random.default_rng(11)
+    sizes = rng.integers(2, 9, 3000)
+    g = np.repeat(np.arange(sizes.shape[0]), sizes)
+    p = rng.random(g.shape[0]) + 0.01
+    d1 = rng.random(g.shape[0])
+    L, H = fidelity_bounds(d1, "delta", 0.6)
+    sol = solve(g, p, L, H)  # no D_1: both ends of [g_l, f_r] for every beta_min group
+    assert (sol.case == "betamin").sum() > 1000
+    assert calls["F"] + calls["G"] <= 2 * (scheme.BISECTION_ITERATIONS + 2)
+
+
 # ------------------------------------------------------------------------ validation (C0)
 
 
@@ -764,6 +823,8 @@ def test_select_s_is_well_conditioned_when_beta_is_close_to_one():
         (dict(p=[0.5]), "'p'"),
         (dict(lo=[0.5, 0.6], hi=[0.4, 0.9]), "lo/hi"),
         (dict(lo=[-0.1, 0.0]), "'lo'"),
+        (dict(lo=None), "'lo'"),
+        (dict(hi=[[0.5, 1.0]]), "'hi'"),
         (dict(hi=[0.5, 1.5]), "'hi'"),
         (dict(d1=[0.5, 1.2]), "'d1'"),
         (dict(d1=[0.5]), "'d1'"),
