@@ -79,12 +79,15 @@ class KindCheck:
     it reads (``published``, ``audit``...). ``corrupt`` (for the test battery):
     ``fn(guarantee, input_table, outputs, sidecars, rng) -> (outputs, sidecars)`` returning a
     release that violates the guarantee, or None where no such release exists.
+    ``unbreakable``: for a kind without ``corrupt``, why no published file can break it (its
+    checker reads only the parameters and the input).
     """
 
     model: type[Guarantee]
     check: str
     frame: str
     corrupt: str | None = None
+    unbreakable: str = ""  # why no release can break it, when ``corrupt`` is None
 
     @property
     def kind(self) -> str:

@@ -76,6 +76,7 @@ def _kind(model, check: str, corrupt: str | None) -> KindCheck:
         f"{_P}.checks:{check}",
         "audit",
         f"{_P}.corruptions:{corrupt}" if corrupt else None,
+        "" if corrupt else "it reads only the parameters and the input",
     )
 
 

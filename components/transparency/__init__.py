@@ -58,6 +58,7 @@ def _kind(model, check: str, frame: str, corrupt: str | None) -> KindCheck:
         f"{_P}.checks:check_{check}",
         frame,
         f"{_P}.corruptions:{corrupt}" if corrupt else None,
+        "" if corrupt else "it reads only the cells rebuilt from the input and the params",
     )
 
 
