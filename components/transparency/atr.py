@@ -34,6 +34,7 @@ from components.transparency.fairness import default_measures, measure_rows
 from components.transparency.fidelity import fidelity_bounds
 from components.transparency.params import ATRParams
 from components.transparency.scheme import adversary_confidence, solve
+from schemas.errors import InputError
 
 __all__ = ["atr", "protect_cells", "NOTICE", "PUBLIC_FAIRNESS"]
 
@@ -70,8 +71,6 @@ def _measures(params: ATRParams, cells: Cells, keys: dict) -> list[dict]:
         for m in params.fairness:
             for a in filter(None, (m.protected_attribute, m.condition_attribute)):
                 if a not in keys:
-                    from schemas.errors import InputError
-
                     raise InputError(a, "a fairness measure names an attribute the cells lack")
         return [m.model_dump() for m in params.fairness]
     return default_measures(keys, cells.population, cells.public, cells.private)

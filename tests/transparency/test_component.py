@@ -212,3 +212,20 @@ def test_numeric_private_attribute_needs_bins():
     assert {"<20000", "[20000, 40000)", ">=40000"} <= set(
         r.outputs["decision_rules"].column("salary").to_pylist()
     )
+
+
+def test_fairness_measure_on_an_unknown_attribute():
+    params = ATRParams(
+        decisions="cells",
+        fairness=[{"type": "SP", "protected_attribute": "nope", "group_1": "F", "group_2": "M"}],
+    )
+    with pytest.raises(InputError, match="fairness measure") as e:
+        atr(golden_cells(), params)
+    assert e.value.column == "nope"
+
+
+def test_csp_needs_its_condition():
+    with pytest.raises(ValueError, match="condition_attribute"):
+        ATRParams(
+            fairness=[{"type": "CSP", "protected_attribute": "g", "group_1": 1, "group_2": 2}]
+        )
