@@ -23,20 +23,15 @@ import pandas as pd
 import pyarrow as pa
 
 from components.core.evidence import lineage_audit, published_positions
-from components.generalisation.inputs import negative_values, prepare, protected_values
+from components.generalisation.inputs import member, negative_values, prepare, protected_values
 
 __all__ = ["as_labels", "build_audit", "evidence", "original_audit", "pnd_columns"]
-
-
-def _membership(values: list, accepted: set) -> np.ndarray:
-    return np.fromiter((v in accepted for v in values), dtype=bool, count=len(values))
 
 
 def _published_flag(published: pa.Table, name: str, accepted: set, retained, pos) -> np.ndarray:
     out = np.full(len(retained), -1, dtype=np.int8)
     if name in published.column_names:
-        values = np.asarray(published.column(name).to_pylist(), dtype=object)[pos]
-        out[retained] = _membership(list(values), accepted).astype(np.int8)
+        out[retained] = member(published.column(name), accepted)[pos].astype(np.int8)
     return out
 
 

@@ -15,7 +15,7 @@ from components.generalisation import guarantees as G
 from components.generalisation.audit import pnd_columns
 from components.generalisation.dsabre import dichotomize
 from components.generalisation.itemsets import Labels, audit_itemsets
-from components.generalisation.measures import bounds, tau
+from components.generalisation.measures import bounds, four_fold, tau
 
 __all__ = [
     "labels_of",
@@ -51,6 +51,11 @@ def _counts(keys: np.ndarray, protected: np.ndarray, negative: np.ndarray):
     cell = 2 * (1 - protected.astype(np.int64)) + (1 - negative.astype(np.int64))
     counts = np.bincount(inv.ravel() * 4 + cell, minlength=4 * len(uniq)).reshape(len(uniq), 4)
     return uniq, counts
+
+
+def _root(audit: pd.DataFrame) -> tuple[int, int, int, int]:
+    """The input's 4-fold table (a, b, c, d)."""
+    return four_fold(audit["__protected"].to_numpy() == 1, audit["__negative"].to_numpy() == 1)
 
 
 def label_keys(r: pd.DataFrame, attributes) -> np.ndarray:
@@ -167,9 +172,7 @@ def check_decision_closeness(g: G.DecisionCloseness, audit: pd.DataFrame) -> Che
 def check_leaf_closeness(g: G.LeafCloseness, audit: pd.DataFrame) -> CheckResult:
     """C5: t_eff = max{t, tau(R)}; every class has tau <= t_eff; one class when t < tau(R)."""
     p_minus = p_minus_of(audit)
-    prot, neg = audit["__protected"].to_numpy(), audit["__negative"].to_numpy()
-    _, root = _counts(np.zeros(len(audit), dtype=np.int64), prot, neg)
-    tau_r = float(tau(*root[0], p_minus))
+    tau_r = float(tau(*_root(audit), p_minus))
     want = max(g.t, tau_r)
     if abs(g.t_eff - want) > EPS:
         return make_result(
@@ -319,9 +322,7 @@ def check_dichotomy_leaves(g: G.DichotomyLeaves, audit: pd.DataFrame) -> CheckRe
     if g.k < 1:
         return make_result(g, False, g.k, 1, f"k = {g.k} is not a class size (k >= 1)")
     p_minus = p_minus_of(audit)
-    prot, neg = audit["__protected"].to_numpy(), audit["__negative"].to_numpy()
-    _, root = _counts(np.zeros(len(audit), dtype=np.int64), prot, neg)
-    want = sorted(dichotomize(tuple(int(x) for x in root[0]), g.t, g.k, p_minus))
+    want = sorted(dichotomize(_root(audit), g.t, g.k, p_minus))
     r = retained(audit)
     _, counts = _counts(
         r["__class"].to_numpy(), r["__protected"].to_numpy(), r["__negative"].to_numpy()

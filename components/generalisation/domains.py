@@ -79,7 +79,6 @@ class Domain:
     ) -> Domain:
         """The active domain of ``column`` and its ranks (errors name the column)."""
         kind = Kind(kind)
-        values = column.to_pylist()
         t = column.type
         if kind is Kind.NUMERIC:
             if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
@@ -96,7 +95,7 @@ class Domain:
                 raise InputError(name, "a numeric PND attribute must have no NaN values")
             uniq, ranks = np.unique(arr, return_inverse=True)
             return cls(name, kind, uniq.tolist(), ranks.astype(np.int64), "natural", t)
-        present = set(values)
+        present = set(pc.unique(column).to_pylist())
         if declared is not None:
             unknown = sorted({str(v) for v in present if v not in set(declared)})
             if unknown:
@@ -116,8 +115,7 @@ class Domain:
                 "an ordinal PND attribute must have no missing values",
                 f"{column.null_count} nulls",
             )
-        index = {v: i for i, v in enumerate(order)}
-        ranks = np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
+        ranks = _ranks(column, pa.array(order, type=t))
         return cls(name, kind, order, ranks, how, t)
 
     # --- published form --------------------------------------------------------------------
@@ -188,8 +186,11 @@ class Domain:
         return lo, hi
 
 
-def _ranks(values: pa.Array, domain: pa.Array) -> np.ndarray:
-    """Rank of each value in ``domain`` (a null matches a null domain value); -1 if absent."""
+def _ranks(values: pa.Array | pa.ChunkedArray, domain: pa.Array) -> np.ndarray:
+    """Rank of each value in ``domain`` (a null matches a null domain value); -1 if absent.
+
+    A published column whose type cannot be compared with the domain's holds no label of it:
+    every rank is -1, which C2 (truthful generalisation) reports."""
     try:
         idx = pc.index_in(values, value_set=domain, skip_nulls=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.core.inputs import absent_value, require_role, table_roles
 from components.generalisation.domains import Domain
@@ -28,7 +29,7 @@ from components.generalisation.measures import four_fold, t_max, tau
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Role, TableRoles
 
-__all__ = ["Prepared", "prepare", "protected_values", "negative_values"]
+__all__ = ["Prepared", "prepare", "protected_values", "negative_values", "member"]
 
 
 @dataclass
@@ -104,6 +105,20 @@ def negative_values(c: ColumnRole, present: list) -> set:
     return {v for v in present if v not in set(pos)}
 
 
+def member(column: pa.ChunkedArray, values) -> np.ndarray:
+    """Per row, whether its value is one of ``values`` (False where the column's type cannot
+    hold them, e.g. a tampered published column).
+
+    >>> member(pa.chunked_array([["a", "b", "a"]]), {"a"}).tolist()
+    [True, False, True]
+    """
+    try:
+        found = pc.is_in(column, value_set=pa.array(list(values), type=column.type))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return np.zeros(len(column), dtype=bool)
+    return found.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+
+
 def _complete(table: pa.Table, name: str, what: str) -> list:
     col = table.column(name)
     if col.null_count:
@@ -136,10 +151,8 @@ def prepare(table: pa.Table, t: float | None, k: int = 1) -> Prepared:
         )
     prot_vals = protected_values(pd_col, pd_present)
     neg_vals = negative_values(dec_col, dec_present)
-    pd_values = table.column(pd_col.name).to_pylist()
-    protected = np.fromiter((v in prot_vals for v in pd_values), dtype=bool, count=len(pd_values))
-    dec_values = table.column(dec_col.name).to_pylist()
-    negative = np.fromiter((v in neg_vals for v in dec_values), dtype=bool, count=len(dec_values))
+    protected = member(table.column(pd_col.name), prot_vals)
+    negative = member(table.column(dec_col.name), neg_vals)
     if protected.all() or not protected.any():
         raise InputError(
             pd_col.name,

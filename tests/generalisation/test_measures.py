@@ -15,6 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+from components.generalisation.examples import TOY_ROWS
 from components.generalisation.measures import (
     LOWER_IS_WORSE,
     MEASURES,
@@ -69,25 +70,7 @@ def fig2() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 
 def toy() -> dict[str, np.ndarray]:
     """Ex. 19 / Fig. 3: 17 tuples (purpose, emp, sex, decision); female protected, '-' negative."""
-    rows = [
-        ("housing", "no", "female", "-"),
-        ("housing", "no", "female", "-"),
-        ("housing", "no", "female", "+"),
-        ("housing", "no", "male", "-"),
-        ("housing", "no", "male", "+"),
-        ("housing", "yes", "female", "-"),
-        ("housing", "yes", "female", "+"),
-        ("housing", "yes", "female", "+"),
-        ("housing", "yes", "male", "-"),
-        ("housing", "yes", "male", "-"),
-        ("housing", "yes", "male", "+"),
-        ("housing", "yes", "male", "+"),
-        ("car", "no", "female", "+"),
-        ("car", "no", "male", "-"),
-        ("car", "no", "male", "+"),
-        ("car", "yes", "female", "-"),
-        ("car", "yes", "male", "+"),
-    ]
+    rows = TOY_ROWS
     cols = np.array(rows).T
     return {
         "purpose": cols[0],
