@@ -6,12 +6,14 @@ A family adds its own rules (binary protected attribute, at least one quasi-iden
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from schemas.errors import InputError
 from schemas.roles import Role, TableRoles, read_roles
 
-__all__ = ["table_roles", "require_rows", "require_role", "absent_value"]
+__all__ = ["table_roles", "require_rows", "require_role", "absent_value", "member"]
 
 
 def absent_value(column: str, field: str, value, values: list) -> InputError:
@@ -73,3 +75,17 @@ def require_rows(table: pa.Table, k: int) -> None:
             f"fewer rows than k: a group needs at least k = {k} rows",
             f"{table.num_rows} rows",
         )
+
+
+def member(column: pa.ChunkedArray, values) -> np.ndarray:
+    """Per row, whether its value is one of ``values`` (False where the column's type cannot
+    hold them, e.g. a tampered published column).
+
+    >>> member(pa.chunked_array([["a", "b", "a"]]), {"a"}).tolist()
+    [True, False, True]
+    """
+    try:
+        found = pc.is_in(column, value_set=pa.array(list(values), type=column.type))
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        return np.zeros(len(column), dtype=bool)
+    return found.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)

@@ -23,7 +23,8 @@ import pandas as pd
 import pyarrow as pa
 
 from components.core.evidence import lineage_audit, published_positions
-from components.generalisation.inputs import member, negative_values, prepare, protected_values
+from components.core.inputs import member
+from components.generalisation.inputs import negative_values, prepare, protected_values
 
 __all__ = ["as_labels", "build_audit", "evidence", "original_audit", "pnd_columns"]
 

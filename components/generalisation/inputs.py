@@ -21,15 +21,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from components.core.inputs import absent_value, require_role, table_roles
+from components.core.inputs import absent_value, member, require_role, table_roles
 from components.generalisation.domains import Domain
 from components.generalisation.measures import four_fold, t_max, tau
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Role, TableRoles
 
-__all__ = ["Prepared", "prepare", "protected_values", "negative_values", "member"]
+__all__ = ["Prepared", "prepare", "protected_values", "negative_values"]
 
 
 @dataclass
@@ -103,20 +102,6 @@ def negative_values(c: ColumnRole, present: list) -> set:
         if v not in present:
             raise absent_value(c.name, "positive", v, present)
     return {v for v in present if v not in set(pos)}
-
-
-def member(column: pa.ChunkedArray, values) -> np.ndarray:
-    """Per row, whether its value is one of ``values`` (False where the column's type cannot
-    hold them, e.g. a tampered published column).
-
-    >>> member(pa.chunked_array([["a", "b", "a"]]), {"a"}).tolist()
-    [True, False, True]
-    """
-    try:
-        found = pc.is_in(column, value_set=pa.array(list(values), type=column.type))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-        return np.zeros(len(column), dtype=bool)
-    return found.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
 
 
 def _complete(table: pa.Table, name: str, what: str) -> list:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from components.core.inputs import require_role, table_roles
+from components.core.inputs import member, require_role, table_roles
 from components.transparency.params import ATRParams
 from schemas.errors import InputError
 from schemas.roles import Kind, Role, TableRoles
@@ -152,8 +152,7 @@ def _binary_decisions(table: pa.Table, name: str, roles: TableRoles) -> np.ndarr
     for v in positive:
         if v not in distinct and len(distinct) == 2:
             raise InputError(name, f"the declared positive value {v!r} does not occur")
-    pos = set(positive)
-    return np.fromiter((v in pos for v in values), dtype=np.float64, count=len(values))
+    return member(col, positive).astype(np.float64)
 
 
 def build_cells(table: pa.Table, params: ATRParams) -> Cells:

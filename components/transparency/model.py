@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from components.core.inputs import member
 from components.transparency.params import ATRParams
 from schemas.errors import InputError
 from schemas.roles import Role, TableRoles
@@ -50,11 +51,10 @@ def decide(
     col = table.column(label)
     if col.null_count:
         raise InputError(label, "the model's target must have no missing values")
-    values = col.to_pylist()
     positive = roles[label].positive
     if positive is None:
         raise InputError(label, "the target needs its positive value ('positive')")
-    y = np.fromiter((v in set(positive) for v in values), dtype=np.int64, count=len(values))
+    y = member(col, positive).astype(np.int64)
     if y.min() == y.max():
         raise InputError(label, "the model's target must take both values")
     df = table.select(numeric + nominal).to_pandas()
