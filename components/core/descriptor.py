@@ -113,7 +113,12 @@ class Algorithm:
     - ``row_level``: each row of the (first) public output is one input row, mapped back by the
       ``lineage`` sidecar, so the validator also checks that output's columns, types and row
       count against the input (a table release). False for an algorithm that publishes new,
-      aggregate tables (a report): its own contract then states what its outputs hold.
+      aggregate tables (a report): its own contract then states what its outputs hold;
+    - ``replayable``: the same input and params give byte-identical outputs. False for a
+      differentially private algorithm, whose noise comes from a cryptographic generator that
+      takes no seed (a noise seed in a spec would let anyone who reads the spec subtract the
+      noise). A release is still never re-drawn: its version is fixed by the spec, the input
+      and the code, so a re-run finds it published and spends no budget.
     """
 
     name: str
@@ -130,6 +135,7 @@ class Algorithm:
     paper: str = ""
     family: str = ""
     row_level: bool = True
+    replayable: bool = True
 
     def outline(self, params: Params) -> list[Guarantee]:
         return list(resolve(self.contract)(params, None))

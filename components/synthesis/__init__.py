@@ -1,0 +1,125 @@
+"""Synthesis: differentially private synthetic tables, with MST (McKenna, Miklau & Sheldon,
+"Winning the NIST Contest", JPC 2021) as the baseline and PreFair (Pujol, Gilad &
+Machanavajjhala, "PreFair: Privately Generating Justifiably Fair Synthetic Data", PVLDB 2023)
+whose generating model is justifiably fair, with the corrections of the spec
+(``shared/specs/prefair.md`` A1, A6, A7: the Exponential-PreFair noise scale and exact search,
+the greedy candidate filter).
+
+Roles: ``protected`` (P, one or more), ``admissible`` (A, at least one), ``label`` (O, the
+outcomes, one or more), ``ignored`` (unlabelled, kept). Every column declares a public domain.
+
+>>> FAMILY.name, [a.name for a in FAMILY.algorithms]
+('synthesis', ['mst', 'prefair'])
+"""
+
+from components.core.descriptor import Algorithm, Family, KindCheck, Metric
+from components.synthesis import guarantees as G
+from components.synthesis import public_domains as D
+from components.synthesis.params import MSTParams, PreFairParams
+
+__all__ = ["FAMILY", "MST", "PREFAIR", "MSTParams", "PreFairParams"]
+
+_P = "components.synthesis"
+
+_HEADLINE = (
+    Metric("rows", "synthetic rows"),
+    Metric("privacy.epsilon", "epsilon (OpenDP conversion of the ledger)"),
+    Metric("privacy.rho", "zCDP rho spent (ledger total)"),
+    Metric("tree", "selected tree (edges)"),
+    Metric("fair_tree", "tree separates protected from outcomes by admissible attributes"),
+    Metric("fidelity.one_way_tvd", "mean 1-way TVD vs input"),
+    Metric("fidelity.two_way_tvd", "mean 2-way TVD vs input"),
+    Metric("fidelity.acd", "mean Cramer's V difference (ACD)"),
+    Metric("fairness", "demographic parity of each outcome, input vs synthetic"),
+    Metric("timings_s", "seconds per phase"),
+)
+
+MST = Algorithm(
+    name="mst",
+    title="MST",
+    params=MSTParams,
+    run=f"{_P}.synthesize:mst",
+    contract=f"{_P}.contract:contract",
+    evidence=f"{_P}.audit:evidence",
+    example=f"{_P}.examples:mst_example",
+    headline=_HEADLINE,
+    figures=f"{_P}.figures:figures",
+    outputs=("data",),
+    sidecars=("ledger", "measurements", "compression", "tree", "model"),
+    paper="McKenna, Miklau, Sheldon, Winning the NIST Contest: A scalable and general approach "
+    "to differentially private synthetic data, JPC 11(3), 2021",
+    row_level=False,
+    replayable=False,
+)
+
+PREFAIR = Algorithm(
+    name="prefair",
+    title="PreFair",
+    params=PreFairParams,
+    run=f"{_P}.synthesize:prefair",
+    contract=f"{_P}.contract:contract",
+    evidence=f"{_P}.audit:evidence",
+    example=f"{_P}.examples:prefair_example",
+    headline=_HEADLINE,
+    figures=f"{_P}.figures:figures",
+    outputs=("data",),
+    sidecars=("ledger", "measurements", "compression", "tree", "model"),
+    paper="Pujol, Gilad, Machanavajjhala, PreFair: Privately Generating Justifiably Fair "
+    "Synthetic Data, PVLDB 16(6), 2023",
+    row_level=False,
+    replayable=False,
+)
+
+
+def _kind(model, check: str, frame: str, corrupt: str) -> KindCheck:
+    return KindCheck(model, f"{_P}.checks:check_{check}", frame, f"{_P}.corruptions:{corrupt}")
+
+
+def _col(role: str, kind: str, **extra) -> dict:
+    return {"role": role, "kind": kind, **extra}
+
+
+FAMILY = Family(
+    name="synthesis",
+    package=_P,
+    algorithms=(MST, PREFAIR),
+    kinds=(
+        _kind(G.PrivacyLedger, "privacy_ledger", "ledger", "break_ledger"),
+        _kind(G.PublicCompression, "public_compression", "compression", "break_compression"),
+        _kind(G.TreeStructure, "tree_structure", "structure", "break_structure"),
+        _kind(G.FairTree, "fair_tree", "structure", "break_fair_tree"),
+        _kind(G.ModelIndependence, "model_independence", "model", "break_model"),
+        _kind(G.SyntheticIndependence, "synthetic_independence", "synthetic", "break_synthetic"),
+        _kind(G.SyntheticSchema, "synthetic_schema", "schema", "break_schema"),
+    ),
+    dataset_roles={
+        "adult": {
+            "age": _col("ignored", "numeric"),
+            "workclass": _col("admissible", "nominal", domain=list(D.WORKCLASS)),
+            "education": _col("ignored", "nominal", domain=list(D.EDUCATION)),
+            "education-num": _col("admissible", "numeric"),
+            "marital-status": _col("ignored", "nominal", domain=list(D.MARITAL_STATUS)),
+            "occupation": _col("admissible", "nominal", domain=list(D.OCCUPATION)),
+            "relationship": _col("ignored", "nominal", domain=list(D.RELATIONSHIP)),
+            "race": _col("protected", "nominal", domain=list(D.RACE), favoured="White"),
+            "sex": _col("protected", "binary", favoured=1),
+            "capital-gain": _col("admissible", "numeric"),
+            "capital-loss": _col("admissible", "numeric"),
+            "hours-per-week": _col("admissible", "numeric"),
+            "native-country": _col(
+                "protected", "nominal", domain=list(D.NATIVE_COUNTRY), favoured="United-States"
+            ),
+            "income": _col("label", "binary", positive=1),
+        },
+        "compas": {
+            "sex": _col("protected", "binary", favoured=1),
+            "age": _col("ignored", "numeric"),
+            "priors_count": _col("admissible", "numeric"),
+            "days_b_screening_arrest": _col("ignored", "numeric"),
+            "jailtime": _col("ignored", "numeric"),
+            "c_charge_degree": _col("admissible", "binary"),
+            "race": _col("protected", "binary", favoured=1),
+            "no_recid": _col("label", "binary", positive=1),
+        },
+    },
+)

@@ -1,0 +1,63 @@
+"""The contract of MST and PreFair, from the params and the input only (spec section 4).
+
+Roles and the attribute list come from the input's field metadata, the budget rho from
+(epsilon, delta) by the same OpenDP conversion the run uses; nothing is read from a release.
+MST owes the privacy and output guarantees; PreFair adds the fairness ones.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from components.synthesis import guarantees as G
+from components.synthesis.accounting import rho_budget
+from components.synthesis.compression import THRESHOLD
+from components.synthesis.params import MSTParams, selector_of
+from schemas.roles import Role, read_roles
+
+__all__ = ["contract"]
+
+
+def contract(params: MSTParams, table: pa.Table | None = None) -> list:
+    """The guarantees of ``params`` on ``table`` (``None``: the data-free outline)."""
+    selector = selector_of(params)
+    if table is None:
+        attributes, types = ("*",), ("*",)
+        P = A = O = ("*",)
+    else:
+        roles = read_roles(table)
+        attributes = tuple(table.column_names)
+        types = tuple(str(f.type) for f in table.schema)
+        P, A, O = (tuple(c.name for c in roles.with_role(r)) for r in _ROLES)
+    out = [
+        G.PrivacyLedger(
+            id="PRIV-1/2/5",
+            epsilon=params.epsilon,
+            delta=params.delta,
+            rho=rho_budget(params.epsilon, params.delta),
+            split=params.split,
+            selector=selector,
+            attributes=attributes,
+        ),
+        G.PublicCompression(
+            id="PRIV-3", enabled=params.compress, threshold=THRESHOLD, attributes=attributes
+        ),
+        G.TreeStructure(id="FAIR-1a", attributes=attributes),
+    ]
+    if selector != "mst":
+        out += [
+            G.FairTree(
+                id="FAIR-1b/2",
+                protected=P,
+                admissible=A,
+                outcomes=O,
+                neighbours_admissible=selector == "greedy",
+            ),
+            G.ModelIndependence(id="FAIR-3", protected=P, admissible=A, outcomes=O),
+            G.SyntheticIndependence(id="FAIR-4", protected=P, admissible=A, outcomes=O),
+        ]
+    out.append(G.SyntheticSchema(id="OUT-1/2", columns=attributes, types=types, rows=params.rows))
+    return out
+
+
+_ROLES = (Role.PROTECTED, Role.ADMISSIBLE, Role.LABEL)

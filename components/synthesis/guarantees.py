@@ -1,0 +1,122 @@
+"""The guarantee kinds of the synthesis family (spec section 4: PRIV-1 to PRIV-5, FAIR-1 to
+FAIR-4, OUT-1 and OUT-2).
+
+Data only; the checkers are in ``components.synthesis.checks`` and read the evidence frames of
+``components.synthesis.audit``, rebuilt from the published table, the sidecars (ledger, noisy
+measurements, compression, tree, fitted model) and the input: ``ledger``, ``compression``,
+``structure``, ``model``, ``synthetic`` and ``schema``. Roles (protected, admissible,
+outcomes) and domains come from the input, never from what the release says of itself.
+OUT-3 (determinism) does not apply: the noise is OpenDP's and takes no seed.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field
+
+from schemas.contracts import Guarantee
+
+__all__ = [
+    "PrivacyLedger",
+    "PublicCompression",
+    "TreeStructure",
+    "FairTree",
+    "ModelIndependence",
+    "SyntheticIndependence",
+    "SyntheticSchema",
+]
+
+Selector = Literal["mst", "greedy", "exponential"]
+
+
+class PrivacyLedger(Guarantee):
+    """PRIV-1, PRIV-2, PRIV-5: the ledger holds exactly the planned steps for ``attributes``
+    and ``selector`` (d one-way Gaussians, d - 1 noisy-max selections or d(d - 1)/2 Gaussian
+    scores, d - 1 two-way Gaussians, in that order), each step's noise scale is the planned one
+    and its rho the one OpenDP's privacy map gives that scale, each phase spends its ``split``
+    share, the total equals ``rho`` = the CKS budget of (``epsilon``, ``delta``) within
+    ``tolerance`` (relative) and never exceeds it, OpenDP converts the total back to at most
+    ``epsilon``, and every scale is finite and positive (noise present)."""
+
+    kind: Literal["privacy_ledger"] = "privacy_ledger"
+    epsilon: float
+    delta: float
+    rho: float
+    split: tuple[float, float, float]
+    selector: Selector
+    attributes: tuple[str, ...]
+    tolerance: float = Field(1e-12, gt=0)
+
+
+class PublicCompression(Guarantee):
+    """PRIV-3: which values were merged is a function of the noisy 1-way counts only: value v
+    of attribute a is kept iff its noisy count is at least ``threshold`` times that
+    measurement's noise std, recomputed from the measurements and the ledger; with
+    ``enabled`` False nothing is merged."""
+
+    kind: Literal["public_compression"] = "public_compression"
+    enabled: bool
+    threshold: float = 3.0
+    attributes: tuple[str, ...]
+
+
+class TreeStructure(Guarantee):
+    """FAIR-1 (structure): the selected edges form a spanning tree of ``attributes`` (d - 1
+    edges, no cycle), the 2-way marginals the ledger paid for are exactly its edges, and the
+    fitted model's cliques are exactly its edges."""
+
+    kind: Literal["tree_structure"] = "tree_structure"
+    attributes: tuple[str, ...]
+
+
+class FairTree(Guarantee):
+    """FAIR-1 (fairness), FAIR-2: after deleting the ``admissible`` attributes from the tree,
+    no component holds both a ``protected`` attribute and an ``outcome`` (every tree path from
+    one to the other passes through an admissible attribute); with ``neighbours_admissible``
+    (Greedy-PreFair) every tree neighbour of an outcome is admissible or an outcome."""
+
+    column_fields: ClassVar[tuple[str, ...]] = ("protected", "admissible", "outcomes")
+    kind: Literal["fair_tree"] = "fair_tree"
+    protected: tuple[str, ...]
+    admissible: tuple[str, ...]
+    outcomes: tuple[str, ...]
+    neighbours_admissible: bool = False
+
+
+class ModelIndependence(Guarantee):
+    """FAIR-3: in the fitted tree model, for every outcome o and protected p, the conditional
+    mutual information I(o; p | a) <= ``tolerance`` nats, a being the admissible attribute on
+    the o-p tree path nearest o (computed by exact inference on the model's cliques)."""
+
+    column_fields: ClassVar[tuple[str, ...]] = ("protected", "admissible", "outcomes")
+    kind: Literal["model_independence"] = "model_independence"
+    protected: tuple[str, ...]
+    admissible: tuple[str, ...]
+    outcomes: tuple[str, ...]
+    tolerance: float = Field(1e-8, gt=0)
+
+
+class SyntheticIndependence(Guarantee):
+    """FAIR-4: on the synthetic table, for every outcome o and protected p, the G-test of
+    o independent of p given S_o (the admissible attributes adjacent to o's component of the
+    tree without admissible attributes) does not reject at level ``alpha`` / (number of pairs),
+    G = 2 N I(o; p | S_o) against chi-square with sum over strata of (r_s - 1)(c_s - 1) df."""
+
+    column_fields: ClassVar[tuple[str, ...]] = ("protected", "admissible", "outcomes")
+    kind: Literal["synthetic_independence"] = "synthetic_independence"
+    protected: tuple[str, ...]
+    admissible: tuple[str, ...]
+    outcomes: tuple[str, ...]
+    alpha: float = Field(1e-4, gt=0, lt=1)
+
+
+class SyntheticSchema(Guarantee):
+    """OUT-1, OUT-2: the synthetic table has the input's ``columns`` in order with the same
+    ``types``, every value lies in its declared public domain, and it has ``rows`` rows (None:
+    the model's noisy total, recomputed from the noisy measurements)."""
+
+    kind: Literal["synthetic_schema"] = "synthetic_schema"
+    columns: tuple[str, ...]
+    types: tuple[str, ...]
+    rows: int | None = None

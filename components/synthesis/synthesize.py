@@ -1,0 +1,379 @@
+"""MST and PreFair end to end (spec 1.3, 3.2): encode on the public domain, measure the 1-way
+marginals, compress, select the tree, measure its 2-way marginals, fit the tree model, sample,
+decode. Every access to the records is a planned OpenDP step of one compositor
+(``accounting``); everything after it is post-processing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from components.core.result import ComponentResult
+from components.synthesis import metrics as M
+from components.synthesis.accounting import (
+    NEIGHBOURING,
+    Compositor,
+    calls,
+    epsilon_of,
+    ledger_table,
+    plan,
+)
+from components.synthesis.compression import Compression
+from components.synthesis.domain import ColumnDomain, decode_table, encode_table, public_domains
+from components.synthesis.inputs import (
+    group_indicator,
+    index_roles,
+    outcome_indicator,
+    synthesis_roles,
+)
+from components.synthesis.model import Measurement, fit_independent, fit_tree, noisy_total, sample
+from components.synthesis.params import MSTParams, PreFairParams, selector_of
+from components.synthesis.selection import (
+    best_fair_tree,
+    candidate_pairs,
+    edge_scores,
+    fair,
+    kruskal,
+)
+from schemas.roles import Role
+
+__all__ = ["mst", "prefair", "synthesize"]
+
+
+def mst(table: pa.Table, params: MSTParams) -> ComponentResult:
+    """MST (McKenna, Miklau & Sheldon 2021): see ``synthesize``."""
+    return synthesize(table, params, "mst")
+
+
+def prefair(table: pa.Table, params: PreFairParams) -> ComponentResult:
+    """PreFair (Pujol, Gilad & Machanavajjhala 2023) with its ``selector``: see
+    ``synthesize``."""
+    return synthesize(table, params, params.selector)
+
+
+class _Records:
+    """The record codes seen through the current compression, computed once per records
+    object (the compositor always hands the same array)."""
+
+    def __init__(self, compressions: list[Compression]):
+        self.compressions = compressions
+        self._key: int | None = None
+        self._value: np.ndarray | None = None
+
+    def __call__(self, records: np.ndarray) -> np.ndarray:
+        if self._key != id(records):
+            cols = [c.codes[records[:, i]] for i, c in enumerate(self.compressions)]
+            self._value = np.stack(cols, axis=1)
+            self._key = id(records)
+        return self._value
+
+
+def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentResult:
+    """A synthetic copy of ``table`` under (epsilon, delta)-DP (add/remove one record).
+
+    Steps: d Gaussian 1-way marginals; domain compression; tree selection (``mst``: noisy
+    Kruskal on all pairs; ``greedy``: on the pairs Algorithm 2 allows; ``exponential``: Gaussian
+    noisy scores, then the exact best fair tree); d - 1 Gaussian 2-way marginals on the tree;
+    the tree model fitted to all of them; ``rows`` records sampled (default: the model's noisy
+    total) and decoded into the input's schema.
+    """
+    timings: dict[str, float] = {}
+    t0 = time.perf_counter()
+    fair_mode = selector != "mst"
+    roles = synthesis_roles(table, fair=fair_mode)
+    idx = index_roles(roles)
+    domains = public_domains(table, roles, {c: params.edges(c) for c in params.bins})
+    codes, clamped = encode_table(table, domains, clamp=params.out_of_domain == "clamp")
+    names = list(domains)
+    sizes = [d.size for d in domains.values()]
+    d = len(names)
+    rho, steps = plan(params.epsilon, params.delta, d, selector, params.split)
+    schedule = [
+        steps[p] for p in ("one_way", "select", "two_way") for _ in range(calls(p, d, selector))
+    ]
+    comp = Compositor(codes, schedule)
+    rng = np.random.default_rng(params.seed)
+    timings["encode"] = time.perf_counter() - t0
+
+    # phase 1: the 1-way marginals, then compression (post-processing of the noisy counts)
+    t = time.perf_counter()
+    s1 = steps["one_way"].scale
+    raw_one_way = [
+        comp.gaussian("one_way", names[i], _counts(i, sizes[i]), s1) for i in range(d)
+    ]
+    compressions = [
+        Compression.of(y, s1) if params.compress else Compression.identity(len(y))
+        for y in raw_one_way
+    ]
+    csizes = [c.size for c in compressions]
+    one_way = []
+    for i, (c, y) in enumerate(zip(compressions, raw_one_way, strict=True)):
+        cy, var = c.compress_counts(y, s1 * s1)
+        one_way.append(Measurement((i,), cy, var))
+    timings["one_way"] = time.perf_counter() - t
+
+    # phase 2: the tree
+    t = time.perf_counter()
+    view = _Records(compressions)
+    estimate = fit_independent(one_way, noisy_total(one_way))
+    s2 = steps["select"].scale
+    exact = True
+    if selector == "exponential":
+        pairs = candidate_pairs(idx, greedy_filter=False)
+        scores = _memo(lambda r: edge_scores(view(r), csizes, pairs, estimate))
+        noisy = {
+            (i, j): comp.gaussian(
+                "select", f"{names[i]}|{names[j]}", lambda r, k=k: scores(r)[k : k + 1], s2
+            )[0]
+            for k, (i, j) in enumerate(pairs)
+        }
+        tree, exact = best_fair_tree(noisy, idx, getattr(params, "max_forests", 5_000_000))
+    else:
+        pairs = candidate_pairs(idx, greedy_filter=selector == "greedy")
+        scores = _memo(lambda r: edge_scores(view(r), csizes, pairs, estimate))
+        rounds = iter(range(d))
+
+        def pick(live: list[int]) -> int:
+            return comp.noisy_max(
+                "select", f"round {next(rounds)}", lambda r: scores(r)[live], s2
+            )
+
+        tree = kruskal(pairs, d, pick)
+    tree = [tuple(sorted(e)) for e in tree]
+    timings["select"] = time.perf_counter() - t
+
+    # phase 3: the 2-way marginals on the tree
+    t = time.perf_counter()
+    s3 = steps["two_way"].scale
+    two_way = []
+    for i, j in tree:
+        fn = _pair_counts(view, i, j, csizes)
+        y = comp.gaussian("two_way", f"{names[i]}|{names[j]}", fn, s3)
+        two_way.append(Measurement((i, j), y, np.full(len(y), s3 * s3)))
+    timings["two_way"] = time.perf_counter() - t
+
+    # post-processing: estimation, sampling, decoding
+    t = time.perf_counter()
+    model = fit_tree(one_way + two_way, csizes, tree, iters=params.iters)
+    timings["estimate"] = time.perf_counter() - t
+    t = time.perf_counter()
+    n_rows = params.rows if params.rows is not None else max(1, round(model.total))
+    syn_c = sample(model, n_rows, rng)
+    syn_codes = np.stack(
+        [c.expand(syn_c[:, i], rng) for i, c in enumerate(compressions)], axis=1
+    )
+    data = decode_table(syn_codes, domains, table.schema, rng)
+    timings["sample"] = time.perf_counter() - t
+
+    sidecars = {
+        "ledger": ledger_table(comp.ledger),
+        "measurements": _measurements_table(names, raw_one_way, tree, two_way, s1),
+        "compression": _compression_table(names, domains, compressions),
+        "tree": pa.table(
+            {
+                "position": pa.array(range(len(tree)), pa.int64()),
+                "a": [names[i] for i, _ in tree],
+                "b": [names[j] for _, j in tree],
+            }
+        ),
+        "model": _model_table(names, model),
+    }
+    t = time.perf_counter()
+    metrics = _metrics(
+        table, data, roles, idx, names, sizes, codes, syn_codes, tree, comp, params, rho,
+        exact, model, compressions, clamped,
+    )
+    timings["metrics"] = time.perf_counter() - t
+    timings["total"] = time.perf_counter() - t0
+    metrics["timings_s"] = {k: round(v, 3) for k, v in timings.items()}
+    from components.synthesis.contract import contract
+
+    return ComponentResult(
+        component="prefair" if fair_mode else "mst",
+        outputs={"data": data},
+        sidecars=sidecars,
+        contract=contract(params, table),
+        params=params.model_dump(mode="json"),
+        metrics=metrics,
+        timings=timings,
+        warnings=[
+            f"exponential: more than {params.max_forests} forests; the greedy tree was used "
+            "(not the exact optimum)"
+        ]
+        if not exact
+        else [],
+    ).stamped()
+
+
+def _memo(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    cache: dict[int, np.ndarray] = {}
+
+    def wrapped(records: np.ndarray) -> np.ndarray:
+        if id(records) not in cache:
+            cache.clear()
+            cache[id(records)] = fn(records)
+        return cache[id(records)]
+
+    return wrapped
+
+
+def _counts(i: int, size: int) -> Callable[[np.ndarray], np.ndarray]:
+    return lambda records: np.bincount(records[:, i], minlength=size)
+
+
+def _pair_counts(view, i: int, j: int, sizes) -> Callable[[np.ndarray], np.ndarray]:
+    def fn(records: np.ndarray) -> np.ndarray:
+        c = view(records)
+        return np.bincount(c[:, i] * sizes[j] + c[:, j], minlength=sizes[i] * sizes[j])
+
+    return fn
+
+
+def _measurements_table(names, raw_one_way, tree, two_way, s1) -> pa.Table:
+    """The noisy answers as released: 1-way on the declared domain, 2-way on the compressed
+    codes, each cell with its noise variance."""
+    query, cell, value, var = [], [], [], []
+    for name, y in zip(names, raw_one_way, strict=True):
+        query += [name] * len(y)
+        cell += range(len(y))
+        value += list(y)
+        var += [s1 * s1] * len(y)
+    for (i, j), m in zip(tree, two_way, strict=True):
+        q = f"{names[i]}|{names[j]}"
+        query += [q] * len(m.y)
+        cell += range(len(m.y))
+        value += list(m.y)
+        var += list(m.variance)
+    return pa.table(
+        {
+            "query": pa.array(query, pa.string()),
+            "cell": pa.array(cell, pa.int64()),
+            "value": pa.array(value, pa.float64()),
+            "variance": pa.array(var, pa.float64()),
+        }
+    )
+
+
+def _compression_table(names, domains: dict[str, ColumnDomain], compressions) -> pa.Table:
+    attr, code, label, ccode = [], [], [], []
+    for name, c in zip(names, compressions, strict=True):
+        labels = domains[name].labels()
+        attr += [name] * len(c.codes)
+        code += range(len(c.codes))
+        label += labels
+        ccode += c.codes.tolist()
+    return pa.table(
+        {
+            "attribute": pa.array(attr, pa.string()),
+            "code": pa.array(code, pa.int64()),
+            "label": pa.array(label, pa.string()),
+            "compressed": pa.array(ccode, pa.int64()),
+        }
+    )
+
+
+def _model_table(names, model) -> pa.Table:
+    """The fitted model's edge marginals (counts over the compressed codes), long format."""
+    a, b, ia, ib, count = [], [], [], [], []
+    for (p, c), table in model.edge.items():
+        i, j = (p, c) if p < c else (c, p)
+        t = table if p < c else table.T
+        ii, jj = np.indices(t.shape)
+        n = t.size
+        a += [names[i]] * n
+        b += [names[j]] * n
+        ia += ii.ravel().tolist()
+        ib += jj.ravel().tolist()
+        count += t.ravel().tolist()
+    return pa.table(
+        {
+            "a": pa.array(a, pa.string()),
+            "b": pa.array(b, pa.string()),
+            "code_a": pa.array(ia, pa.int64()),
+            "code_b": pa.array(ib, pa.int64()),
+            "count": pa.array(count, pa.float64()),
+        }
+    )
+
+
+def _metrics(
+    table, data, roles, idx, names, sizes, codes, syn_codes, tree, comp, params, rho, exact,
+    model, compressions, clamped,
+) -> dict:
+    """The run's account for people (never used to validate). Fidelity and fairness compare
+    the synthetic table with the private input: they are an evaluation for the data owner,
+    outside the DP guarantee."""
+    real = {n: codes[:, i] for i, n in enumerate(names)}
+    syn = {n: syn_codes[:, i] for i, n in enumerate(names)}
+    size = dict(zip(names, sizes, strict=True))
+    one = M.one_way_tvd(real, syn, size)
+    two = M.two_way_tvd(real, syn, size)
+    spent = comp.total
+    out = {
+        "rows": data.num_rows,
+        "attributes": len(names),
+        "selector": selector_of(params),
+        "privacy": {
+            "epsilon": epsilon_of(spent, params.delta),
+            "epsilon_target": params.epsilon,
+            "delta": params.delta,
+            "rho": spent,
+            "rho_budget": rho,
+            "neighbouring": NEIGHBOURING,
+            "conversion": "OpenDP make_zCDP_to_approxDP (Canonne, Kamath & Steinke 2020)",
+            "steps": len(comp.ledger),
+        },
+        "tree": [f"{names[i]}-{names[j]}" for i, j in tree],
+        "fair_tree": fair(tree, idx) if idx.admissible else None,
+        "exact_search": exact,
+        "compressed_sizes": {n: c.size for n, c in zip(names, compressions, strict=True)},
+        "model": {"iterations": model.iterations, "total": model.total, "loss": model.loss},
+        "fidelity": {
+            "one_way_tvd": float(np.mean(list(one.values()))),
+            "two_way_tvd": float(np.mean(list(two.values()))),
+            "acd": M.acd(real, syn, size),
+            "one_way": {k: round(v, 6) for k, v in one.items()},
+            "two_way": {f"{a}|{b}": round(v, 6) for (a, b), v in two.items()},
+        },
+        "fairness": _fairness(table, data, roles, real, syn, size),
+    }
+    if clamped:
+        out["clamped"] = clamped
+    return out
+
+
+def _fairness(table, data, roles, real, syn, sizes) -> dict:
+    """Per (protected, outcome): demographic parity and its conditional form (strata: every
+    admissible attribute jointly), on the input and on the synthetic table."""
+    adm = [c.name for c in roles.with_role(Role.ADMISSIBLE)]
+    out = {}
+    for p in roles.with_role(Role.PROTECTED):
+        for o in roles.with_role(Role.LABEL):
+            row = {}
+            for which, t, codes in (("input", table, real), ("synthetic", data, syn)):
+                s = group_indicator(t.column(p.name), p)
+                y = outcome_indicator(t.column(o.name), o)
+                strata = _strata(codes, adm, sizes) if adm else None
+                if s.all() or not s.any():
+                    row[which] = None
+                    continue
+                f = M.fairness_measures(s, y, strata=strata)
+                row[which] = {k: _round(f.get(k)) for k in ("dp", "cdp", "cdp_reference")}
+            out[f"{p.name}->{o.name}"] = row
+    return out
+
+
+def _strata(codes: dict, columns: list[str], sizes: dict) -> np.ndarray:
+    """One code per joint value of ``columns`` (renumbered after each column: no overflow)."""
+    key = np.zeros(len(codes[columns[0]]), dtype=np.int64)
+    for c in columns:
+        key = np.unique(key * sizes[c] + codes[c], return_inverse=True)[1].astype(np.int64)
+    return key
+
+
+def _round(x):
+    return None if x is None or not np.isfinite(x) else round(float(x), 6)
