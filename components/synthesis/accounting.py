@@ -53,16 +53,34 @@ __all__ = [
     "step_rho",
     "ledger_table",
     "NEIGHBOURING",
+    "composed_total",
+    "calls",
 ]
 
 NEIGHBOURING = "add/remove one record"
 
 
+@functools.lru_cache(maxsize=1)
 def _dp():
-    import opendp.prelude as dp
+    """OpenDP's modules, without ``opendp.prelude`` (which imports scikit-learn for its
+    extras: three seconds here)."""
+    from types import SimpleNamespace
 
-    dp.enable_features("contrib", "honest-but-curious")
-    return dp
+    import opendp.combinators as c
+    import opendp.domains as domains
+    import opendp.measurements as m
+    import opendp.measures as measures
+    import opendp.metrics as metrics
+    import opendp.transformations as t
+    from opendp.mod import enable_features
+
+    enable_features("contrib", "honest-but-curious")
+    ns = SimpleNamespace(m=m, c=c, t=t)
+    for module in (domains, metrics, measures):
+        for name in dir(module):
+            if not name.startswith("_"):
+                setattr(ns, name, getattr(module, name))
+    return ns
 
 
 @functools.lru_cache(maxsize=64)
@@ -89,7 +107,6 @@ def step_rho(mechanism: str, scale: float, sensitivity: float = 1.0) -> float:
 @functools.lru_cache(maxsize=256)
 def epsilon_of(rho: float, delta: float) -> float:
     """epsilon of (epsilon, delta)-DP for a rho-zCDP release, by OpenDP's conversion."""
-    dp = _dp()
     if rho <= 0:
         return 0.0
     scale = math.sqrt(1.0 / (2.0 * rho))
@@ -166,7 +183,9 @@ def plan(epsilon: float, delta: float, d: int, selector: str, split=(1 / 3, 1 / 
             "select": Step("select", mech2, s[1], 1.0, step_rho(mech2, s[1])),
             "two_way": Step("two_way", "gaussian", s[2], 1.0, step_rho("gaussian", s[2])),
         }
-        total = _total([steps[p].rho for p, n in zip(PHASES, (n1, n2, n3)) for _ in range(n)])
+        total = composed_total(
+            [steps[p].rho for p, n in zip(PHASES, (n1, n2, n3), strict=True) for _ in range(n)]
+        )
         if total <= rho:
             return rho, steps
         bump *= 1.0 + 4 * np.finfo(float).eps
@@ -185,7 +204,7 @@ def calls(phase: str, d: int, selector: str) -> int:
     return d - 1
 
 
-def _total(rhos: Sequence[float]) -> float:
+def composed_total(rhos: Sequence[float]) -> float:
     """OpenDP's own total for a sequence of per-query budgets (its sequential composition)."""
     dp = _dp()
     dom = dp.user_domain("privfair.RecordCodes", member=lambda x: True)

@@ -23,12 +23,12 @@ def contract(params: MSTParams, table: pa.Table | None = None) -> list:
     selector = selector_of(params)
     if table is None:
         attributes, types = ("*",), ("*",)
-        P = A = O = ("*",)
+        prot = adm = outs = ("*",)
     else:
         roles = read_roles(table)
         attributes = tuple(table.column_names)
         types = tuple(str(f.type) for f in table.schema)
-        P, A, O = (tuple(c.name for c in roles.with_role(r)) for r in _ROLES)
+        prot, adm, outs = (tuple(c.name for c in roles.with_role(r)) for r in _ROLES)
     out = [
         G.PrivacyLedger(
             id="PRIV-1/2/5",
@@ -48,13 +48,13 @@ def contract(params: MSTParams, table: pa.Table | None = None) -> list:
         out += [
             G.FairTree(
                 id="FAIR-1b/2",
-                protected=P,
-                admissible=A,
-                outcomes=O,
+                protected=prot,
+                admissible=adm,
+                outcomes=outs,
                 neighbours_admissible=selector == "greedy",
             ),
-            G.ModelIndependence(id="FAIR-3", protected=P, admissible=A, outcomes=O),
-            G.SyntheticIndependence(id="FAIR-4", protected=P, admissible=A, outcomes=O),
+            G.ModelIndependence(id="FAIR-3", protected=prot, admissible=adm, outcomes=outs),
+            G.SyntheticIndependence(id="FAIR-4", protected=prot, admissible=adm, outcomes=outs),
         ]
     out.append(G.SyntheticSchema(id="OUT-1/2", columns=attributes, types=types, rows=params.rows))
     return out

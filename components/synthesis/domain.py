@@ -166,7 +166,9 @@ def _levels(name: str, t: pa.DataType, levels: tuple) -> ColumnDomain:
     try:
         pa.array(list(levels), type=t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
-        raise InputError(name, f"the declared domain does not fit the column type {t}", str(e))
+        raise InputError(
+            name, f"the declared domain does not fit the column type {t}", str(e)
+        ) from None
     string = pa.types.is_string(t) or pa.types.is_large_string(t)
     return ColumnDomain(name, t, levels=levels, missing=string)
 

@@ -41,8 +41,10 @@ def synthesis_roles(table: pa.Table, fair: bool) -> TableRoles:
     if fair:
         for role, why in (
             (Role.PROTECTED, "PreFair needs a protected attribute"),
-            (Role.ADMISSIBLE, "PreFair needs an admissible attribute: no fair tree exists "
-             "without one (Prop. 5)"),
+            (
+                Role.ADMISSIBLE,
+                "PreFair needs an admissible attribute: no fair tree exists without one (Prop. 5)",
+            ),
             (Role.LABEL, "PreFair needs an outcome (a label column)"),
         ):
             if not roles.with_role(role):

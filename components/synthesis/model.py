@@ -30,7 +30,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 __all__ = ["Measurement", "noisy_total", "fit_independent", "TreeModel", "fit_tree", "sample"]
 
@@ -108,7 +107,8 @@ def _orient(d: int, edges: Sequence[Edge], root: int = 0) -> list[Edge]:
 
 
 class _Tree:
-    """Sum-product on the oriented tree, in log space."""
+    """Sum-product on the oriented tree, in probability space: each potential is exponentiated
+    after subtracting its maximum (so nothing overflows) and every message is normalised."""
 
     def __init__(self, sizes: Sequence[int], oriented: list[Edge]):
         self.sizes = list(sizes)
@@ -116,27 +116,37 @@ class _Tree:
         self.children: dict[int, list[int]] = {v: [] for v in range(len(sizes))}
         for p, c in oriented:
             self.children[p].append(c)
+        self.root = oriented[0][0] if oriented else 0
 
     def marginals(self, node_theta, edge_theta):
-        """Node and edge log-marginals (normalised) of the model with these potentials."""
-        up: dict[int, np.ndarray] = {}  # message child -> parent, indexed by the parent value
+        """Node and edge marginals (probabilities) of the model with these log-potentials."""
+        phi = [np.exp(t - t.max()) for t in node_theta]
+        psi = {e: np.exp(t - t.max()) for e, t in edge_theta.items()}
+        up: dict[int, np.ndarray] = {}  # message child -> parent, over the parent's values
+        inner: dict[int, np.ndarray] = {}  # phi_c times the messages from c's children
         for p, c in reversed(self.oriented):
-            below = node_theta[c] + sum((up[g] for g in self.children[c]), 0.0)
-            up[c] = logsumexp(edge_theta[(p, c)] + below[None, :], axis=1)
+            b = phi[c].copy()
+            for g in self.children[c]:
+                b *= up[g]
+            inner[c] = b
+            m = psi[(p, c)] @ b
+            up[c] = m / m.sum()
         belief = [None] * len(self.sizes)
-        root = self.oriented[0][0] if self.oriented else 0
-        belief[root] = node_theta[root] + sum((up[g] for g in self.children[root]), 0.0)
-        down: dict[int, np.ndarray] = {}
-        for p, c in self.oriented:
-            cavity = belief[p] - up[c]
-            down[c] = logsumexp(edge_theta[(p, c)] + cavity[:, None], axis=0)
-            belief[c] = node_theta[c] + down[c] + sum((up[g] for g in self.children[c]), 0.0)
-        node = [b - logsumexp(b) for b in belief]
+        r = self.root
+        b = phi[r].copy()
+        for g in self.children[r]:
+            b *= up[g]
+        belief[r] = b / b.sum()
         edge = {}
         for p, c in self.oriented:
-            t = edge_theta[(p, c)] + (belief[p] - up[c])[:, None] + (belief[c] - down[c])[None, :]
-            edge[(p, c)] = t - logsumexp(t)
-        return node, edge
+            with np.errstate(divide="ignore", invalid="ignore"):
+                cavity = np.where(up[c] > 0, belief[p] / up[c], 0.0)
+            joint = psi[(p, c)] * cavity[:, None] * inner[c][None, :]
+            joint /= joint.sum()
+            edge[(p, c)] = joint
+            bc = joint.sum(axis=0)
+            belief[c] = bc
+        return belief, edge
 
 
 def fit_tree(
@@ -167,7 +177,7 @@ def fit_tree(
     def loss_grad(node_lp, edge_lp):
         loss, gn, ge = 0.0, {}, {}
         for v, ms in node_m.items():
-            mu = total * np.exp(node_lp[v])
+            mu = total * node_lp[v]
             g = np.zeros_like(mu)
             for m in ms:
                 r = mu - m.y
@@ -175,7 +185,7 @@ def fit_tree(
                 g += 2 * r / m.variance
             gn[v] = g
         for e, ms in edge_m.items():
-            mu = total * np.exp(edge_lp[e])
+            mu = total * edge_lp[e]
             g = np.zeros_like(mu)
             for m, flipped in ms:
                 y = m.y.reshape(sizes[m.clique[0]], sizes[m.clique[1]])
@@ -194,17 +204,18 @@ def fit_tree(
     loss, gn, ge = loss_grad(node_lp, edge_lp)
     alpha = 1.0 / max(total, 1.0)
     done = 0
-    for done in range(1, iters + 1):
-        mu_n = {v: total * np.exp(node_lp[v]) for v in gn}
-        mu_e = {e: total * np.exp(edge_lp[e]) for e in ge}
+    for step in range(1, iters + 1):
+        done = step
+        mu_n = {v: total * node_lp[v] for v in gn}
+        mu_e = {e: total * edge_lp[e] for e in ge}
         alpha *= 2
         for _ in range(30):
             nt = [t - alpha * gn[v] if v in gn else t for v, t in enumerate(node_t)]
             et = {e: t - alpha * ge[e] if e in ge else t for e, t in edge_t.items()}
             n_lp, e_lp = tree.marginals(nt, et)
             new_loss, ngn, nge = loss_grad(n_lp, e_lp)
-            decrease = sum(float(np.sum(gn[v] * (mu_n[v] - total * np.exp(n_lp[v])))) for v in gn)
-            decrease += sum(float(np.sum(ge[e] * (mu_e[e] - total * np.exp(e_lp[e])))) for e in ge)
+            decrease = sum(float(np.sum(gn[v] * (mu_n[v] - total * n_lp[v]))) for v in gn)
+            decrease += sum(float(np.sum(ge[e] * (mu_e[e] - total * e_lp[e]))) for e in ge)
             if loss - new_loss >= 0.5 * alpha * decrease or alpha < 1e-300:
                 break
             alpha *= 0.5
@@ -217,8 +228,8 @@ def fit_tree(
         sizes=list(sizes),
         root=oriented[0][0] if oriented else 0,
         edges=oriented,
-        node=[total * np.exp(lp) for lp in node_lp],
-        edge={e: total * np.exp(edge_lp[e]) for e in oriented},
+        node=[total * p for p in node_lp],
+        edge={e: total * edge_lp[e] for e in oriented},
         total=total,
         loss=loss,
         iterations=done,

@@ -55,7 +55,7 @@ class MSTParams(Params):
         description="shares of the zCDP budget: 1-way marginals, selection, 2-way marginals",
     )
     compress: bool = Field(True, description="merge values whose noisy count is below 3 sigma")
-    iters: int = Field(2000, ge=1, le=100_000, description="estimation iterations (final model)")
+    iters: int = Field(1000, ge=1, le=100_000, description="estimation iterations (final model)")
     rows: int | None = Field(
         None,
         gt=0,

@@ -88,8 +88,8 @@ def fair(edges: Sequence[Edge], roles: Roles) -> bool:
     """The FAIR predicate (spec 3.5) of a forest: no component of the forest without the
     admissible attributes holds both a protected attribute and an outcome."""
     keep = [v for v in range(roles.d) if v not in set(roles.admissible)]
-    P, O = set(roles.protected), set(roles.outcomes)
-    return not any(c & P and c & O for c in components(edges, keep))
+    prot, outs = set(roles.protected), set(roles.outcomes)
+    return not any(c & prot and c & outs for c in components(edges, keep))
 
 
 def separator(edges: Sequence[Edge], roles: Roles, outcome: int) -> tuple[int, ...]:
@@ -99,7 +99,9 @@ def separator(edges: Sequence[Edge], roles: Roles, outcome: int) -> tuple[int, .
     A = set(roles.admissible)
     keep = [v for v in range(roles.d) if v not in A]
     comp = next(c for c in components(edges, keep) if outcome in c)
-    adj = {b for a, b in edges if a in comp and b in A} | {a for a, b in edges if b in comp and a in A}
+    adj = {b for a, b in edges if a in comp and b in A} | {
+        a for a, b in edges if b in comp and a in A
+    }
     return tuple(sorted(adj))
 
 
@@ -111,13 +113,11 @@ def candidate_pairs(roles: Roles, greedy_filter: bool) -> list[Edge]:
     pairs = list(itertools.combinations(range(roles.d), 2))
     if not greedy_filter:
         return pairs
-    O, bad = set(roles.outcomes), roles.inadmissible
-    return [(i, j) for i, j in pairs if not ((i in O and j in bad) or (j in O and i in bad))]
+    outs, bad = set(roles.outcomes), roles.inadmissible
+    return [(i, j) for i, j in pairs if not ((i in outs and j in bad) or (j in outs and i in bad))]
 
 
-def kruskal(
-    candidates: Sequence[Edge], d: int, pick: Callable[[list[int]], int]
-) -> list[Edge]:
+def kruskal(candidates: Sequence[Edge], d: int, pick: Callable[[list[int]], int]) -> list[Edge]:
     """MST's private Kruskal (spec 1.3, Algorithm 2 lines 9-12): d - 1 rounds, each choosing,
     by ``pick(indices into candidates)`` -> position in that list, one candidate pair that
     joins two components. With an arg-max ``pick`` it is Kruskal's maximum spanning tree."""
@@ -156,7 +156,7 @@ def best_fair_tree(
     if not A:
         raise ValueError("a fair tree needs at least one admissible attribute")
     N = [v for v in range(d) if v not in A]
-    P, O = set(roles.protected), set(roles.outcomes)
+    prot, outs = set(roles.protected), set(roles.outcomes)
     w = {tuple(sorted(e)): float(x) for e, x in weights.items()}
     n_edges = [e for e in itertools.combinations(N, 2)]
     # edges touching an admissible attribute, heaviest first (ties: lowest pair first)
@@ -193,7 +193,7 @@ def best_fair_tree(
             if ca is cb:
                 continue
             merged = ca | cb
-            if merged & P and merged & O:
+            if merged & prot and merged & outs:
                 continue
             new = dict(comp)
             for v in merged:

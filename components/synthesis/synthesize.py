@@ -102,9 +102,7 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     # phase 1: the 1-way marginals, then compression (post-processing of the noisy counts)
     t = time.perf_counter()
     s1 = steps["one_way"].scale
-    raw_one_way = [
-        comp.gaussian("one_way", names[i], _counts(i, sizes[i]), s1) for i in range(d)
-    ]
+    raw_one_way = [comp.gaussian("one_way", names[i], _counts(i, sizes[i]), s1) for i in range(d)]
     compressions = [
         Compression.of(y, s1) if params.compress else Compression.identity(len(y))
         for y in raw_one_way
@@ -138,9 +136,7 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
         rounds = iter(range(d))
 
         def pick(live: list[int]) -> int:
-            return comp.noisy_max(
-                "select", f"round {next(rounds)}", lambda r: scores(r)[live], s2
-            )
+            return comp.noisy_max("select", f"round {next(rounds)}", lambda r: scores(r)[live], s2)
 
         tree = kruskal(pairs, d, pick)
     tree = [tuple(sorted(e)) for e in tree]
@@ -163,9 +159,7 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     t = time.perf_counter()
     n_rows = params.rows if params.rows is not None else max(1, round(model.total))
     syn_c = sample(model, n_rows, rng)
-    syn_codes = np.stack(
-        [c.expand(syn_c[:, i], rng) for i, c in enumerate(compressions)], axis=1
-    )
+    syn_codes = np.stack([c.expand(syn_c[:, i], rng) for i, c in enumerate(compressions)], axis=1)
     data = decode_table(syn_codes, domains, table.schema, rng)
     timings["sample"] = time.perf_counter() - t
 
@@ -184,8 +178,22 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     }
     t = time.perf_counter()
     metrics = _metrics(
-        table, data, roles, idx, names, sizes, codes, syn_codes, tree, comp, params, rho,
-        exact, model, compressions, clamped,
+        table,
+        data,
+        roles,
+        idx,
+        names,
+        sizes,
+        codes,
+        syn_codes,
+        tree,
+        comp,
+        params,
+        rho,
+        exact,
+        model,
+        compressions,
+        clamped,
     )
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
@@ -301,8 +309,22 @@ def _model_table(names, model) -> pa.Table:
 
 
 def _metrics(
-    table, data, roles, idx, names, sizes, codes, syn_codes, tree, comp, params, rho, exact,
-    model, compressions, clamped,
+    table,
+    data,
+    roles,
+    idx,
+    names,
+    sizes,
+    codes,
+    syn_codes,
+    tree,
+    comp,
+    params,
+    rho,
+    exact,
+    model,
+    compressions,
+    clamped,
 ) -> dict:
     """The run's account for people (never used to validate). Fidelity and fairness compare
     the synthetic table with the private input: they are an evaluation for the data owner,
