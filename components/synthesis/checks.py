@@ -218,11 +218,12 @@ def check_fair_tree(g: G.FairTree, frame: pd.DataFrame) -> CheckResult:
                 if o in outs and x not in adm | outs:
                     neighbours.append({"outcome": o, "neighbour": x})
     bad = joined + neighbours
+    observed = {"pairs_checked": len(prot) * len(outs), "violations": len(bad)}
     return make_result(
         g,
         not bad,
-        len(bad),
-        0,
+        observed,
+        {"violations": 0},
         "every protected-outcome path passes an admissible attribute"
         + (", outcomes' neighbours admissible" if g.neighbours_admissible else "")
         if not bad
@@ -319,10 +320,11 @@ def check_model_independence(g: G.ModelIndependence, model: pd.DataFrame) -> Che
             worst = max(worst, cmi)
             if not cmi <= g.tolerance:
                 bad.append({"outcome": o, "protected": p, "separator": path[inner[0]], "cmi": cmi})
+    observed = {"pairs": len(g.outcomes) * len(g.protected), "max_cmi": worst}
     return make_result(
         g,
         not bad,
-        worst,
+        observed,
         g.tolerance,
         f"I(o; p | a) <= {g.tolerance} nats in the fitted model"
         if not bad
