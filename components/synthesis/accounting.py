@@ -255,6 +255,8 @@ class Compositor:
 
     def _check(self, step: Step) -> None:
         i = len(self.ledger)
+        if i >= len(self.steps):
+            raise RuntimeError(f"step {i} does not follow the plan: the plan has {i} steps")
         planned = self.steps[i]
         if (planned.mechanism, planned.scale) != (step.mechanism, step.scale):
             raise RuntimeError(f"step {i} does not follow the plan")
