@@ -471,6 +471,35 @@ def meta_block(argv: list[str]) -> dict:
     }
 
 
+def child_run(args, i: int) -> dict:
+    """Run ``i`` alone in a fresh interpreter of this environment; its run record."""
+    import subprocess
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--peer", args.peer]
+        cmd += ["--codes", str(args.codes), "--runs", "1", "--seed", str(args.seed + i)]
+        cmd += ["--epsilon", repr(args.epsilon), "--delta", repr(args.delta)]
+        cmd += ["--smartnoise-domain", args.smartnoise_domain]
+        cmd += ["--opendp-keys", args.opendp_keys, "--out", str(out)]
+        if args.limit_rows:
+            cmd += ["--limit-rows", str(args.limit_rows)]
+        print(f"[run {i}] fresh process", file=sys.stderr, flush=True)
+        proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        if proc.returncode == 0 and out.exists():
+            rec = json.loads(out.read_text())["runs"][0]
+        else:
+            tail = "\n".join(proc.stderr.strip().splitlines()[-10:])
+            rec = {"status": "error", "error": f"child exited {proc.returncode}: {tail}"}
+    rec["run"] = i
+    print(
+        f"[done {i}] " + json.dumps({k: v for k, v in rec.items() if k != "traceback"}),
+        file=sys.stderr,
+        flush=True,
+    )
+    return rec
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", choices=["smartnoise", "opendp", "mbi"], required=True)
@@ -488,6 +517,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit-rows", type=int, default=None, help="smoke tests: first N rows")
     ap.add_argument("--smartnoise-domain", choices=["public", "data"], default="public")
     ap.add_argument("--opendp-keys", choices=["public", "discover"], default="public")
+    ap.add_argument(
+        "--process-per-run",
+        action="store_true",
+        help="run each run in a fresh interpreter (sys.executable, same environment): cold "
+        "JIT caches and a per-run peak RSS; without it the runs share one process",
+    )
     ap.add_argument("--out", type=Path, help="JSON result file")
     ap.add_argument("--measurements", type=Path, help="mbi: the noisy measurements (.npz)")
     ap.add_argument("--out-marginals", type=Path, help="mbi: the fitted marginals (.npz)")
@@ -546,10 +581,15 @@ def main(argv: list[str] | None = None) -> int:
     else:
         result["opendp_keys"] = args.opendp_keys
 
+    result["process_per_run"] = args.process_per_run
     for i in range(args.runs):
+        if args.process_per_run:
+            result["runs"].append(child_run(args, i))
+            continue
         np.random.seed(args.seed + i)  # noqa: NPY002 - the peers draw from the global RNG
         rec = {"run": i, "seed": args.seed + i, "loadavg_1m_before": round(os.getloadavg()[0], 2)}
         rec["peak_reset"] = reset_peak()
+        rec["vm_rss_before_mb"] = status_mb("VmRSS")
         print(f"[run {i}] {args.peer}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         extra: dict = {}
