@@ -43,7 +43,10 @@ Synthesis peers (``--runs`` R runs each, at ``--epsilon`` 1, ``--delta`` 1e-9):
   zCDP. OpenDP adds a null key to every keyset, so a synthetic column may hold null: it is
   counted as an extra, out-of-domain code. A run that raises is recorded with its exact error
   text and how many noisy-max selections MST had started (calls of its
-  ``binary_search_chain``: one per selection, then one for the measurements).
+  ``binary_search_chain``: one per selection, then one for the measurements; 0 when the run
+  failed before the first selection, e.g. when charging the selection step itself).
+  ``--budget-check`` (no data) lists the attribute counts for which OpenDP's own split of
+  rho makes that charge fail (see ``opendp_budget_check``).
   ``--opendp-keys discover`` gives no keys (OpenDP discovers them under (rho, delta)).
 
 Per run: ``seconds`` (wall, fit + sample only; the input frame is built before the clock
@@ -248,6 +251,49 @@ def zcdp_rho(eps: float, delta: float) -> float:
 
     scale = dp.binary_search_param(adp, d_in=1.0, d_out=(eps, delta))
     return float(dp.m.make_gaussian(*space, scale).map(1.0))
+
+
+def opendp_budget_check(eps: float, delta: float, max_selections: int = 40) -> dict:
+    """Without data: for which numbers of MST selections k (= attributes - 1) does OpenDP's
+    own composition of the k per-selection budgets exceed the selection budget it split off?
+
+    Replays the arithmetic of ``opendp.extras.mbi`` for every column keyed and the default
+    ``MST()``: ``make_contingency_table`` gives the one-way marginals half of rho and MST
+    ``d_multiway = prior(prior(rho - rho / 2))``; ``MST.make_marginals`` measures with 0.9 of
+    it and selects with ``d_select = prior(prior(d_multiway - 0.9 d_multiway))``;
+    ``_make_mst_select`` gives each of its k noisy-max steps ``prior(d_select / k)`` and
+    composes them (``then_adaptive_composition``). The k-fold composition is built with
+    OpenDP's ``make_adaptive_composition`` and its privacy map compared with ``d_select``: a
+    larger value is exactly the "insufficient budget for query" error, raised when the
+    selection step is charged, before any selection runs."""
+    import opendp.prelude as dp
+    from opendp.extras.mbi._utilities import prior
+
+    dp.enable_features("contrib")
+    rho = zcdp_rho(eps, delta)
+    d_multiway = float(prior(prior(rho - rho * 0.5)))
+    d_select = float(prior(prior(d_multiway - d_multiway * 0.9)))
+    fails, example = [], {}
+    for k in range(1, max_selections + 1):
+        per = float(prior(d_select / k))
+        m = dp.c.make_adaptive_composition(
+            dp.vector_domain(dp.atom_domain(T=int)),
+            dp.symmetric_distance(),
+            dp.zero_concentrated_divergence(),
+            d_in=1,
+            d_mids=[per] * k,
+        )
+        total = float(m.map(1))
+        if total > d_select:
+            fails.append(k)
+            example.setdefault(str(k), f"{total!r} > {d_select!r}")
+    return {
+        "rho": rho,
+        "d_select": d_select,
+        "selections_that_fail": fails,
+        "attribute_counts_that_fail": [k + 1 for k in fails],
+        "first_failures": dict(list(example.items())[:3]),
+    }
 
 
 def run_opendp(codes, columns, sizes, eps, delta, keys_mode, extra: dict):
@@ -518,6 +564,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--smartnoise-domain", choices=["public", "data"], default="public")
     ap.add_argument("--opendp-keys", choices=["public", "discover"], default="public")
     ap.add_argument(
+        "--budget-check",
+        action="store_true",
+        help="opendp: no data, no runs; which attribute counts make OpenDP's MST overrun its "
+        "own selection budget at (--epsilon, --delta)",
+    )
+    ap.add_argument(
         "--process-per-run",
         action="store_true",
         help="run each run in a fresh interpreter (sys.executable, same environment): cold "
@@ -546,6 +598,18 @@ def main(argv: list[str] | None = None) -> int:
         result = {"meta": meta, **info}
         text = json.dumps(result, indent=2)
         print(text)
+        if args.out:
+            args.out.parent.mkdir(parents=True, exist_ok=True)
+            args.out.write_text(text + "\n")
+        return 0
+
+    if args.budget_check:
+        if args.peer != "opendp":
+            ap.error("--budget-check is for --peer opendp")
+        result = {"meta": meta, "peer": "opendp", "epsilon": args.epsilon, "delta": args.delta}
+        result["budget_check"] = opendp_budget_check(args.epsilon, args.delta)
+        text = json.dumps(result, indent=2)
+        print(json.dumps(result["budget_check"], indent=1))
         if args.out:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             args.out.write_text(text + "\n")

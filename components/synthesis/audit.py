@@ -8,9 +8,9 @@ sidecars and the input (never from the manifest or the run's own metrics):
   ledger paid for (``two_way``) and of the fitted model's cliques (``model``);
 - ``model``: the model sidecar (edge marginals over compressed codes);
 - ``synthetic``: the published table as codes of the public domain rebuilt from the params and
-  the INPUT's roles (-1 for a value outside it), plus, per outcome o, ``__s__<o>``: the joint
-  code of S_o (admissible neighbours of o's component in the tree without admissible
-  attributes), with the roles read from the input;
+  the INPUT's roles (-1 for a value outside it), plus, per outcome o and protected p,
+  ``__s__<o>__<p>``: the codes of the admissible attribute nearest o on the tree path from o
+  to p (roles read from the input; all 0 when the path has none);
 - ``schema``: per published column its name, Arrow type and out-of-domain count, the published
   row count and the model's noisy total recomputed from the noisy measurements.
 """
@@ -25,7 +25,6 @@ from components.synthesis.domain import public_domains
 from components.synthesis.inputs import index_roles
 from components.synthesis.model import Measurement, noisy_total
 from components.synthesis.params import MSTParams
-from components.synthesis.selection import separator
 from schemas.errors import InputError
 from schemas.roles import read_roles
 
@@ -51,6 +50,23 @@ def published_codes(input_table: pa.Table, data: pa.Table, params: MSTParams) ->
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, InputError):
             out[name] = np.full(data.num_rows, -1, dtype=np.int64)
     return pd.DataFrame(out, index=pd.RangeIndex(data.num_rows))
+
+
+def _path(adjacency: dict, src: int, dst: int) -> list[int] | None:
+    """The tree path from ``src`` to ``dst`` (None when they are not connected)."""
+    prev, queue = {src: None}, [src]
+    while queue:
+        v = queue.pop(0)
+        if v == dst:
+            out = [v]
+            while prev[out[-1]] is not None:
+                out.append(prev[out[-1]])
+            return out[::-1]
+        for u in adjacency.get(v, ()):
+            if u not in prev:
+                prev[u] = v
+                queue.append(u)
+    return None
 
 
 def _pair(query: str) -> tuple[str, str]:
@@ -94,13 +110,18 @@ def evidence(
         for a, b in zip(tree["a"], tree["b"], strict=True)
         if a in names and b in names
     ]
+    adjacency: dict[int, list[int]] = {}
+    for a, b in edges:
+        adjacency.setdefault(a, []).append(b)
+        adjacency.setdefault(b, []).append(a)
+    admissible = set(idx.admissible)
     for o in idx.outcomes:
-        key = np.zeros(len(codes), dtype=np.int64)
-        for a in separator(edges, idx, o) if idx.admissible else ():
-            col = codes[names[a]].to_numpy() if names[a] in codes else np.zeros(len(codes), int)
-            key = np.unique(key * 10_000_019 + col, return_inverse=True)[1].astype(np.int64)
-        codes[f"__s__{names[o]}"] = key
-
+        for p in idx.protected:
+            path = _path(adjacency, o, p) or []
+            sep = next((v for v in path[1:-1] if v in admissible), None)
+            codes[f"__s__{names[o]}__{names[p]}"] = (
+                codes[names[sep]].to_numpy() if sep is not None else np.zeros(len(codes), int)
+            )
     measured = [
         Measurement((0,), g["value"].to_numpy(float), g["variance"].to_numpy(float))
         for _, g in meas.groupby("query", sort=False)
