@@ -68,7 +68,9 @@ CPU, float64 unless ``--float32``; without ``known_total`` mbi takes its minimum
 estimate of the total from the measurements) and writes, for every measured clique, the fitted
 model's marginal counts (``marginal_k``, flattened C-order; ``clique_k``; ``shape_k``) plus
 ``fit_seconds`` (``estimate`` until its marginals are computed, JIT compilation included),
-``project_seconds``, ``iters`` and ``total`` to ``--out-marginals``. ``--fits N`` repeats the fit
+``project_seconds``, ``iters`` and ``total`` to ``--out-marginals``; the same marginals also
+under the key ``"a|b"`` (``"a"`` for a 1-way clique) and ``seconds`` (the first fit's time), the
+names ``benchmarks/bench_synthesis.py`` reads. ``--fits N`` repeats the fit
 (the later fits reuse the compiled programs) and records every time. ``--self-test`` builds a
 3-attribute, 600-row table, measures it with Gaussian noise, runs this mode and checks the
 result.
@@ -410,10 +412,12 @@ def run_mbi(measurements: Path, out_marginals: Path, iters: int, fits: int, x64:
         "iters": np.array(iters),
         "total": np.array(float(model.total)),
     }
+    arrays["seconds"] = np.array(fit_s[0])  # alias read by benchmarks/bench_synthesis.py
     for k, clique, _, _ in ms:
         arrays[f"marginal_{k}"] = margs[k]
         arrays[f"clique_{k}"] = np.array(clique)
         arrays[f"shape_{k}"] = np.array([sizes[c] for c in clique])
+        arrays["|".join(clique)] = margs[k]  # alias: the marginal keyed "a|b" (or "a")
     out_marginals.parent.mkdir(parents=True, exist_ok=True)
     np.savez(out_marginals, **arrays)
     return {
@@ -467,6 +471,7 @@ def mbi_self_test(iters: int) -> dict:
             got = z[f"marginal_{k}"]
             assert list(z[f"clique_{k}"]) == list(cl), (z[f"clique_{k}"], cl)
             assert got.shape == truth[k].shape
+            assert np.array_equal(z["|".join(cl)], got)
             errs["".join(cl)] = 0.5 * np.abs(got / got.sum() - truth[k] / n).sum()
         assert abs(float(z["total"]) - n) < 30, float(z["total"])
         # the noise alone is ~ std * sqrt(cells) / n per table; the fit must be of that order
@@ -480,6 +485,14 @@ def mbi_self_test(iters: int) -> dict:
 
 
 # --------------------------------------------------------------------------- main
+
+
+def innermost_error(text: str) -> str:
+    """The innermost message of a (possibly nested OpenDP FFI) error text: its last line
+    that is not only closing quotes and brackets."""
+    lines = [ln.strip() for ln in text.strip().splitlines()]
+    lines = [ln for ln in lines if ln.strip("\"')] ")]
+    return lines[-1] if lines else text
 
 
 def version(dist: str) -> str | None:
@@ -680,6 +693,7 @@ def main(argv: list[str] | None = None) -> int:
                 status="error",
                 seconds_until_error=round(time.perf_counter() - t0, 3),
                 error=f"{type(exc).__name__}: {exc}",
+                error_innermost=innermost_error(f"{type(exc).__name__}: {exc}"),
                 traceback=traceback.format_exc(limit=-6),
             )
             rec["vm_hwm_mb"] = status_mb("VmHWM")
@@ -696,7 +710,9 @@ def main(argv: list[str] | None = None) -> int:
     result["summary"] = {
         "runs": len(result["runs"]),
         "ok": len(ok),
-        "errors": sorted({r["error"] for r in result["runs"] if r["status"] == "error"}),
+        "errors": sorted(
+            {r.get("error_innermost", r["error"]) for r in result["runs"] if r["status"] == "error"}
+        ),
         "seconds": summary([r["seconds"] for r in ok]),
         "fit_s": summary([r["fit_s"] for r in ok]),
         "sample_s": summary([r["sample_s"] for r in ok]),

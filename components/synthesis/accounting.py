@@ -23,8 +23,11 @@ and the one compositor every access to the records goes through.
 - **Composition**: one OpenDP adaptive compositor over the record table, its per-query budgets
   (``d_mids``) set to what OpenDP's own privacy map says each planned measurement costs, so a
   query can never be refused by a rounding error, and the scales nudged up by a few ulps
-  until OpenDP's total is within the budget (the failure OpenDP 0.16's own ``extras.mbi`` MST
-  hits on Adult at epsilon = 1, spec orchestrator-stack 8, opendp#2789).
+  until OpenDP's total is within the budget. OpenDP 0.16's own ``extras.mbi`` MST cuts its
+  selection budget into per-edge slices whose float sum rounds just above the budget they were
+  cut from, so it is refused before any selection runs on a 14-attribute Adult at epsilon = 1
+  ("insufficient budget for query: 0.0007486528836794258 > 0.0007486528836794252"; which
+  attribute counts fail depends only on rounding; opendp#2789).
 
 The transformations that turn the records into count vectors or scores are ours (OpenDP's
 "honest-but-curious" user transformations): their stability maps state the sensitivities

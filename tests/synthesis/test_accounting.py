@@ -74,11 +74,11 @@ def _run_plan(d, eps, selector):
 
 
 def test_adult_at_epsilon_one_composes_every_step():
-    """Regression: OpenDP 0.16's extras.mbi MST is refused on the 13th noisy-max selection of
-    Adult at epsilon = 1 ("insufficient budget for query: 0.0007486528836794258 >
-    0.0007486528836794252"). Its per-query budget, rho / 20, calibrated naively, costs more than
-    the budget OpenDP gives it; ours takes each budget from OpenDP's own map and runs all 40
-    steps of a 14-attribute release, spending the budget and no more."""
+    """Regression: OpenDP 0.16's extras.mbi MST is refused on a 14-attribute Adult at
+    epsilon = 1 ("insufficient budget for query: 0.0007486528836794258 >
+    0.0007486528836794252": its slices of rho / 20 sum, in floats, to more than the budget they
+    were cut from). Ours takes each step's budget from OpenDP's own map and runs all 40 steps
+    of a 14-attribute release, spending the budget and no more."""
     rho = rho_budget(1.0, 1e-9)
     share = rho / 20
     naive = step_rho("noisy_max", math.sqrt(1 / (2 * share)))
