@@ -204,6 +204,7 @@ def _mbi_comparison(table, base, iters: int) -> dict | None:
         cmd = [
             "uv",
             "run",
+            "--isolated",
             "--no-project",
             "--with",
             "mbi==2.0.0",
