@@ -29,11 +29,17 @@ def main() -> None:
     out = []
     for _ in range(10):
         syn = {n: rng.permutation(real[n]) for n in names}
-        out.append((np.mean(list(M.one_way_tvd(real, syn, sizes).values())),
-                    np.mean(list(M.two_way_tvd(real, syn, sizes).values()))))
+        out.append(
+            (
+                np.mean(list(M.one_way_tvd(real, syn, sizes).values())),
+                np.mean(list(M.two_way_tvd(real, syn, sizes).values())),
+            )
+        )
     one, two = np.mean(out, axis=0)
-    print(f"independent columns (true 1-way marginals), 10 draws: 1-way TVD {one:.4f}, "
-          f"2-way TVD {two:.4f}")
+    print(
+        f"independent columns (true 1-way marginals), 10 draws: 1-way TVD {one:.4f}, "
+        f"2-way TVD {two:.4f}"
+    )
 
 
 if __name__ == "__main__":
