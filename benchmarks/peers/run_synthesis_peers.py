@@ -59,6 +59,20 @@ synthetic codes against the input codes (TVD = 0.5 * sum |p - q| of the normalis
 tables, numpy ``bincount``; a synthetic code outside 0..size-1, e.g. OpenDP's null, is a cell
 of its own that the input never has). Summaries: mean and median over the runs that finished.
 
+``--save-synthetic PATH`` writes run 0's synthetic codes (Parquet, the input's column names and
+order, int64, a null as code ``size``) for inspection. ``--diagnose`` adds, untimed after each
+run, ``diagnostic.model_cliques`` (the 2-way cliques of the fitted model: the tree MST
+measured) and ``diagnostic.iid_sample`` (the fidelity of a second draw from the SAME fitted
+model with mbi's i.i.d. sampler, ``method="sample"``; with ``--save-synthetic`` also written
+to ``PATH`` with suffix ``.iid.parquet``). Why: both peers sample through mbi 1.1.0's
+``MarkovRandomField.synthetic_data`` with its default ``method="round"``, which gives each
+child column its values in ROW ORDER within each parent group (rank-based rounding, no
+shuffle), so columns generated under the same parents come out comonotone. Tree edges stay
+exact but pairs off the tree get a spurious dependence, and the 2-way TVD ends up above the
+independent-columns baseline. mbi 2.0 fixed this (ryan112358/mbi PR #145, "Spurious
+correlations in rounding"), but smartnoise-synth 1.0.8 requires ``mbi<2`` and
+``opendp[mbi]`` 0.16 requires ``mbi==1.1.0``. The timed output stays the peer's default.
+
 Estimation-only mode (``--peer mbi``): reads noisy measurements from an ``.npz`` (for each
 measurement k: ``clique_k`` (array of 1 or 2 column names), ``y_k`` (noisy counts, flattened
 C-order over the clique's domain sizes), ``std_k`` (float); ``sizes``: a JSON string
@@ -134,6 +148,23 @@ def load_codes(path: Path) -> tuple[np.ndarray, list[str], list[int], dict]:
     return codes, columns, sizes, source
 
 
+def save_codes(path: Path, arr: np.ndarray, columns: list[str], sizes: list[int], info: dict):
+    """Write a synthetic code matrix as Parquet: one int64 column per attribute, under the
+    input's column names and in its order, the input's ``privfair.sizes`` and ``info`` (as
+    ``privfair.synthetic``) in the schema metadata. A code ``== size`` is a null the peer
+    sampled (OpenDP's extra key)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({c: pa.array(arr[:, j], pa.int64()) for j, c in enumerate(columns)})
+    meta = {
+        b"privfair.sizes": json.dumps(dict(zip(columns, sizes, strict=True))).encode(),
+        b"privfair.synthetic": json.dumps(info).encode(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table.replace_schema_metadata(meta), path)
+
+
 # --------------------------------------------------------------------------- fidelity
 
 
@@ -200,7 +231,7 @@ def maxrss_mb() -> float:
 # --------------------------------------------------------------------------- smartnoise
 
 
-def run_smartnoise(codes, columns, sizes, eps, delta, domain_mode, extra: dict):
+def run_smartnoise(codes, columns, sizes, eps, delta, domain_mode, extra: dict, diag=None):
     import pandas as pd
     from snsynth import Synthesizer
     from snsynth.transform import LabelTransformer, TableTransformer
@@ -232,6 +263,20 @@ def run_smartnoise(codes, columns, sizes, eps, delta, domain_mode, extra: dict):
         preprocessor_spent=list(used.odometer.spent),
     )
     arr = out[columns].to_numpy().astype(np.int64)
+    if diag is not None:  # called by main after the run's memory is read: untimed
+
+        def draw():
+            model = synth.synthesizer  # mbi MarkovRandomField on col0.. (compressed domain)
+            name = {f"col{j}": c for j, c in enumerate(columns)}
+            diag["model_cliques"] = [[name[a] for a in cl] for cl in model.cliques if len(cl) > 1]
+            # the same model and post-processing as Synthesizer.sample(), but mbi's i.i.d.
+            # sampler (method="sample") instead of its default rank-based "round"
+            data = synth.undo_compress_fn(model.synthetic_data(rows=len(df), method="sample"))
+            rows = [tuple(t[1:]) for t in data.df.itertuples()]
+            iid = synth._transformer.inverse_transform(rows)
+            diag["iid"] = iid[columns].to_numpy().astype(np.int64)
+
+        diag["draw"] = draw
     return arr, t1 - t0, t2 - t1
 
 
@@ -298,7 +343,7 @@ def opendp_budget_check(eps: float, delta: float, max_selections: int = 40) -> d
     }
 
 
-def run_opendp(codes, columns, sizes, eps, delta, keys_mode, extra: dict):
+def run_opendp(codes, columns, sizes, eps, delta, keys_mode, extra: dict, diag=None):
     import opendp.extras.mbi._mst as mst_mod
     import opendp.prelude as dp
     import polars as pl
@@ -341,14 +386,27 @@ def run_opendp(codes, columns, sizes, eps, delta, keys_mode, extra: dict):
     finally:
         mst_mod.binary_search_chain = original
         extra["mst_binary_search_chain_calls"] = calls["n"]
-    arr = np.empty((frame.height, len(columns)), dtype=np.int64)
-    nulls = {}
-    for j, (c, s) in enumerate(zip(columns, sizes, strict=True)):
-        col = frame[c]  # the keys are the codes; null (OpenDP's extra key) -> code `size`
-        nulls[c] = int(col.null_count())
-        arr[:, j] = col.cast(pl.Int64).fill_null(s).to_numpy()
-    extra["synthetic_nulls"] = {c: n for c, n in nulls.items() if n}
+
+    def to_codes(frame):
+        arr = np.empty((frame.height, len(columns)), dtype=np.int64)
+        nulls = {}
+        for j, (c, s) in enumerate(zip(columns, sizes, strict=True)):
+            col = frame[c]  # the keys are the codes; null (OpenDP's extra key) -> code `size`
+            nulls[c] = int(col.null_count())
+            arr[:, j] = col.cast(pl.Int64).fill_null(s).to_numpy()
+        return arr, {c: n for c, n in nulls.items() if n}
+
+    arr, extra["synthetic_nulls"] = to_codes(frame)
     extra["model_domain"] = {str(k): int(v) for k, v in table.model.domain.config.items()}
+    if diag is not None:  # called by main after the run's memory is read: untimed
+
+        def draw():
+            diag["model_cliques"] = [list(cl) for cl in table.model.cliques if len(cl) > 1]
+            # the same release, OpenDP's other public sampler: i.i.d. draws ("sample")
+            iid = table.synthesize(rows=len(codes), method="sample")
+            diag["iid"], diag["iid_nulls"] = to_codes(iid)
+
+        diag["draw"] = draw
     return arr, t1 - t0, t2 - t1
 
 
@@ -543,6 +601,10 @@ def child_run(args, i: int) -> dict:
         cmd += ["--opendp-keys", args.opendp_keys, "--out", str(out)]
         if args.limit_rows:
             cmd += ["--limit-rows", str(args.limit_rows)]
+        if args.diagnose:
+            cmd += ["--diagnose"]
+        if args.save_synthetic and i == 0:
+            cmd += ["--save-synthetic", str(args.save_synthetic)]
         print(f"[run {i}] fresh process", file=sys.stderr, flush=True)
         proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if proc.returncode == 0 and out.exists():
@@ -589,6 +651,21 @@ def main(argv: list[str] | None = None) -> int:
         "JIT caches and a per-run peak RSS; without it the runs share one process",
     )
     ap.add_argument("--out", type=Path, help="JSON result file")
+    ap.add_argument(
+        "--save-synthetic",
+        type=Path,
+        metavar="PATH",
+        help="write run 0's synthetic codes to PATH (Parquet, the input's column names and "
+        "order, int64; a null is code == size); with --diagnose also the i.i.d. draw from "
+        "the same fitted model to PATH with suffix .iid.parquet",
+    )
+    ap.add_argument(
+        "--diagnose",
+        action="store_true",
+        help="after each (timed) run, untimed: record the fitted model's cliques (the tree "
+        "MST measured) and the fidelity of a second draw from the SAME model with mbi's "
+        "i.i.d. sampler (method='sample') instead of the peer's default ('round')",
+    )
     ap.add_argument("--measurements", type=Path, help="mbi: the noisy measurements (.npz)")
     ap.add_argument("--out-marginals", type=Path, help="mbi: the fitted marginals (.npz)")
     ap.add_argument("--iters", type=int, default=1000, help="mbi: MirrorDescent iterations")
@@ -670,14 +747,22 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[run {i}] {args.peer}", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
         extra: dict = {}
+        diag: dict | None = {} if args.diagnose else None
         try:
             if args.peer == "smartnoise":
                 synth, fit_s, sample_s = run_smartnoise(
-                    codes, columns, sizes, args.epsilon, args.delta, args.smartnoise_domain, extra
+                    codes,
+                    columns,
+                    sizes,
+                    args.epsilon,
+                    args.delta,
+                    args.smartnoise_domain,
+                    extra,
+                    diag,
                 )
             else:
                 synth, fit_s, sample_s = run_opendp(
-                    codes, columns, sizes, args.epsilon, args.delta, args.opendp_keys, extra
+                    codes, columns, sizes, args.epsilon, args.delta, args.opendp_keys, extra, diag
                 )
             rec.update(
                 status="ok",
@@ -688,6 +773,21 @@ def main(argv: list[str] | None = None) -> int:
             rec["vm_hwm_mb"] = status_mb("VmHWM")
             rec["ru_maxrss_mb"] = maxrss_mb()
             rec.update(fidelity(codes, synth, sizes))
+            if diag is not None:
+                diag["draw"]()
+                rec["diagnostic"] = {
+                    "model_cliques": diag["model_cliques"],
+                    "iid_sample": fidelity(codes, diag["iid"], sizes),
+                    "iid_nulls": diag.get("iid_nulls"),
+                }
+            if args.save_synthetic and i == 0:
+                info = {"peer": args.peer, "run": i, "seed": args.seed + i, "sampler": "default"}
+                save_codes(args.save_synthetic, synth, columns, sizes, info)
+                rec["saved_synthetic"] = str(args.save_synthetic)
+                if diag is not None:
+                    iid_path = args.save_synthetic.with_suffix(".iid.parquet")
+                    save_codes(iid_path, diag["iid"], columns, sizes, {**info, "sampler": "iid"})
+                    rec["saved_synthetic_iid"] = str(iid_path)
         except Exception as exc:  # noqa: BLE001 - record, don't crash
             rec.update(
                 status="error",
