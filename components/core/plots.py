@@ -1,9 +1,10 @@
 """Tiny dependency-free charts for release reports, as inline SVG strings (shared by every
 family's figures and the report page).
 
-Three shapes cover the report: ``bar_chart`` (vertical bars over categories), ``hbar_chart``
-(horizontal bars, for many long labels), ``grouped_bar_chart`` (before/after per category) and
-``histogram`` (counts of values in equal bins, with marked reference values and bands).
+The shapes: ``bar_chart`` (vertical bars over categories), ``hbar_chart`` (horizontal bars, for
+many long labels), ``grouped_bar_chart`` (before/after per category), ``histogram`` (counts of
+values in equal bins, with marked reference values and bands) and ``scatter_chart`` (a
+trade-off: points per series).
 
 Every chart is a complete ``<svg>`` element with a ``viewBox`` and explicit width/height, a
 ``<title>`` and an ``aria-label``. All text is XML-escaped; numbers are formatted with fixed
@@ -243,6 +244,55 @@ def bar_chart(
                 _text(x + bw / 2, bottom + 16, c, size=TICK_SIZE, anchor="middle", fill=MUTED)
             )
     parts.append(_line(left, bottom, right, bottom, AXIS))
+    if x_label:
+        parts.append(_text((left + right) / 2, height - 10, x_label, anchor="middle"))
+    return _svg(width, height, title, parts)
+
+
+def scatter_chart(
+    series: Sequence[tuple[str, Sequence[tuple[float, float, str]]]],
+    *,
+    title: str,
+    x_label: str = "",
+    y_label: str = "",
+    width: int = 640,
+    height: int = 360,
+) -> str:
+    """Points (x, y, label) per named series, one colour each, with a legend: a trade-off plot
+    (e.g. dPar on x, accuracy on y, one point per grid setting and classifier)."""
+    pts = [(x, y) for _, ps in series for x, y, _ in ps if math.isfinite(x) and math.isfinite(y)]
+    if not pts:
+        pts = [(0.0, 0.0)]
+    xs, ys = [p[0] for p in pts], [p[1] for p in pts]
+    xt = nice_ticks(min(0.0, min(xs)), max(xs) or 1.0)
+    yt = nice_ticks(min(ys), max(ys)) if max(ys) > min(ys) else nice_ticks(0.0, max(ys) or 1.0)
+    legend = [("box", PALETTE[i % len(PALETTE)], name) for i, (name, _) in enumerate(series)]
+    left, right, top = 64.0, width - 16.0, 40.0 + _legend_height(legend, 64.0, width - 16.0)
+    bottom = height - 48.0
+
+    def sx(v: float) -> float:
+        return left + (right - left) * (v - xt[0]) / ((xt[-1] - xt[0]) or 1.0)
+
+    def sy(v: float) -> float:
+        return bottom - (bottom - top) * (v - yt[0]) / ((yt[-1] - yt[0]) or 1.0)
+
+    parts = [_text(width / 2, 22, title, size=TITLE_SIZE, anchor="middle", weight="bold")]
+    parts += _legend(legend, left, 34.0, right)
+    parts += _y_axis(yt, sy, left, right, y_label, top, bottom, fmt_num)
+    for t in xt:
+        parts.append(_line(sx(t), bottom, sx(t), bottom + 4, AXIS))
+        parts.append(
+            _text(sx(t), bottom + 16, fmt_num(t), size=TICK_SIZE, anchor="middle", fill=MUTED)
+        )
+    parts.append(_line(left, bottom, right, bottom, AXIS))
+    for i, (_name, ps) in enumerate(series):
+        colour = PALETTE[i % len(PALETTE)]
+        for x, y, label in ps:
+            if math.isfinite(x) and math.isfinite(y):
+                parts.append(
+                    f'<circle cx="{_c(sx(x))}" cy="{_c(sy(y))}" r="4.5" fill="{colour}">'
+                    f"<title>{escape(label)}: {fmt_num(x)}, {fmt_num(y)}</title></circle>"
+                )
     if x_label:
         parts.append(_text((left + right) / 2, height - 10, x_label, anchor="middle"))
     return _svg(width, height, title, parts)

@@ -1,0 +1,413 @@
+"""The cost of protection, measured the way the papers measure it: stratified folds, the
+component applied to the training folds only, classifiers trained on the protected training
+table and scored on the untouched test fold, against the same classifiers trained on the raw
+training fold ("no protection").
+
+Orchestrator-neutral and algorithm-blind: it reads the roles (the label and its ``positive``
+values, the first protected attribute and its protected values) and the algorithm's first
+output, which must be a table holding the label (a table release or a synthetic table; a report
+is refused). Features are every other column, encoded from the raw training fold: numeric
+columns standardised, nominal ones one-hot, a generalised ``struct<lo, hi>`` cell at its
+midpoint, a generalised ``list`` cell as equal shares of its values (the test fold's single
+values then hit the same one-hot columns).
+
+Per grid point, protection and classifier: accuracy, precision, recall, dPar
+(|P(y^=1 | U) - P(y^=1 | F)|) and eOdds (|TPR_U - TPR_F| + |TNR_U - TNR_F|), mean over the
+folds with a 95 % t-interval.
+
+>>> parse_grid(["k=5,10", "tau=1"])
+{'k': [5, 10], 'tau': [1]}
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import yaml
+
+from components.core.inputs import member
+from components.core.metrics import demographic_parity_difference, equalized_odds_sum
+from schemas.errors import InputError, SpecError
+from schemas.roles import Role, read_roles
+
+__all__ = [
+    "CLASSIFIERS",
+    "parse_grid",
+    "Features",
+    "evaluate",
+    "Evaluation",
+]
+
+CLASSIFIERS = ("lr", "rf", "sgd", "gnb", "dt", "ada", "mlp")
+METRICS = ("accuracy", "precision", "recall", "dpar", "eodds")
+
+
+def parse_grid(pairs: Iterable[str]) -> dict[str, list]:
+    """``["k=5,10", ...]`` as ``{"k": [5, 10]}`` (each value read as YAML)."""
+    grid: dict[str, list] = {}
+    for p in pairs:
+        if "=" not in p:
+            raise SpecError("--grid", f"expects key=v1,v2,..., got '{p}'")
+        key, values = p.split("=", 1)
+        grid[key.strip()] = [yaml.safe_load(v) for v in values.split(",")]
+    return grid
+
+
+def _classifier(name: str, seed: int):
+    from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
+    from sklearn.linear_model import LogisticRegression, SGDClassifier
+    from sklearn.naive_bayes import GaussianNB
+    from sklearn.neural_network import MLPClassifier
+    from sklearn.tree import DecisionTreeClassifier
+
+    makers: dict[str, Callable[[], Any]] = {
+        "lr": lambda: LogisticRegression(max_iter=1000),
+        "rf": lambda: RandomForestClassifier(n_estimators=100, random_state=seed, n_jobs=1),
+        "sgd": lambda: SGDClassifier(loss="hinge", random_state=seed),
+        "gnb": lambda: GaussianNB(),
+        "dt": lambda: DecisionTreeClassifier(random_state=seed),
+        "ada": lambda: AdaBoostClassifier(random_state=seed),
+        "mlp": lambda: MLPClassifier(hidden_layer_sizes=(20, 20), max_iter=200, random_state=seed),
+    }
+    if name not in makers:
+        raise SpecError(
+            "--classifiers", f"unknown classifier '{name}'; known: {', '.join(CLASSIFIERS)}"
+        )
+    return makers[name]()
+
+
+@dataclass
+class Features:
+    """The feature encoding, fitted on a raw training table: per column, numeric (mean, std)
+    or the list of levels."""
+
+    columns: list[str]
+    numeric: dict[str, tuple[float, float]] = field(default_factory=dict)
+    levels: dict[str, list] = field(default_factory=dict)
+
+    @classmethod
+    def fit(cls, table: pa.Table, columns: Sequence[str]) -> Features:
+        f = cls(list(columns))
+        for c in columns:
+            t = table.schema.field(c).type
+            if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_boolean(t):
+                x = _numbers(table.column(c))
+                sd = float(np.nanstd(x)) or 1.0
+                f.numeric[c] = (float(np.nanmean(x)) if len(x) else 0.0, sd)
+            else:
+                values = pc.unique(table.column(c)).to_pylist()
+                f.levels[c] = sorted({str(v) for v in values}, key=str)
+        return f
+
+    def transform(self, table: pa.Table) -> np.ndarray:
+        blocks = []
+        for c in self.columns:
+            col = table.column(c)
+            if c in self.numeric:
+                mean, sd = self.numeric[c]
+                x = _numbers(col)
+                blocks.append(((np.nan_to_num(x, nan=mean) - mean) / sd)[:, None])
+            else:
+                blocks.append(_one_hot(col, self.levels[c]))
+        return np.hstack(blocks) if blocks else np.zeros((table.num_rows, 0))
+
+
+def _numbers(col: pa.ChunkedArray) -> np.ndarray:
+    """A numeric column as floats; a generalised ``struct<lo, hi>`` column at its midpoints."""
+    t = col.type
+    if pa.types.is_struct(t):
+        lo = pc.struct_field(col, "lo").cast(pa.float64()).to_numpy(zero_copy_only=False)
+        hi = pc.struct_field(col, "hi").cast(pa.float64()).to_numpy(zero_copy_only=False)
+        return (lo + hi) / 2
+    return col.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
+
+
+def _one_hot(col: pa.ChunkedArray, levels: list) -> np.ndarray:
+    index = {v: i for i, v in enumerate(levels)}
+    out = np.zeros((len(col), len(levels)))
+    if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        for r, cell in enumerate(col.to_pylist()):  # generalised cells: a few distinct sets
+            cell = cell or []
+            for v in cell:
+                j = index.get(str(v))
+                if j is not None:
+                    out[r, j] = 1.0 / len(cell)
+        return out
+    if pa.types.is_struct(col.type):
+        return out
+    codes = pc.index_in(col.cast(pa.string()), value_set=pa.array(levels, pa.string()))
+    idx = codes.to_numpy(zero_copy_only=False)
+    ok = ~np.isnan(idx.astype(float))
+    out[np.flatnonzero(ok), idx[ok].astype(int)] = 1.0
+    return out
+
+
+def _groups(table: pa.Table):
+    """(label column, positive values, protected column, its role) from the roles."""
+    roles = read_roles(table)
+    labels = roles.with_role(Role.LABEL)
+    protected = roles.with_role(Role.PROTECTED)
+    if not labels:
+        raise InputError(None, "evaluation needs a label column (the classifiers' target)")
+    if not protected:
+        raise InputError(None, "evaluation needs a protected attribute (for dPar and eOdds)")
+    return labels[0], protected[0]
+
+
+def _indicator(col: pa.ChunkedArray, role) -> np.ndarray:
+    if role.role is Role.LABEL:
+        return member(col, role.positive if role.positive is not None else [1])
+    if role.unfavoured is not None:
+        return member(col, role.unfavoured)
+    if role.favoured is not None:
+        return ~member(col, role.favoured)
+    return member(col, [0])
+
+
+def _folds(y: np.ndarray, s: np.ndarray, folds: int, seed: int):
+    from sklearn.model_selection import StratifiedKFold
+
+    strata = y.astype(int) * 2 + s.astype(int)
+    counts = np.bincount(strata, minlength=4)
+    if counts[counts > 0].min() < folds:
+        strata = y.astype(int)  # a label x group cell smaller than the folds: label only
+    return StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(y, strata)
+
+
+def _score(y_true, y_pred, s) -> dict[str, float]:
+    tp = float(np.sum(y_pred & y_true))
+    out = {
+        "accuracy": float(np.mean(y_pred == y_true)),
+        "precision": tp / float(np.sum(y_pred)) if np.any(y_pred) else 0.0,
+        "recall": tp / float(np.sum(y_true)) if np.any(y_true) else 0.0,
+        "dpar": demographic_parity_difference(y_pred.astype(int), sensitive_features=s),
+        "eodds": equalized_odds_sum(y_true.astype(int), y_pred.astype(int), sensitive_features=s)
+        if len(np.unique(s)) == 2
+        else float("nan"),
+    }
+    return out
+
+
+def _interval(values: Sequence[float]) -> tuple[float, float, float]:
+    from scipy.stats import t
+
+    x = np.asarray([v for v in values if v == v], dtype=float)
+    if len(x) == 0:
+        return math.nan, math.nan, math.nan
+    m = float(x.mean())
+    if len(x) < 2:
+        return m, m, m
+    h = float(t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
+    return m, m - h, m + h
+
+
+@dataclass
+class Evaluation:
+    """``folds``: one row per (grid point, protection, classifier, fold, metric); ``summary``:
+    mean and 95 % interval per (grid point, protection, classifier, metric)."""
+
+    spec: str
+    folds: pa.Table
+    summary: pa.Table
+    seconds: float
+
+
+def evaluate(
+    spec,
+    table: pa.Table,
+    grid: Mapping[str, list] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    classifiers: Sequence[str] = ("lr", "rf", "sgd", "gnb"),
+    progress: Callable[[str], None] | None = None,
+    apply: Callable | None = None,
+) -> Evaluation:
+    """The protocol of the module docstring on ``table`` (the spec's ingested input).
+
+    ``apply(train_table, params) -> protected train table`` defaults to the spec's algorithm's
+    first output; tests pass a recording one.
+    """
+    from pipelines.catalogue import algorithm_of, with_params
+
+    t0 = time.perf_counter()
+    say = progress or (lambda m: print(m, file=sys.stderr))
+    algo = algorithm_of(spec)
+    if "data" not in algo.outputs:
+        raise InputError(
+            None,
+            f"evaluation needs a table release with the label; '{algo.name}' publishes "
+            f"{', '.join(algo.outputs)} (a report, not a table to train on)",
+        )
+    label, prot = _groups(table)
+    y_all = _indicator(table.column(label.name), label)
+    s_all = _indicator(table.column(prot.name), prot)
+    features = [c for c in table.column_names if c != label.name]
+    for c in classifiers:
+        _classifier(c, seed)  # unknown names fail before any work
+    keys = list((grid or {}).keys())
+    points = [
+        dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid or {}).values())
+    ] or [{}]
+    specs = [with_params(spec, p) if p else spec for p in points]
+
+    def run(train: pa.Table, params) -> pa.Table:
+        if apply is not None:
+            return apply(train, params)
+        result = algo(train, params)
+        out = result.outputs["data"]
+        if label.name not in out.column_names:
+            raise InputError(
+                label.name,
+                f"evaluation needs a table release with the label; '{algo.name}' publishes "
+                f"{', '.join(result.outputs)} without it",
+            )
+        return out
+
+    rows: list[dict] = []
+    splits = list(_folds(y_all, s_all, folds, seed))
+    total = len(points) * len(splits)
+    done = 0
+    for point, sp in zip(points, specs, strict=True):
+        for k, (train_idx, test_idx) in enumerate(splits):
+            train = table.take(pa.array(train_idx))
+            test = table.take(pa.array(test_idx))
+            protected = run(train, sp.params)
+            enc = Features.fit(train, features)
+            x_test = enc.transform(test)
+            y_test, s_test = y_all[test_idx], s_all[test_idx]
+            for name, tr in (("none", train), (algo.name, protected)):
+                x = enc.transform(tr)
+                y = _indicator(tr.column(label.name), label)
+                for clf_name in classifiers:
+                    if len(np.unique(y)) < 2:
+                        pred = np.full(len(y_test), bool(y[0]) if len(y) else False)
+                    else:
+                        clf = _classifier(clf_name, seed + k)
+                        pred = clf.fit(x, y).predict(x_test).astype(bool)
+                    for metric, value in _score(y_test, pred, s_test).items():
+                        rows.append(
+                            {
+                                "grid": json.dumps(point, sort_keys=True),
+                                "protection": name,
+                                "classifier": clf_name,
+                                "fold": k,
+                                "metric": metric,
+                                "value": value,
+                            }
+                        )
+            done += 1
+            say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
+    per_fold = pa.Table.from_pylist(rows)
+    summary = _summarise(rows)
+    return Evaluation(spec.name, per_fold, summary, time.perf_counter() - t0)
+
+
+def _summarise(rows: list[dict]) -> pa.Table:
+    groups: dict[tuple, list[float]] = {}
+    for r in rows:
+        groups.setdefault((r["grid"], r["protection"], r["classifier"], r["metric"]), []).append(
+            r["value"]
+        )
+    out = []
+    for (grid, protection, clf, metric), values in groups.items():
+        m, lo, hi = _interval(values)
+        out.append(
+            {
+                "grid": grid,
+                "protection": protection,
+                "classifier": clf,
+                "metric": metric,
+                "mean": m,
+                "ci_low": lo,
+                "ci_high": hi,
+                "folds": len(values),
+            }
+        )
+    return pa.Table.from_pylist(out)
+
+
+def page(ev: Evaluation) -> str:
+    """A self-contained HTML page: the trade-off plot (accuracy against dPar, one point per
+    grid setting and classifier, one colour per protection) and the summary table."""
+    from html import escape
+
+    from components.core.plots import fmt_num, scatter_chart
+
+    rows = ev.summary.to_pylist()
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        by.setdefault((r["protection"], r["grid"], r["classifier"]), {})[r["metric"]] = r
+    series: dict[str, list] = {}
+    for (protection, grid, clf), m in by.items():
+        if "accuracy" in m and "dpar" in m:
+            label = f"{protection} {clf} {grid if grid != '{}' else ''}".strip()
+            series.setdefault(protection, []).append(
+                (m["dpar"]["mean"], m["accuracy"]["mean"], label)
+            )
+    svg = scatter_chart(
+        list(series.items()),
+        title=f"Cost of protection: {ev.spec}",
+        x_label="dPar (lower is fairer)",
+        y_label="accuracy",
+    )
+    head = "".join(f"<th>{escape(m)}</th>" for m in METRICS)
+    body = []
+    for (protection, grid, clf), m in sorted(by.items()):
+        cells = "".join(
+            f"<td>{fmt_num(m[k]['mean'])} [{fmt_num(m[k]['ci_low'])}, {fmt_num(m[k]['ci_high'])}]</td>"
+            if k in m
+            else "<td></td>"
+            for k in METRICS
+        )
+        body.append(
+            f"<tr><td>{escape(protection)}</td><td>{escape(grid)}</td><td>{escape(clf)}</td>"
+            f"{cells}</tr>"
+        )
+    folds = max((r["folds"] for r in rows), default=0)
+    return (
+        "<!doctype html><html><head><meta charset='utf-8'>"
+        f"<title>privfair evaluation: {escape(ev.spec)}</title>"
+        "<style>body{font-family:DejaVu Sans,Verdana,sans-serif;margin:2em;color:#222}"
+        "table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:4px 8px;"
+        "font-size:13px}th{background:#f3f3f3}</style></head><body>"
+        f"<h1>Cost of protection: {escape(ev.spec)}</h1>"
+        f"<p>Stratified {folds}-fold protocol: the component applied to the training folds "
+        "only, classifiers trained on the protected (or, for <em>none</em>, the raw) training "
+        "fold and scored on the untouched test fold. Mean over the folds with a 95 % "
+        f"t-interval; {ev.seconds:.1f} s.</p><section id='tradeoff'>{svg}</section>"
+        "<section id='summary'><table><tr><th>protection</th><th>grid</th><th>classifier</th>"
+        f"{head}</tr>{''.join(body)}</table></section></body></html>"
+    )
+
+
+def write(ev: Evaluation, out_dir) -> dict[str, str]:
+    """``evaluation.parquet`` (per fold), ``summary.parquet`` and ``evaluation.html`` in
+    ``out_dir``, written aside and renamed so a failed run leaves no partial file."""
+    import os
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {}
+    for name, write_fn in (
+        ("evaluation.parquet", lambda p: pq.write_table(ev.folds, p)),
+        ("summary.parquet", lambda p: pq.write_table(ev.summary, p)),
+        ("evaluation.html", lambda p: Path(p).write_text(page(ev), encoding="utf-8")),
+    ):
+        tmp = out / f".{name}.tmp"
+        write_fn(tmp)
+        os.replace(tmp, out / name)
+        paths[name] = str(out / name)
+    return paths

@@ -1,0 +1,108 @@
+"""``privfair evaluate``: the papers' protocol (stratified folds, the component on the training
+folds only, classifiers scored on the untouched test fold beside the same classifiers trained on
+the raw fold), for any algorithm whose first output is a table with the label."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from pipelines.catalogue import load_spec
+from pipelines.cli import main
+from pipelines.evaluate import METRICS, evaluate, parse_grid
+from pipelines.flow import ingest
+from schemas.errors import InputError, SpecError
+
+SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
+
+
+@pytest.fixture(scope="module")
+def german():
+    spec = load_spec(SPECS / "german_fair_mdav.yaml")
+    return spec, ingest(spec).table
+
+
+def test_the_component_sees_the_training_folds_only(german):
+    spec, table = german
+    seen = []
+
+    def apply(train, params):
+        seen.append(train)
+        return train  # no protection: both arms must then score the same
+
+    ev = evaluate(spec, table, folds=4, classifiers=["lr"], apply=apply, progress=lambda m: None)
+    n = table.num_rows
+    assert [t.num_rows for t in seen] == [n - n // 4] * 4
+    rows = ev.summary.to_pylist()
+    none = {r["metric"]: r["mean"] for r in rows if r["protection"] == "none"}
+    ours = {r["metric"]: r["mean"] for r in rows if r["protection"] == "fair_mdav"}
+    assert none == pytest.approx(ours, nan_ok=True)
+
+
+def test_a_grid_gives_every_combination_with_intervals(german):
+    spec, table = german
+    ev = evaluate(
+        spec,
+        table,
+        grid={"k": [5, 10]},
+        folds=3,
+        classifiers=["lr", "gnb"],
+        progress=lambda m: None,
+    )
+    rows = ev.summary.to_pylist()
+    assert len(rows) == 2 * 2 * 2 * len(METRICS)
+    assert {r["grid"] for r in rows} == {'{"k": 5}', '{"k": 10}'}
+    for r in rows:
+        if not math.isnan(r["mean"]):
+            assert r["ci_low"] - 1e-12 <= r["mean"] <= r["ci_high"] + 1e-12
+            assert r["folds"] == 3
+            if r["metric"] != "eodds":
+                assert 0 <= r["mean"] <= 1
+    assert ev.folds.num_rows == 2 * 3 * 2 * 2 * len(METRICS)
+
+
+def test_a_report_algorithm_is_refused():
+    spec = load_spec(SPECS / "adult_atr.yaml")
+    table = ingest(spec).table.slice(0, 3000)
+    with pytest.raises(InputError, match="table release with the label"):
+        evaluate(spec, table, folds=2, classifiers=["gnb"], progress=lambda m: None)
+
+
+def test_unknown_classifier_and_bad_grid_are_named(german):
+    spec, table = german
+    with pytest.raises(SpecError, match="--classifiers"):
+        evaluate(spec, table, classifiers=["svm"], progress=lambda m: None)
+    with pytest.raises(SpecError, match="--grid"):
+        parse_grid(["k"])
+    with pytest.raises(SpecError, match="component.params"):
+        evaluate(
+            spec, table, grid={"k": [0]}, folds=2, classifiers=["gnb"], progress=lambda m: None
+        )
+
+
+def test_cli_writes_the_tables_and_the_page(tmp_path, capsys):
+    code = main(
+        [
+            "evaluate",
+            str(SPECS / "german_dmondrian.yaml"),
+            "--folds",
+            "3",
+            "--classifiers",
+            "lr",
+            "--out",
+            str(tmp_path),
+        ]
+    )
+    assert code == 0
+    folder = tmp_path / "german_dmondrian"
+    summary = pq.read_table(folder / "summary.parquet").to_pylist()
+    assert {r["protection"] for r in summary} == {"none", "dmondrian"}
+    html = (folder / "evaluation.html").read_text()
+    assert "<svg" in html and "dmondrian" in html
+    assert not list(folder.glob(".*.tmp"))
+    assert "evaluation:" in capsys.readouterr().out
+    assert np.isfinite([r["mean"] for r in summary if r["metric"] == "accuracy"]).all()
