@@ -157,6 +157,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         folds=args.folds,
         seed=args.seed,
         classifiers=[c.strip() for c in args.classifiers.split(",") if c.strip()],
+        drop_protected=args.drop_protected,
     )
     paths = write(ev, Path(args.out) / spec.name)
     for r in ev.summary.to_pylist():
@@ -227,6 +228,11 @@ def parser() -> argparse.ArgumentParser:
         help="comma-separated: lr, rf, sgd (hinge), gnb, dt, ada, mlp",
     )
     ev.add_argument("--out", default="evaluations", help="output folder (one sub-folder per spec)")
+    ev.add_argument(
+        "--drop-protected",
+        action="store_true",
+        help="leave the protected attribute out of the classifiers' features",
+    )
     ev.add_argument("--data-dir", default=None)
     ev.set_defaults(fn=cmd_evaluate)
 

@@ -220,6 +220,7 @@ class Evaluation:
     folds: pa.Table
     summary: pa.Table
     seconds: float
+    features: list[str] = field(default_factory=list)
 
 
 def evaluate(
@@ -231,11 +232,13 @@ def evaluate(
     classifiers: Sequence[str] = ("lr", "rf", "sgd", "gnb"),
     progress: Callable[[str], None] | None = None,
     apply: Callable | None = None,
+    drop_protected: bool = False,
 ) -> Evaluation:
     """The protocol of the module docstring on ``table`` (the spec's ingested input).
 
     ``apply(train_table, params) -> protected train table`` defaults to the spec's algorithm's
-    first output; tests pass a recording one.
+    first output; tests pass a recording one. ``drop_protected`` leaves the protected attribute
+    out of the classifiers' features (Fair-MDAV spec A11: the paper does not say; default in).
     """
     from pipelines.catalogue import algorithm_of, with_params
 
@@ -251,7 +254,9 @@ def evaluate(
     label, prot = _groups(table)
     y_all = _indicator(table.column(label.name), label)
     s_all = _indicator(table.column(prot.name), prot)
-    features = [c for c in table.column_names if c != label.name]
+    features = [
+        c for c in table.column_names if c != label.name and not (drop_protected and c == prot.name)
+    ]
     for c in classifiers:
         _classifier(c, seed)  # unknown names fail before any work
     keys = list((grid or {}).keys())
@@ -309,7 +314,7 @@ def evaluate(
             say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
     per_fold = pa.Table.from_pylist(rows)
     summary = _summarise(rows)
-    return Evaluation(spec.name, per_fold, summary, time.perf_counter() - t0)
+    return Evaluation(spec.name, per_fold, summary, time.perf_counter() - t0, features)
 
 
 def _summarise(rows: list[dict]) -> pa.Table:

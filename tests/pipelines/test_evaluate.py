@@ -65,6 +65,13 @@ def test_a_grid_gives_every_combination_with_intervals(german):
     assert ev.folds.num_rows == 2 * 3 * 2 * 2 * len(METRICS)
 
 
+def test_the_protected_attribute_can_be_left_out_of_the_features(german):
+    spec, table = german
+    kw = dict(folds=2, classifiers=["gnb"], progress=lambda m: None)
+    assert "sex" in evaluate(spec, table, **kw).features
+    assert "sex" not in evaluate(spec, table, drop_protected=True, **kw).features
+
+
 def test_a_report_algorithm_is_refused():
     spec = load_spec(SPECS / "adult_atr.yaml")
     table = ingest(spec).table.slice(0, 3000)
