@@ -34,40 +34,39 @@ _HEADLINE = (
     Metric("timings_s", "seconds per phase"),
 )
 
-MST = Algorithm(
-    name="mst",
-    title="MST",
-    params=MSTParams,
-    run=f"{_P}.synthesize:mst",
-    contract=f"{_P}.contract:contract",
-    evidence=f"{_P}.audit:evidence",
-    example=f"{_P}.examples:mst_example",
-    headline=_HEADLINE,
-    figures=f"{_P}.figures:figures",
-    outputs=("data",),
-    sidecars=("ledger", "measurements", "compression", "tree", "model"),
-    paper="McKenna, Miklau, Sheldon, Winning the NIST Contest: A scalable and general approach "
-    "to differentially private synthetic data, JPC 11(3), 2021",
-    row_level=False,
-    replayable=False,
-)
 
-PREFAIR = Algorithm(
-    name="prefair",
-    title="PreFair",
-    params=PreFairParams,
-    run=f"{_P}.synthesize:prefair",
-    contract=f"{_P}.contract:contract",
-    evidence=f"{_P}.audit:evidence",
-    example=f"{_P}.examples:prefair_example",
-    headline=_HEADLINE,
-    figures=f"{_P}.figures:figures",
-    outputs=("data",),
-    sidecars=("ledger", "measurements", "compression", "tree", "model"),
-    paper="Pujol, Gilad, Machanavajjhala, PreFair: Privately Generating Justifiably Fair "
-    "Synthetic Data, PVLDB 16(6), 2023",
-    row_level=False,
-    replayable=False,
+def _algorithm(name: str, title: str, params, paper: str) -> Algorithm:
+    return Algorithm(
+        name=name,
+        title=title,
+        params=params,
+        run=f"{_P}.synthesize:{name}",
+        contract=f"{_P}.contract:contract",
+        evidence=f"{_P}.audit:evidence",
+        example=f"{_P}.examples:{name}_example",
+        headline=_HEADLINE,
+        figures=f"{_P}.figures:figures",
+        outputs=("data",),
+        sidecars=("ledger", "measurements", "compression", "tree", "model"),
+        paper=paper,
+        row_level=False,  # a new table, not the input's rows
+        replayable=False,  # OpenDP's noise takes no seed
+    )
+
+
+MST = _algorithm(
+    "mst",
+    "MST",
+    MSTParams,
+    "McKenna, Miklau, Sheldon, Winning the NIST Contest: A scalable and general approach to "
+    "differentially private synthetic data, JPC 11(3), 2021",
+)
+PREFAIR = _algorithm(
+    "prefair",
+    "PreFair",
+    PreFairParams,
+    "Pujol, Gilad, Machanavajjhala, PreFair: Privately Generating Justifiably Fair Synthetic "
+    "Data, PVLDB 16(6), 2023",
 )
 
 

@@ -245,7 +245,7 @@ class Compositor:
         self._queryable = self.measurement(records)
         self.ledger: list[dict] = []
 
-    def _transformation(self, fn: Callable, metric, n_out: int | None = None):
+    def _transformation(self, fn: Callable, metric):
         dp = self._dp
         out = dp.vector_domain(dp.atom_domain(T=float, nan=False))
 

@@ -25,6 +25,7 @@ from components.synthesis.domain import public_domains
 from components.synthesis.inputs import index_roles
 from components.synthesis.model import Measurement, noisy_total
 from components.synthesis.params import MSTParams
+from components.synthesis.selection import tree_path
 from schemas.errors import InputError
 from schemas.roles import read_roles
 
@@ -50,23 +51,6 @@ def published_codes(input_table: pa.Table, data: pa.Table, params: MSTParams) ->
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, InputError):
             out[name] = np.full(data.num_rows, -1, dtype=np.int64)
     return pd.DataFrame(out, index=pd.RangeIndex(data.num_rows))
-
-
-def _path(adjacency: dict, src: int, dst: int) -> list[int] | None:
-    """The tree path from ``src`` to ``dst`` (None when they are not connected)."""
-    prev, queue = {src: None}, [src]
-    while queue:
-        v = queue.pop(0)
-        if v == dst:
-            out = [v]
-            while prev[out[-1]] is not None:
-                out.append(prev[out[-1]])
-            return out[::-1]
-        for u in adjacency.get(v, ()):
-            if u not in prev:
-                prev[u] = v
-                queue.append(u)
-    return None
 
 
 def _pair(query: str) -> tuple[str, str]:
@@ -110,14 +94,10 @@ def evidence(
         for a, b in zip(tree["a"], tree["b"], strict=True)
         if a in names and b in names
     ]
-    adjacency: dict[int, list[int]] = {}
-    for a, b in edges:
-        adjacency.setdefault(a, []).append(b)
-        adjacency.setdefault(b, []).append(a)
     admissible = set(idx.admissible)
     for o in idx.outcomes:
         for p in idx.protected:
-            path = _path(adjacency, o, p) or []
+            path = tree_path(edges, o, p) or []
             sep = next((v for v in path[1:-1] if v in admissible), None)
             codes[f"__s__{names[o]}__{names[p]}"] = (
                 codes[names[sep]].to_numpy() if sep is not None else np.zeros(len(codes), int)

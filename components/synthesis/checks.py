@@ -20,6 +20,7 @@ from scipy.stats import chi2
 from components.core.checks import CheckResult, make_result
 from components.synthesis import guarantees as G
 from components.synthesis.accounting import composed_total, epsilon_of, step_rho
+from components.synthesis.selection import tree_path
 
 __all__ = [
     "expected_plan",
@@ -244,22 +245,6 @@ def _tables(model: pd.DataFrame) -> dict:
     return out
 
 
-def _path(adj: dict, src: str, dst: str) -> list[str] | None:
-    prev, queue = {src: None}, [src]
-    while queue:
-        v = queue.pop(0)
-        if v == dst:
-            out = [v]
-            while prev[out[-1]] is not None:
-                out.append(prev[out[-1]])
-            return out[::-1]
-        for u in adj.get(v, ()):
-            if u not in prev:
-                prev[u] = v
-                queue.append(u)
-    return None
-
-
 def conditional_mi(joint: np.ndarray) -> float:
     """I(X; Y | Z) in nats of a joint table indexed [x, z, y]."""
     p = joint / joint.sum()
@@ -292,17 +277,13 @@ def check_model_independence(g: G.ModelIndependence, model: pd.DataFrame) -> Che
     cliques = sorted({tuple(sorted(k)) for k in tables})
     nodes = sorted({v for e in cliques for v in e} | set(g.protected) | set(g.outcomes))
     _, cycle = _components(nodes, cliques)
-    adj: dict[str, list[str]] = {}
-    for a, b in cliques:
-        adj.setdefault(a, []).append(b)
-        adj.setdefault(b, []).append(a)
     bad, worst = [], 0.0
     if cycle:
         bad.append({"rule": "the model's cliques form a tree"})
     A = set(g.admissible)
     for o in g.outcomes:
         for p in g.protected:
-            path = _path(adj, o, p)
+            path = tree_path(cliques, o, p)
             if path is None:
                 continue  # not connected: independent
             inner = [i for i, v in enumerate(path[1:-1], start=1) if v in A]

@@ -7,6 +7,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.synthesis.selection import tree_path
+
 __all__ = [
     "break_ledger",
     "break_compression",
@@ -52,31 +54,13 @@ def break_structure(g, table, outputs, sidecars, rng):
     return outputs, {**sidecars, "tree": tree}
 
 
-def _path(edges, src, dst):
-    adj: dict = {}
-    for x, y in edges:
-        adj.setdefault(x, []).append(y)
-        adj.setdefault(y, []).append(x)
-    prev, queue = {src: None}, [src]
-    while queue:
-        v = queue.pop(0)
-        for u in adj.get(v, ()):
-            if u not in prev:
-                prev[u] = v
-                queue.append(u)
-    out = [dst]
-    while prev.get(out[-1]) is not None:
-        out.append(prev[out[-1]])
-    return out[::-1]
-
-
 def break_fair_tree(g, table, outputs, sidecars, rng):
     """A spanning tree with a direct protected-outcome edge: the first edge of the tree path
     from an outcome to a protected attribute swapped for that pair."""
     tree = sidecars["tree"]
     edges = list(zip(tree.column("a").to_pylist(), tree.column("b").to_pylist(), strict=True))
     o, p = g.outcomes[0], g.protected[0]
-    path = _path(edges, o, p)
+    path = tree_path(edges, o, p)
     first = {path[0], path[1]}
     edges = [e for e in edges if set(e) != first] + [(o, p)]
     new = pa.table(

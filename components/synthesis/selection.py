@@ -30,6 +30,7 @@ __all__ = [
     "best_fair_tree",
     "edge_scores",
     "separator",
+    "tree_path",
 ]
 
 Edge = tuple[int, int]
@@ -228,3 +229,29 @@ def edge_scores(
         est = np.outer(estimate[i], estimate[j]).ravel() / total if total > 0 else 0.0
         out[k] = np.abs(table - est).sum()
     return out
+
+
+def tree_path(edges: Sequence[tuple], src, dst) -> list | None:
+    """The path from ``src`` to ``dst`` in the forest ``edges`` (node labels of any hashable
+    type), by breadth-first search; None when they are not connected.
+
+    >>> tree_path([("a", "b"), ("b", "c"), ("b", "d")], "a", "d")
+    ['a', 'b', 'd']
+    """
+    adjacency: dict = {}
+    for a, b in edges:
+        adjacency.setdefault(a, []).append(b)
+        adjacency.setdefault(b, []).append(a)
+    prev, queue = {src: None}, [src]
+    while queue:
+        v = queue.pop(0)
+        if v == dst:
+            out = [v]
+            while prev[out[-1]] is not None:
+                out.append(prev[out[-1]])
+            return out[::-1]
+        for u in adjacency.get(v, ()):
+            if u not in prev:
+                prev[u] = v
+                queue.append(u)
+    return None

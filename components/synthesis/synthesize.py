@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -178,22 +179,24 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     }
     t = time.perf_counter()
     metrics = _metrics(
-        table,
-        data,
-        roles,
-        idx,
-        names,
-        sizes,
-        codes,
-        syn_codes,
-        tree,
-        comp,
-        params,
-        rho,
-        exact,
-        model,
-        compressions,
-        clamped,
+        _Run(
+            table,
+            data,
+            roles,
+            idx,
+            names,
+            sizes,
+            codes,
+            syn_codes,
+            tree,
+            comp,
+            params,
+            rho,
+            exact,
+            model,
+            compressions,
+            clamped,
+        )
     )
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
@@ -308,27 +311,42 @@ def _model_table(names, model) -> pa.Table:
     )
 
 
-def _metrics(
-    table,
-    data,
-    roles,
-    idx,
-    names,
-    sizes,
-    codes,
-    syn_codes,
-    tree,
-    comp,
-    params,
-    rho,
-    exact,
-    model,
-    compressions,
-    clamped,
-) -> dict:
+@dataclass
+class _Run:
+    """What one run leaves for its metrics."""
+
+    table: pa.Table
+    data: pa.Table
+    roles: object
+    idx: object
+    names: list
+    sizes: list
+    codes: np.ndarray
+    syn_codes: np.ndarray
+    tree: list
+    comp: Compositor
+    params: MSTParams
+    rho: float
+    exact: bool
+    model: object
+    compressions: list
+    clamped: dict
+
+
+def _metrics(run: _Run) -> dict:
     """The run's account for people (never used to validate). Fidelity and fairness compare
     the synthetic table with the private input: they are an evaluation for the data owner,
     outside the DP guarantee."""
+    table, data, roles, idx, names = run.table, run.data, run.roles, run.idx, run.names
+    codes, syn_codes, tree, comp, params = run.codes, run.syn_codes, run.tree, run.comp, run.params
+    sizes, rho, exact, model, compressions = (
+        run.sizes,
+        run.rho,
+        run.exact,
+        run.model,
+        run.compressions,
+    )
+    clamped = run.clamped
     real = {n: codes[:, i] for i, n in enumerate(names)}
     syn = {n: syn_codes[:, i] for i, n in enumerate(names)}
     size = dict(zip(names, sizes, strict=True))
