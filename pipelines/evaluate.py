@@ -110,16 +110,37 @@ class Features:
         return f
 
     def transform(self, table: pa.Table) -> np.ndarray:
+        """The feature matrix of ``table``: a raw or protected table with the fitted columns,
+        or a table that publishes a nominal column as one-hot level shares (fields whose role
+        names it as ``source`` with a ``level``: microaggregation's ``publish: onehot``), whose
+        shares then fill that column's one-hot block."""
+        shares = _level_columns(table)
         blocks = []
         for c in self.columns:
-            col = table.column(c)
             if c in self.numeric:
                 mean, sd = self.numeric[c]
-                x = _numbers(col)
+                x = _numbers(table.column(c))
                 blocks.append(((np.nan_to_num(x, nan=mean) - mean) / sd)[:, None])
+            elif c in table.column_names:
+                blocks.append(_one_hot(table.column(c), self.levels[c]))
+            elif c in shares:
+                block = np.zeros((table.num_rows, len(self.levels[c])))
+                for j, level in enumerate(self.levels[c]):
+                    if level in shares[c]:
+                        block[:, j] = _numbers(table.column(shares[c][level]))
+                blocks.append(block)
             else:
-                blocks.append(_one_hot(col, self.levels[c]))
+                raise InputError(c, "the protected table has neither this column nor its levels")
         return np.hstack(blocks) if blocks else np.zeros((table.num_rows, 0))
+
+
+def _level_columns(table: pa.Table) -> dict[str, dict[str, str]]:
+    """{source column: {level (as text): one-hot share column}} from the roles."""
+    out: dict[str, dict[str, str]] = {}
+    for c in read_roles(table):
+        if c.source is not None and c.level is not None:
+            out.setdefault(c.source, {})[str(c.level)] = c.name
+    return out
 
 
 def _numbers(col: pa.ChunkedArray) -> np.ndarray:

@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from pipelines.catalogue import load_spec
+from pipelines.catalogue import load_spec, with_params
 from pipelines.cli import main
 from pipelines.evaluate import METRICS, evaluate, parse_grid
 from pipelines.flow import ingest
@@ -70,6 +70,16 @@ def test_the_protected_attribute_can_be_left_out_of_the_features(german):
     kw = dict(folds=2, classifiers=["gnb"], progress=lambda m: None)
     assert "sex" in evaluate(spec, table, **kw).features
     assert "sex" not in evaluate(spec, table, drop_protected=True, **kw).features
+
+
+def test_one_hot_level_shares_fill_the_nominal_blocks(german):
+    """Microaggregation's ``publish: onehot`` output (level shares instead of the nominal
+    columns) is encoded into the same features as the raw test fold."""
+    spec, table = german
+    spec = with_params(spec, {"publish": "onehot"})
+    ev = evaluate(spec, table, folds=2, classifiers=["lr"], progress=lambda m: None)
+    acc = [r["mean"] for r in ev.summary.to_pylist() if r["metric"] == "accuracy"]
+    assert len(acc) == 2 and all(0.5 < a <= 1 for a in acc)
 
 
 def test_a_report_algorithm_is_refused():
