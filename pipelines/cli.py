@@ -158,6 +158,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         seed=args.seed,
         classifiers=[c.strip() for c in args.classifiers.split(",") if c.strip()],
         drop_protected=args.drop_protected,
+        protect_test=args.protect_test,
     )
     paths = write(ev, Path(args.out) / spec.name)
     for r in ev.summary.to_pylist():
@@ -232,6 +233,12 @@ def parser() -> argparse.ArgumentParser:
         "--drop-protected",
         action="store_true",
         help="leave the protected attribute out of the classifiers' features",
+    )
+    ev.add_argument(
+        "--protect-test",
+        action="store_true",
+        help="score the protected arm on the test fold as the component publishes it "
+        "(row-level algorithms: rows mapped back through the lineage)",
     )
     ev.add_argument("--data-dir", default=None)
     ev.set_defaults(fn=cmd_evaluate)

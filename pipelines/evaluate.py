@@ -254,12 +254,16 @@ def evaluate(
     progress: Callable[[str], None] | None = None,
     apply: Callable | None = None,
     drop_protected: bool = False,
+    protect_test: bool = False,
 ) -> Evaluation:
     """The protocol of the module docstring on ``table`` (the spec's ingested input).
 
     ``apply(train_table, params) -> protected train table`` defaults to the spec's algorithm's
     first output; tests pass a recording one. ``drop_protected`` leaves the protected attribute
     out of the classifiers' features (Fair-MDAV spec A11: the paper does not say; default in).
+    ``protect_test``: the protected arm's classifier also sees the test fold as the component
+    publishes it (run on the test fold alone), each published row scored against its input
+    row's true label and group through the ``lineage`` sidecar; a row-level algorithm only.
     """
     from pipelines.catalogue import algorithm_of, with_params
 
@@ -271,6 +275,12 @@ def evaluate(
             None,
             f"evaluation needs a table release with the label; '{algo.name}' publishes "
             f"{', '.join(algo.outputs)} (a report, not a table to train on)",
+        )
+    if protect_test and (apply is not None or not algo.row_level or "lineage" not in algo.sidecars):
+        raise InputError(
+            None,
+            f"protect_test needs a row-level algorithm with a lineage sidecar; '{algo.name}' "
+            "does not map its rows back to the input",
         )
     label, prot = _groups(table)
     y_all = _indicator(table.column(label.name), label)
@@ -311,16 +321,22 @@ def evaluate(
             enc = Features.fit(train, features)
             x_test = enc.transform(test)
             y_test, s_test = y_all[test_idx], s_all[test_idx]
+            scored = {"none": (x_test, y_test, s_test), algo.name: (x_test, y_test, s_test)}
+            if protect_test:
+                res = algo(test, sp.params)
+                rid = res.sidecars["lineage"].column("row_id").to_numpy()
+                scored[algo.name] = (enc.transform(res.outputs["data"]), y_test[rid], s_test[rid])
             for name, tr in (("none", train), (algo.name, protected)):
+                x_eval, y_eval, s_eval = scored[name]
                 x = enc.transform(tr)
                 y = _indicator(tr.column(label.name), label)
                 for clf_name in classifiers:
                     if len(np.unique(y)) < 2:
-                        pred = np.full(len(y_test), bool(y[0]) if len(y) else False)
+                        pred = np.full(len(y_eval), bool(y[0]) if len(y) else False)
                     else:
                         clf = _classifier(clf_name, seed + k)
-                        pred = clf.fit(x, y).predict(x_test).astype(bool)
-                    for metric, value in _score(y_test, pred, s_test).items():
+                        pred = clf.fit(x, y).predict(x_eval).astype(bool)
+                    for metric, value in _score(y_eval, pred, s_eval).items():
                         rows.append(
                             {
                                 "grid": json.dumps(point, sort_keys=True),

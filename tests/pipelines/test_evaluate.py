@@ -82,6 +82,27 @@ def test_one_hot_level_shares_fill_the_nominal_blocks(german):
     assert len(acc) == 2 and all(0.5 < a <= 1 for a in acc)
 
 
+def test_the_protected_arm_can_be_scored_on_a_protected_test_fold(german):
+    """With ``protect_test`` the component also runs on the test fold; its rows are scored
+    against their input rows' true labels through the lineage (Fair-MDAV relabels them)."""
+    spec, table = german
+    ev = evaluate(
+        spec, table, folds=2, classifiers=["lr"], protect_test=True, progress=lambda m: None
+    )
+    acc = {r["protection"]: r["mean"] for r in ev.summary.to_pylist() if r["metric"] == "accuracy"}
+    assert set(acc) == {"none", "fair_mdav"} and all(0.5 < a <= 1 for a in acc.values())
+    synth = load_spec(SPECS / "compas_prefair.yaml")
+    with pytest.raises(InputError, match="lineage"):
+        evaluate(
+            synth,
+            ingest(synth).table,
+            folds=2,
+            classifiers=["lr"],
+            protect_test=True,
+            progress=lambda m: None,
+        )
+
+
 def test_a_report_algorithm_is_refused():
     spec = load_spec(SPECS / "adult_atr.yaml")
     table = ingest(spec).table.slice(0, 3000)
