@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
-from components.core.inputs import member
+from components.core.inputs import group_indicator, outcome_indicator
 from components.core.metrics import demographic_parity_difference, equalized_odds_sum
 from schemas.errors import InputError, SpecError
 from schemas.roles import Role, read_roles
@@ -185,16 +185,6 @@ def _groups(table: pa.Table):
     return labels[0], protected[0]
 
 
-def _indicator(col: pa.ChunkedArray, role) -> np.ndarray:
-    if role.role is Role.LABEL:
-        return member(col, role.positive if role.positive is not None else [1])
-    if role.unfavoured is not None:
-        return member(col, role.unfavoured)
-    if role.favoured is not None:
-        return ~member(col, role.favoured)
-    return member(col, [0])
-
-
 def _folds(y: np.ndarray, s: np.ndarray, folds: int, seed: int):
     from sklearn.model_selection import StratifiedKFold
 
@@ -283,8 +273,8 @@ def evaluate(
             "does not map its rows back to the input",
         )
     label, prot = _groups(table)
-    y_all = _indicator(table.column(label.name), label)
-    s_all = _indicator(table.column(prot.name), prot)
+    y_all = outcome_indicator(table.column(label.name), label)
+    s_all = group_indicator(table.column(prot.name), prot)
     features = [
         c for c in table.column_names if c != label.name and not (drop_protected and c == prot.name)
     ]
@@ -329,7 +319,7 @@ def evaluate(
             for name, tr in (("none", train), (algo.name, protected)):
                 x_eval, y_eval, s_eval = scored[name]
                 x = enc.transform(tr)
-                y = _indicator(tr.column(label.name), label)
+                y = outcome_indicator(tr.column(label.name), label)
                 for clf_name in classifiers:
                     if len(np.unique(y)) < 2:
                         pred = np.full(len(y_eval), bool(y[0]) if len(y) else False)

@@ -13,7 +13,15 @@ import pyarrow.compute as pc
 from schemas.errors import InputError
 from schemas.roles import Role, TableRoles, read_roles
 
-__all__ = ["table_roles", "require_rows", "require_role", "absent_value", "member"]
+__all__ = [
+    "table_roles",
+    "require_rows",
+    "require_role",
+    "absent_value",
+    "member",
+    "group_indicator",
+    "outcome_indicator",
+]
 
 
 def absent_value(column: str, field: str, value, values: list) -> InputError:
@@ -89,3 +97,26 @@ def member(column: pa.ChunkedArray, values) -> np.ndarray:
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
         return np.zeros(len(column), dtype=bool)
     return found.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
+
+
+def group_indicator(column: pa.ChunkedArray, role) -> np.ndarray:
+    """Per row, whether it is in the protected group of a protected attribute: one of its
+    ``unfavoured`` values, or a (non-null) value outside ``favoured``; with neither declared,
+    the value 0.
+
+    >>> from schemas.roles import ColumnRole, Role
+    >>> r = ColumnRole("race", Role.PROTECTED, favoured="White")
+    >>> group_indicator(pa.chunked_array([["White", "Black", None]]), r).tolist()
+    [False, True, False]
+    """
+    if role.unfavoured is not None:
+        return member(column, role.unfavoured)
+    if role.favoured is not None:
+        return ~member(column, role.favoured) & ~column.is_null().to_numpy(zero_copy_only=False)
+    return member(column, [0])
+
+
+def outcome_indicator(column: pa.ChunkedArray, role) -> np.ndarray:
+    """Per row, whether a label holds one of its ``positive`` values (the value 1 when none
+    are declared)."""
+    return member(column, role.positive if role.positive is not None else [1])

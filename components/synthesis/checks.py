@@ -20,7 +20,7 @@ from scipy.stats import chi2
 from components.core.checks import CheckResult, make_result
 from components.synthesis import guarantees as G
 from components.synthesis.accounting import composed_total, epsilon_of, step_rho
-from components.synthesis.selection import tree_path
+from components.synthesis.selection import DisjointSets, tree_path
 
 __all__ = [
     "expected_plan",
@@ -141,23 +141,16 @@ def _edges(frame: pd.DataFrame, source: str) -> list[tuple[str, str]]:
     return [tuple(sorted((a, b))) for a, b in zip(rows["a"], rows["b"], strict=True)]
 
 
-def _components(nodes, edges) -> dict:
-    parent = {v: v for v in nodes}
-
-    def find(x):
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
+def _components(nodes, edges) -> tuple[dict, bool]:
+    """({node: its component's representative}, whether an edge between ``nodes`` closed a
+    cycle); edges with an endpoint outside ``nodes`` are ignored."""
+    index = {v: i for i, v in enumerate(nodes)}
+    sets = DisjointSets(len(index))
     cycle = False
     for a, b in edges:
-        if a in parent and b in parent:
-            ra, rb = find(a), find(b)
-            if ra == rb:
-                cycle = True
-            parent[ra] = rb
-    return {v: find(v) for v in nodes}, cycle
+        if a in index and b in index and not sets.union(index[a], index[b]):
+            cycle = True
+    return {v: sets.find(i) for v, i in index.items()}, cycle
 
 
 def check_tree_structure(g: G.TreeStructure, frame: pd.DataFrame) -> CheckResult:

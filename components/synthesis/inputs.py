@@ -11,15 +11,14 @@ them, and the attribute index sets the selection works on.
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 
-from components.core.inputs import member, table_roles
+from components.core.inputs import table_roles
 from components.synthesis.selection import Roles
 from schemas.errors import InputError
-from schemas.roles import ColumnRole, Role, TableRoles
+from schemas.roles import Role, TableRoles
 
-__all__ = ["synthesis_roles", "index_roles", "group_indicator", "outcome_indicator"]
+__all__ = ["synthesis_roles", "index_roles"]
 
 _ALLOWED = (Role.PROTECTED, Role.ADMISSIBLE, Role.LABEL, Role.IGNORED)
 
@@ -62,18 +61,3 @@ def index_roles(roles: TableRoles) -> Roles:
         admissible=pick(Role.ADMISSIBLE),
         outcomes=pick(Role.LABEL),
     )
-
-
-def group_indicator(column: pa.ChunkedArray, role: ColumnRole) -> np.ndarray:
-    """S = 1 for the protected group of a protected attribute: its ``unfavoured`` values, or
-    every value outside ``favoured``; with neither declared, the value 0."""
-    if role.unfavoured is not None:
-        return member(column, role.unfavoured)
-    if role.favoured is not None:
-        return ~member(column, role.favoured) & ~column.is_null().to_numpy(zero_copy_only=False)
-    return member(column, [0])
-
-
-def outcome_indicator(column: pa.ChunkedArray, role: ColumnRole) -> np.ndarray:
-    """O = 1 for a label's ``positive`` values (the value 1 when none are declared)."""
-    return member(column, role.positive if role.positive is not None else [1])

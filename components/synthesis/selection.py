@@ -31,6 +31,7 @@ __all__ = [
     "edge_scores",
     "separator",
     "tree_path",
+    "DisjointSets",
 ]
 
 Edge = tuple[int, int]
@@ -52,7 +53,9 @@ class Roles:
         return set(range(self.d)) - set(self.admissible) - set(self.outcomes)
 
 
-class _DSU:
+class DisjointSets:
+    """Union-find over ``0..n-1`` (path halving; ``union`` is False when already joined)."""
+
     def __init__(self, n: int):
         self.parent = list(range(n))
 
@@ -75,7 +78,7 @@ def components(edges: Sequence[Edge], nodes: Sequence[int]) -> list[set[int]]:
     """Connected components of the graph on ``nodes`` with the ``edges`` between them."""
     nodes = list(nodes)
     index = {v: i for i, v in enumerate(nodes)}
-    dsu = _DSU(len(nodes))
+    dsu = DisjointSets(len(nodes))
     for a, b in edges:
         if a in index and b in index:
             dsu.union(index[a], index[b])
@@ -122,7 +125,7 @@ def kruskal(candidates: Sequence[Edge], d: int, pick: Callable[[list[int]], int]
     """MST's private Kruskal (spec 1.3, Algorithm 2 lines 9-12): d - 1 rounds, each choosing,
     by ``pick(indices into candidates)`` -> position in that list, one candidate pair that
     joins two components. With an arg-max ``pick`` it is Kruskal's maximum spanning tree."""
-    dsu = _DSU(d)
+    dsu = DisjointSets(d)
     chosen: list[Edge] = []
     for _ in range(d - 1):
         live = [k for k, (i, j) in enumerate(candidates) if dsu.find(i) != dsu.find(j)]
@@ -169,7 +172,7 @@ def best_fair_tree(
     count = 0
 
     def complete(forest: list[Edge]) -> tuple[float, list[Edge]]:
-        dsu = _DSU(d)
+        dsu = DisjointSets(d)
         for a, b in forest:
             dsu.union(a, b)
         total = sum(w.get(e, 0.0) for e in forest)

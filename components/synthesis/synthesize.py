@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from components.core.inputs import group_indicator, outcome_indicator
 from components.core.result import ComponentResult
 from components.synthesis import metrics as M
 from components.synthesis.accounting import (
@@ -25,12 +26,7 @@ from components.synthesis.accounting import (
 )
 from components.synthesis.compression import Compression
 from components.synthesis.domain import ColumnDomain, decode_table, encode_table, public_domains
-from components.synthesis.inputs import (
-    group_indicator,
-    index_roles,
-    outcome_indicator,
-    synthesis_roles,
-)
+from components.synthesis.inputs import index_roles, synthesis_roles
 from components.synthesis.model import Measurement, fit_independent, fit_tree, noisy_total, sample
 from components.synthesis.params import MSTParams, PreFairParams, selector_of
 from components.synthesis.selection import (
@@ -54,23 +50,6 @@ def prefair(table: pa.Table, params: PreFairParams) -> ComponentResult:
     """PreFair (Pujol, Gilad & Machanavajjhala 2023) with its ``selector``: see
     ``synthesize``."""
     return synthesize(table, params, params.selector)
-
-
-class _Records:
-    """The record codes seen through the current compression, computed once per records
-    object (the compositor always hands the same array)."""
-
-    def __init__(self, compressions: list[Compression]):
-        self.compressions = compressions
-        self._key: int | None = None
-        self._value: np.ndarray | None = None
-
-    def __call__(self, records: np.ndarray) -> np.ndarray:
-        if self._key != id(records):
-            cols = [c.codes[records[:, i]] for i, c in enumerate(self.compressions)]
-            self._value = np.stack(cols, axis=1)
-            self._key = id(records)
-        return self._value
 
 
 def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentResult:
@@ -117,7 +96,9 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
 
     # phase 2: the tree
     t = time.perf_counter()
-    view = _Records(compressions)
+    # the records through the compression, computed once (the compositor hands every query
+    # the same array)
+    view = _memo(lambda r: np.stack([c.codes[r[:, i]] for i, c in enumerate(compressions)], 1))
     estimate = fit_independent(one_way, noisy_total(one_way))
     s2 = steps["select"].scale
     exact = True
@@ -221,6 +202,7 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
 
 
 def _memo(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
+    """``fn`` computed once per records array (the last one seen)."""
     cache: dict[int, np.ndarray] = {}
 
     def wrapped(records: np.ndarray) -> np.ndarray:
