@@ -154,20 +154,21 @@ def _numbers(col: pa.ChunkedArray) -> np.ndarray:
 
 
 def _one_hot(col: pa.ChunkedArray, levels: list) -> np.ndarray:
-    index = {v: i for i, v in enumerate(levels)}
     out = np.zeros((len(col), len(levels)))
+    value_set = pa.array(levels, pa.string())
     if pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
-        for r, cell in enumerate(col.to_pylist()):  # generalised cells: a few distinct sets
-            cell = cell or []
-            for v in cell:
-                j = index.get(str(v))
-                if j is not None:
-                    out[r, j] = 1.0 / len(cell)
+        # a generalised cell spreads equal shares over the levels it holds
+        cells = col.combine_chunks()
+        lengths = pc.list_value_length(cells).fill_null(0).to_numpy(zero_copy_only=False)
+        parents = pc.list_parent_indices(cells).to_numpy(zero_copy_only=False)
+        flat = pc.list_flatten(cells).cast(pa.string())
+        idx = pc.index_in(flat, value_set=value_set).to_numpy(zero_copy_only=False)
+        ok = ~np.isnan(idx.astype(float))
+        out[parents[ok], idx[ok].astype(int)] = 1.0 / lengths[parents[ok]]
         return out
     if pa.types.is_struct(col.type):
         return out
-    codes = pc.index_in(col.cast(pa.string()), value_set=pa.array(levels, pa.string()))
-    idx = codes.to_numpy(zero_copy_only=False)
+    idx = pc.index_in(col.cast(pa.string()), value_set=value_set).to_numpy(zero_copy_only=False)
     ok = ~np.isnan(idx.astype(float))
     out[np.flatnonzero(ok), idx[ok].astype(int)] = 1.0
     return out
@@ -250,7 +251,7 @@ def evaluate(
 
     ``apply(train_table, params) -> protected train table`` defaults to the spec's algorithm's
     first output; tests pass a recording one. ``drop_protected`` leaves the protected attribute
-    out of the classifiers' features (Fair-MDAV spec A11: the paper does not say; default in).
+    out of the classifiers' features (papers rarely say whether they keep it; default in).
     ``protect_test``: the protected arm's classifier also sees the test fold as the component
     publishes it (run on the test fold alone), each published row scored against its input
     row's true label and group through the ``lineage`` sidecar; a row-level algorithm only.
@@ -299,44 +300,65 @@ def evaluate(
             )
         return out
 
+    def fit_predict(clf_name: str, k: int, x, y, x_eval) -> np.ndarray:
+        if len(np.unique(y)) < 2:
+            return np.full(len(x_eval), bool(y[0]) if len(y) else False)
+        return _classifier(clf_name, seed + k).fit(x, y).predict(x_eval).astype(bool)
+
+    # per fold, what no grid point changes: the split, the encoding fitted on the raw
+    # training fold, and the unprotected arm's scores
+    splits = []
+    for k, (train_idx, test_idx) in enumerate(_folds(y_all, s_all, folds, seed)):
+        train = table.take(pa.array(train_idx))
+        test = table.take(pa.array(test_idx))
+        enc = Features.fit(train, features)
+        raw = (enc.transform(test), y_all[test_idx], s_all[test_idx])
+        x_train = enc.transform(train)
+        y_train = y_all[train_idx]
+        none = {
+            c: _score(raw[1], fit_predict(c, k, x_train, y_train, raw[0]), raw[2])
+            for c in classifiers
+        }
+        splits.append((train, test, enc, raw, none))
+
     rows: list[dict] = []
-    splits = list(_folds(y_all, s_all, folds, seed))
+
+    def add(grid_key: str, name: str, clf_name: str, k: int, scores: dict) -> None:
+        rows.extend(
+            {
+                "grid": grid_key,
+                "protection": name,
+                "classifier": clf_name,
+                "fold": k,
+                "metric": metric,
+                "value": value,
+            }
+            for metric, value in scores.items()
+        )
+
     total = len(points) * len(splits)
     done = 0
     for point, sp in zip(points, specs, strict=True):
-        for k, (train_idx, test_idx) in enumerate(splits):
-            train = table.take(pa.array(train_idx))
-            test = table.take(pa.array(test_idx))
+        grid_key = json.dumps(point, sort_keys=True)
+
+        for k, (train, test, enc, raw, none) in enumerate(splits):
             protected = run(train, sp.params)
-            enc = Features.fit(train, features)
-            x_test = enc.transform(test)
-            y_test, s_test = y_all[test_idx], s_all[test_idx]
-            scored = {"none": (x_test, y_test, s_test), algo.name: (x_test, y_test, s_test)}
+            x_eval, y_eval, s_eval = raw
             if protect_test:
                 res = algo(test, sp.params)
                 rid = res.sidecars["lineage"].column("row_id").to_numpy()
-                scored[algo.name] = (enc.transform(res.outputs["data"]), y_test[rid], s_test[rid])
-            for name, tr in (("none", train), (algo.name, protected)):
-                x_eval, y_eval, s_eval = scored[name]
-                x = enc.transform(tr)
-                y = outcome_indicator(tr.column(label.name), label)
-                for clf_name in classifiers:
-                    if len(np.unique(y)) < 2:
-                        pred = np.full(len(y_eval), bool(y[0]) if len(y) else False)
-                    else:
-                        clf = _classifier(clf_name, seed + k)
-                        pred = clf.fit(x, y).predict(x_eval).astype(bool)
-                    for metric, value in _score(y_eval, pred, s_eval).items():
-                        rows.append(
-                            {
-                                "grid": json.dumps(point, sort_keys=True),
-                                "protection": name,
-                                "classifier": clf_name,
-                                "fold": k,
-                                "metric": metric,
-                                "value": value,
-                            }
-                        )
+                x_eval, y_eval, s_eval = (
+                    enc.transform(res.outputs["data"]),
+                    y_eval[rid],
+                    s_eval[rid],
+                )
+            x = enc.transform(protected)
+            y = outcome_indicator(protected.column(label.name), label)
+            for clf_name in classifiers:
+                add(grid_key, "none", clf_name, k, none[clf_name])
+            for clf_name in classifiers:
+                pred = fit_predict(clf_name, k, x, y, x_eval)
+                add(grid_key, algo.name, clf_name, k, _score(y_eval, pred, s_eval))
             done += 1
             say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
     per_fold = pa.Table.from_pylist(rows)
