@@ -77,6 +77,7 @@ maximum confidence drops from 100 % to 67.5 %.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -282,28 +283,28 @@ def _subset(sel: np.ndarray, P, L, H, beta, N, counts) -> _Cells:
     return _Cells(P[cells], L[cells], H[cells], beta[sel], N[sel], sub_starts, sub_counts)
 
 
-def _bisect_right_end(cells: _Cells, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Largest ``S`` in ``[a, b]`` with ``F(S) >= 0`` (``F(a) >= 0 > F(b)``)."""
+def _bisect(low: Callable[[np.ndarray], np.ndarray], a: np.ndarray, b: np.ndarray):
+    """Vectorised bisection of ``[a, b]``: where ``low(c)`` holds at the midpoint ``c`` the
+    lower end moves up to ``c``, elsewhere the upper end moves down; stops at a fixed point
+    (the remaining iterations would not change anything). Returns the final ``(a, b)``."""
     for _ in range(BISECTION_ITERATIONS):
         c = (a + b) / 2
-        ok = cells.F(c) >= 0
+        ok = low(c)
         na, nb = np.where(ok, c, a), np.where(ok, b, c)
         if np.array_equal(na, a) and np.array_equal(nb, b):
-            break  # a fixed point: the remaining iterations would not change anything
+            break
         a, b = na, nb
-    return a
+    return a, b
+
+
+def _bisect_right_end(cells: _Cells, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Largest ``S`` in ``[a, b]`` with ``F(S) >= 0`` (``F(a) >= 0 > F(b)``)."""
+    return _bisect(lambda c: cells.F(c) >= 0, a, b)[0]
 
 
 def _bisect_left_end(cells: _Cells, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Smallest ``S`` in ``[a, b]`` with ``G(S) >= 0`` (``G(a) < 0 <= G(b)``)."""
-    for _ in range(BISECTION_ITERATIONS):
-        c = (a + b) / 2
-        ok = cells.G(c) >= 0
-        na, nb = np.where(ok, a, c), np.where(ok, c, b)
-        if np.array_equal(na, a) and np.array_equal(nb, b):
-            break
-        a, b = na, nb
-    return b
+    return _bisect(lambda c: ~(cells.G(c) >= 0), a, b)[1]
 
 
 def _select_s(
