@@ -110,22 +110,20 @@ def step_rho(mechanism: str, scale: float, sensitivity: float = 1.0) -> float:
 @functools.lru_cache(maxsize=256)
 def epsilon_of(rho: float, delta: float) -> float:
     """epsilon of (epsilon, delta)-DP for a rho-zCDP release, by OpenDP's conversion."""
-    if rho <= 0:
-        return 0.0
-    scale = math.sqrt(1.0 / (2.0 * rho))
-    # the unit Gaussian of that scale is rho-zCDP up to OpenDP's rounding; its profile is the
-    # conversion of its own (mapped) rho, which is what a release of rho is charged
-    g = _gaussian(scale)
-    profile = _dp().c.make_zCDP_to_approxDP(g).map(1.0)
-    return float(profile.epsilon(delta))
+    return float(_profile(rho).epsilon(delta)) if rho > 0 else 0.0
 
 
 def _delta_of(rho: float, epsilon: float) -> float:
     """delta of a rho-zCDP release at ``epsilon``, by OpenDP's conversion."""
-    if rho <= 0:
-        return 0.0
+    return float(_profile(rho).delta(epsilon)) if rho > 0 else 0.0
+
+
+def _profile(rho: float):
+    """OpenDP's (epsilon, delta) privacy profile of a rho-zCDP release: that of the unit
+    Gaussian of scale sqrt(1 / (2 rho)), which is rho-zCDP up to OpenDP's rounding (the
+    conversion is of its own mapped rho, which is what a release of rho is charged)."""
     g = _gaussian(math.sqrt(1.0 / (2.0 * rho)))
-    return float(_dp().c.make_zCDP_to_approxDP(g).map(1.0).delta(epsilon))
+    return _dp().c.make_zCDP_to_approxDP(g).map(1.0)
 
 
 @functools.lru_cache(maxsize=256)
