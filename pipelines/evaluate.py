@@ -12,8 +12,11 @@ midpoint, a generalised ``list`` cell as equal shares of its values (the test fo
 values then hit the same one-hot columns).
 
 Per grid point, protection and classifier: accuracy, precision, recall, dPar
-(|P(y^=1 | U) - P(y^=1 | F)|) and eOdds (|TPR_U - TPR_F| + |TNR_U - TNR_F|), mean over the
-folds with a 95 % t-interval.
+(|P(y^=1 | U) - P(y^=1 | F)|) and eOdds (|TPR_U - TPR_F| + |TNR_U - TNR_F|), its two parts TPRB
+and TNRB, and, when the input declares ``admissible`` columns, PreFair's conditional measures
+CDP, CTPRB and CTNRB given the joint admissible value of the test row (paper form and the
+reference code's form, :func:`components.core.metrics.fairness_measures`); mean over the folds
+with a 95 % t-interval.
 
 >>> parse_grid(["k=5,10", "tau=1"])
 {'k': [5, 10], 'tau': [1]}
@@ -36,7 +39,11 @@ import pyarrow.compute as pc
 import yaml
 
 from components.core.inputs import group_indicator, outcome_indicator
-from components.core.metrics import demographic_parity_difference, equalized_odds_sum
+from components.core.metrics import (
+    demographic_parity_difference,
+    equalized_odds_sum,
+    fairness_measures,
+)
 from schemas.errors import InputError, SpecError
 from schemas.roles import Role, read_roles
 
@@ -49,7 +56,8 @@ __all__ = [
 ]
 
 CLASSIFIERS = ("lr", "rf", "sgd", "gnb", "dt", "ada", "mlp")
-METRICS = ("accuracy", "precision", "recall", "dpar", "eodds")
+METRICS = ("accuracy", "precision", "recall", "dpar", "eodds", "tprb", "tnrb")
+CONDITIONAL = ("cdp", "ctprb", "ctnrb", "cdp_reference", "ctprb_reference", "ctnrb_reference")
 
 
 def parse_grid(pairs: Iterable[str]) -> dict[str, list]:
@@ -196,18 +204,36 @@ def _folds(y: np.ndarray, s: np.ndarray, folds: int, seed: int):
     return StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(y, strata)
 
 
-def _score(y_true, y_pred, s) -> dict[str, float]:
+def _score(y_true, y_pred, s, strata: np.ndarray | None = None) -> dict[str, float]:
     tp = float(np.sum(y_pred & y_true))
+    two_groups = len(np.unique(s)) == 2
     out = {
         "accuracy": float(np.mean(y_pred == y_true)),
         "precision": tp / float(np.sum(y_pred)) if np.any(y_pred) else 0.0,
         "recall": tp / float(np.sum(y_true)) if np.any(y_true) else 0.0,
         "dpar": demographic_parity_difference(y_pred.astype(int), sensitive_features=s),
         "eodds": equalized_odds_sum(y_true.astype(int), y_pred.astype(int), sensitive_features=s)
-        if len(np.unique(s)) == 2
+        if two_groups
         else float("nan"),
     }
+    m = fairness_measures(s, y_pred, y=y_true, strata=strata)
+    out |= {k: m[k] for k in ("tprb", "tnrb") + (CONDITIONAL if strata is not None else ())}
     return out
+
+
+def _strata(table: pa.Table) -> np.ndarray | None:
+    """One integer code per row for the joint value of the ``admissible`` columns (None when
+    the input declares none): the strata of PreFair's conditional measures."""
+    cols = read_roles(table).with_role(Role.ADMISSIBLE)
+    if not cols:
+        return None
+    code = np.zeros(table.num_rows, dtype=np.int64)
+    for c in cols:
+        enc = pc.dictionary_encode(table.column(c.name).combine_chunks())
+        idx = enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        code = code * (len(enc.dictionary) + 1) + idx
+        _, code = np.unique(code, return_inverse=True)  # dense again, so it never overflows
+    return code.reshape(-1)
 
 
 def _interval(values: Sequence[float]) -> tuple[float, float, float]:
@@ -276,6 +302,7 @@ def evaluate(
     label, prot = _groups(table)
     y_all = outcome_indicator(table.column(label.name), label)
     s_all = group_indicator(table.column(prot.name), prot)
+    a_all = _strata(table)
     features = [
         c for c in table.column_names if c != label.name and not (drop_protected and c == prot.name)
     ]
@@ -312,11 +339,12 @@ def evaluate(
         train = table.take(pa.array(train_idx))
         test = table.take(pa.array(test_idx))
         enc = Features.fit(train, features)
-        raw = (enc.transform(test), y_all[test_idx], s_all[test_idx])
+        a_test = None if a_all is None else a_all[test_idx]
+        raw = (enc.transform(test), y_all[test_idx], s_all[test_idx], a_test)
         x_train = enc.transform(train)
         y_train = y_all[train_idx]
         none = {
-            c: _score(raw[1], fit_predict(c, k, x_train, y_train, raw[0]), raw[2])
+            c: _score(raw[1], fit_predict(c, k, x_train, y_train, raw[0]), raw[2], raw[3])
             for c in classifiers
         }
         splits.append((train, test, enc, raw, none))
@@ -343,14 +371,15 @@ def evaluate(
 
         for k, (train, test, enc, raw, none) in enumerate(splits):
             protected = run(train, sp.params)
-            x_eval, y_eval, s_eval = raw
+            x_eval, y_eval, s_eval, a_eval = raw
             if protect_test:
                 res = algo(test, sp.params)
                 rid = res.sidecars["lineage"].column("row_id").to_numpy()
-                x_eval, y_eval, s_eval = (
+                x_eval, y_eval, s_eval, a_eval = (
                     enc.transform(res.outputs["data"]),
                     y_eval[rid],
                     s_eval[rid],
+                    None if a_eval is None else a_eval[rid],
                 )
             x = enc.transform(protected)
             y = outcome_indicator(protected.column(label.name), label)
@@ -358,7 +387,7 @@ def evaluate(
                 add(grid_key, "none", clf_name, k, none[clf_name])
             for clf_name in classifiers:
                 pred = fit_predict(clf_name, k, x, y, x_eval)
-                add(grid_key, algo.name, clf_name, k, _score(y_eval, pred, s_eval))
+                add(grid_key, algo.name, clf_name, k, _score(y_eval, pred, s_eval, a_eval))
             done += 1
             say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
     per_fold = pa.Table.from_pylist(rows)
@@ -414,14 +443,16 @@ def page(ev: Evaluation) -> str:
         x_label="dPar (lower is fairer)",
         y_label="accuracy",
     )
-    head = "".join(f"<th>{escape(m)}</th>" for m in METRICS)
+    present = {r["metric"] for r in rows}
+    shown = [m for m in METRICS + CONDITIONAL[:3] if m in present]
+    head = "".join(f"<th>{escape(m)}</th>" for m in shown)
     body = []
     for (protection, grid, clf), m in sorted(by.items()):
         cells = "".join(
             f"<td>{fmt_num(m[k]['mean'])} [{fmt_num(m[k]['ci_low'])}, {fmt_num(m[k]['ci_high'])}]</td>"
             if k in m
             else "<td></td>"
-            for k in METRICS
+            for k in shown
         )
         body.append(
             f"<tr><td>{escape(protection)}</td><td>{escape(grid)}</td><td>{escape(clf)}</td>"

@@ -9,6 +9,9 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
+from numpy.typing import ArrayLike
+
+from schemas.errors import InputError
 
 
 def positive_ratio(y: np.ndarray, *, sensitive_features: np.ndarray) -> dict:
@@ -59,6 +62,129 @@ def equal_opportunity_difference(
     y_true, y_pred, s = map(np.asarray, (y_true, y_pred, sensitive_features))
     v = np.unique(s)
     return float(abs(_rate(y_true, y_pred, s, v[0], 1) - _rate(y_true, y_pred, s, v[1], 1)))
+
+
+def _binary(name: str, values: ArrayLike, n: int | None) -> np.ndarray:
+    """``values`` as a 1-D bool array (bool, or integers in {0, 1}) of length ``n``."""
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InputError(name, "must be a 1-D array", f"got shape {arr.shape}")
+    if n is not None and len(arr) != n:
+        raise InputError(name, "must have one entry per row", f"{len(arr)} != {n}")
+    if arr.dtype != np.bool_:
+        if arr.size and not np.isin(arr, (0, 1)).all():
+            raise InputError(name, "must be boolean (or 0/1)")
+        arr = arr.astype(bool)
+    return arr
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``num / den`` elementwise, NaN where ``den == 0``."""
+    out = np.full(np.shape(den), np.nan)
+    np.divide(num, den, out=out, where=den > 0)
+    return out
+
+
+def fairness_measures(
+    s: ArrayLike,
+    o: ArrayLike,
+    y: ArrayLike | None = None,
+    strata: ArrayLike | None = None,
+) -> dict[str, float]:
+    """Fairness of the outcome ``o`` w.r.t. the binary group ``s`` (PreFair Table 2, spec A12).
+
+    With ``rate_g(E | B) = P(E | S = g, B)`` (and, per stratum, ``P(E | S = g, B, A = a)``), each
+    measure is a base condition ``B`` and an event ``E``:
+
+    - ``dp``   = ``|P(O=1 | S=1) - P(O=1 | S=0)|``                 (B = all rows, E = O=1);
+    - ``tprb`` = ``|P(O=1 | S=1, Y=1) - P(O=1 | S=0, Y=1)|``       (B = Y=1, E = O=1);
+    - ``tnrb`` = ``|P(O=0 | S=1, Y=0) - P(O=0 | S=0, Y=0)|``       (B = Y=0, E = O=0).
+
+    Their conditional versions ``cdp``, ``ctprb``, ``ctnrb`` (given ``strata``, the joint
+    admissible value ``a`` of each row) come in two forms:
+
+    - paper form ``c*`` = ``sum_a P^(a) |rate_1(a) - rate_0(a)|`` over the strata where both rates
+      are defined (both S values present among the base rows of ``a``), ``P^(a)`` = share of all
+      rows in stratum ``a``, renormalised to sum 1 over those strata;
+    - reference form ``c*_reference`` =
+      ``|mean_{a : rate_1(a) defined} rate_1(a) - mean_{a : rate_0(a) defined} rate_0(a)|``
+      (unweighted means, taken separately per S).
+
+    An undefined rate (empty group) gives NaN. ``tprb``/``tnrb`` (and their conditional forms)
+    need ``y``; the conditional forms need ``strata``.
+
+    Parameters
+    ----------
+    s
+        Protected-group indicator (S=1), bool or 0/1, one per row.
+    o
+        Outcome or prediction (O=1), bool or 0/1.
+    y
+        True label (Y=1), bool or 0/1, or None.
+    strata
+        One integer code per row for the joint admissible value ``a`` (any integers), or None.
+
+    Returns
+    -------
+    dict[str, float]
+        Keys ``dp`` [, ``tprb``, ``tnrb``] [, ``cdp``, ``cdp_reference``
+        [, ``ctprb``, ``ctprb_reference``, ``ctnrb``, ``ctnrb_reference``]].
+
+    Stratum 0 has rates 1 (S=1) and 0 (S=0), stratum 1 has 0 and 0, stratum 2 only S=0 (rate 1):
+    paper form ``4/8 * 1 + 4/8 * 0``, reference form ``|(1 + 0)/2 - (0 + 0 + 1)/3|``.
+
+    >>> s = np.array([1, 1, 0, 0, 1, 0, 0, 0, 0])
+    >>> o = np.array([1, 1, 0, 0, 0, 0, 0, 0, 1])
+    >>> a = np.array([0, 0, 0, 0, 1, 1, 1, 1, 2])
+    >>> m = fairness_measures(s, o, strata=a)
+    >>> round(m["dp"], 6), round(m["cdp"], 6), round(m["cdp_reference"], 6)
+    (0.5, 0.5, 0.166667)
+    """
+    s = _binary("s", s, None)
+    n = len(s)
+    o = _binary("o", o, n)
+    y = None if y is None else _binary("y", y, n)
+    inverse = None
+    if strata is not None:
+        st = np.asarray(strata)
+        if st.ndim != 1 or len(st) != n:
+            raise InputError("strata", "must be a 1-D array with one entry per row")
+        if st.size and not (np.issubdtype(st.dtype, np.integer) or st.dtype == np.bool_):
+            raise InputError("strata", "must be integer codes", f"got dtype {st.dtype}")
+        _, inverse = np.unique(st, return_inverse=True)
+        inverse = inverse.reshape(-1)
+    k = 0 if inverse is None or inverse.size == 0 else int(inverse.max()) + 1
+    share = np.bincount(inverse, minlength=k) if inverse is not None else None
+
+    measures: list[tuple[str, str, np.ndarray, np.ndarray]] = [("dp", "cdp", np.ones(n, bool), o)]
+    if y is not None:
+        measures += [("tprb", "ctprb", y, o), ("tnrb", "ctnrb", ~y, ~o)]
+
+    out: dict[str, float] = {}
+    for name, cname, base, event in measures:
+        rates = []
+        for g in (s, ~s):  # S = 1, then S = 0
+            den, num = np.count_nonzero(base & g), np.count_nonzero(base & g & event)
+            rates.append(num / den if den else np.nan)
+        out[name] = float(abs(rates[0] - rates[1]))
+        if inverse is None:
+            continue
+        per = []
+        for g in (s, ~s):
+            den = np.bincount(inverse, weights=base & g, minlength=k)
+            num = np.bincount(inverse, weights=base & g & event, minlength=k)
+            per.append(_ratio(num, den))
+        r1, r0 = per
+        both = ~np.isnan(r1) & ~np.isnan(r0)
+        w = share[both]
+        out[cname] = (
+            float((w * np.abs(r1[both] - r0[both])).sum() / w.sum()) if both.any() else np.nan
+        )
+        d1, d0 = ~np.isnan(r1), ~np.isnan(r0)
+        out[f"{cname}_reference"] = (
+            float(abs(r1[d1].mean() - r0[d0].mean())) if d1.any() and d0.any() else np.nan
+        )
+    return out
 
 
 def k_anonymity(frame: pd.DataFrame, quasi_identifiers: Sequence[str]) -> int:

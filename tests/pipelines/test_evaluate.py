@@ -103,6 +103,45 @@ def test_the_protected_arm_can_be_scored_on_a_protected_test_fold(german):
         )
 
 
+def test_prefair_conditional_measures_are_scored_per_admissible_stratum():
+    """With ``admissible`` columns declared, CDP/CTPRB/CTNRB are scored given their joint value
+    on the test fold; the "none" arm's value is recomputed here from its own predictions."""
+    from sklearn.naive_bayes import GaussianNB
+
+    from components.core.inputs import group_indicator, outcome_indicator
+    from components.core.metrics import fairness_measures
+    from pipelines.evaluate import CONDITIONAL, Features, _folds
+    from schemas.roles import Role, read_roles
+
+    spec = load_spec(SPECS / "compas_prefair.yaml")
+    table = ingest(spec).table
+    ev = evaluate(spec, table, folds=2, classifiers=["gnb"], progress=lambda m: None)
+    got = {(r["protection"], r["metric"], r["fold"]): r["value"] for r in ev.folds.to_pylist()}
+    assert {m for (_, m, _) in got} == set(METRICS) | set(CONDITIONAL)
+
+    roles = read_roles(table)
+    label, prot = roles.with_role(Role.LABEL)[0], roles.with_role(Role.PROTECTED)[0]
+    y = outcome_indicator(table.column(label.name), label)
+    s = group_indicator(table.column(prot.name), prot)
+    admissible = [c.name for c in roles.with_role(Role.ADMISSIBLE)]
+    joint = np.unique(
+        np.stack([table.column(c).to_numpy(zero_copy_only=False) for c in admissible], 1),
+        axis=0,
+        return_inverse=True,
+    )[1].reshape(-1)
+    features = [c for c in table.column_names if c != label.name]
+    for k, (train, test) in enumerate(_folds(y, s, 2, 0)):
+        enc = Features.fit(table.take(train), features)
+        pred = (
+            GaussianNB()
+            .fit(enc.transform(table.take(train)), y[train])
+            .predict(enc.transform(table.take(test)))
+        )
+        want = fairness_measures(s[test], pred, y=y[test], strata=joint[test])
+        for m in ("tprb", "tnrb", *CONDITIONAL):
+            assert got[("none", m, k)] == pytest.approx(want[m]), m
+
+
 def test_a_report_algorithm_is_refused():
     spec = load_spec(SPECS / "adult_atr.yaml")
     table = ingest(spec).table.slice(0, 3000)
