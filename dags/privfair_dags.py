@@ -23,7 +23,10 @@ Settings (environment of the scheduler / ``airflow dags test``):
 
 Per run (``airflow dags test <dag> -c '{...}'`` or trigger conf): ``store``, ``data_dir``,
 ``overrides`` (algorithm parameters, e.g. ``{"k": 20}``; validated by
-``pipelines.catalogue.with_params``).
+``pipelines.catalogue.with_params``) and ``evaluate``: null (the default: the ``evaluate`` task
+returns at once) or the options of ``privfair evaluate``, e.g. ``{"grid": "k=5,10", "folds": 5,
+"classifiers": "lr,gnb"}``; it runs on the ingested table before ``validate``, so the report of
+the release shows its trade-off plot.
 
 Embedded defaults (``python -m pipelines.orchestrate airflow ...`` sets them):
 ``AIRFLOW_HOME=<repo>/.airflow_home`` (SQLite metadata DB, migrated on first use),
@@ -84,6 +87,7 @@ def _run_settings(spec_name: str) -> dict:
         "store": resolve_store(params.get("store") or None),
         "data_dir": resolve_data_dir(params.get("data_dir") or None),
         "overrides": dict(params.get("overrides") or {}),
+        "evaluate": params.get("evaluate"),
         "work": root / spec_name / safe_name(ctx["run_id"]),
     }
 
@@ -110,6 +114,12 @@ def build_dag(spec_path: Path, spec):
             "store": Param(None, type=["null", "string"], description="release store"),
             "data_dir": Param(None, type=["null", "string"], description="raw data folder"),
             "overrides": Param({}, type="object", description="component parameter overrides"),
+            "evaluate": Param(
+                None,
+                type=["null", "object"],
+                description="privfair evaluate options, e.g. {grid: 'k=5,10', folds: 5, "
+                "classifiers: 'lr'}; null skips the evaluation",
+            ),
         },
     )
     def pipeline():
@@ -132,6 +142,27 @@ def build_dag(spec_path: Path, spec):
             return tasks.protect_task(eff, ingested, s["work"] / "protected", s["store"]).as_dict()
 
         @task
+        def evaluate(ingested: dict) -> dict:
+            from pipelines import tasks
+
+            s = _run_settings(name)
+            options = s["evaluate"]
+            if not options:
+                print("evaluate: not requested (run conf 'evaluate' is null)")
+                return {"skipped": True}
+            allowed = {"grid", "folds", "seed", "classifiers", "drop_protected", "protect_test"}
+            unknown = sorted(set(options) - allowed)
+            if unknown:
+                from schemas.errors import SpecError
+
+                raise SpecError(
+                    f"evaluate.{unknown[0]}", f"unknown option; known: {', '.join(sorted(allowed))}"
+                )
+            out = tasks.evaluate_task(ingested, progress=print, **options)
+            print(f"evaluation: {out.page} ({out.seconds:.1f} s)")
+            return out.as_dict()
+
+        @task
         def validate(protected: dict) -> dict:
             from pipelines import tasks
 
@@ -147,8 +178,11 @@ def build_dag(spec_path: Path, spec):
             print(f"{out.status}: {name} {out.version} -> {out.path}")
             return out.as_dict()
 
-        protected = protect(ingest())
-        publish(protected, validate(protected))
+        ingested = ingest()
+        protected = protect(ingested)
+        validated = validate(protected)
+        evaluate(ingested) >> validated  # the report picks the evaluation up
+        publish(protected, validated)
 
     return pipeline()
 

@@ -147,9 +147,11 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     from pipelines.catalogue import load_spec
     from pipelines.evaluate import evaluate, parse_grid, write
     from pipelines.flow import ingest
+    from pipelines.settings import resolve_evaluations
 
     spec = load_spec(args.spec)
-    table = ingest(spec, args.data_dir).table
+    ing = ingest(spec, args.data_dir)
+    table = ing.table
     ev = evaluate(
         spec,
         table,
@@ -159,8 +161,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         classifiers=[c.strip() for c in args.classifiers.split(",") if c.strip()],
         drop_protected=args.drop_protected,
         protect_test=args.protect_test,
+        input_fingerprint=ing.input["fingerprint"],
     )
-    paths = write(ev, Path(args.out) / spec.name)
+    paths = write(ev, resolve_evaluations(args.out) / spec.name)
     for r in ev.summary.to_pylist():
         if r["metric"] in ("accuracy", "dpar"):
             print(
@@ -228,7 +231,12 @@ def parser() -> argparse.ArgumentParser:
         default="lr,rf,sgd,gnb",
         help="comma-separated: lr, rf, sgd (hinge), gnb, dt, ada, mlp",
     )
-    ev.add_argument("--out", default="evaluations", help="output folder (one sub-folder per spec)")
+    ev.add_argument(
+        "--out",
+        default=None,
+        help="output folder, one sub-folder per spec; release reports show the trade-off plot "
+        "of the evaluation found there (default: $PRIVFAIR_EVALUATIONS, else evaluations/)",
+    )
     ev.add_argument(
         "--drop-protected",
         action="store_true",

@@ -18,8 +18,13 @@ module is imported (a new YAML file adds a new asset graph, no code change):
   ``pipelines.catalogue.with_params``;
 * resources ``privfair_data`` (raw-data folder; default ``$PRIVFAIR_DATA_DIR``) and
   ``release_store`` (default ``$PRIVFAIR_STORE`` or ``releases``, relative to the repo root);
-* a job ``<spec>_job`` over the group and, when the spec has a schedule, ``<spec>_schedule``
-  (created stopped: turn it on in the UI or with ``dagster schedule start``).
+* a job ``<spec>_job`` over the group (and ``privfair_releases`` over every spec's group) and, when the spec has a schedule, ``<spec>_schedule``
+  (created stopped: turn it on in the UI or with ``dagster schedule start``);
+* an asset ``<spec>/evaluation`` (``privfair evaluate`` on ``raw_table``: stratified folds,
+  classifiers on protected vs raw training folds; run config ``grid``, ``folds``,
+  ``classifiers``, ...) in its own group ``<spec>_evaluation``, outside the release job, so a
+  scheduled release never waits for a grid; a release validated after it shows its trade-off
+  plot.
 
 The Dagster instance: ``DAGSTER_HOME``, which ``python -m pipelines.orchestrate dagster-dev``,
 the demo and the Makefile default to ``<repo>/.dagster_home`` (created on demand, with a
@@ -48,6 +53,7 @@ from schemas.errors import SpecError
 from schemas.spec import PipelineSpec
 
 CONTRACT_CHECK = "contract"
+RELEASES_JOB = "privfair_releases"  # every spec's release group, no evaluation asset
 
 
 # --- resources ---------------------------------------------------------------------------------
@@ -178,6 +184,27 @@ def _metric_md(metrics: dict, headline: tuple[Metric, ...]) -> dict[str, Any]:
 
 
 # --- one spec ----------------------------------------------------------------------------------
+class EvaluationConfig(dg.Config):
+    """Run config of ``<spec>/evaluation`` (the options of ``privfair evaluate``)."""
+
+    grid: str = Field(
+        default="",
+        description="parameters to sweep, as on the command line: 'k=5,10 tau=0.5,1'",
+    )
+    folds: int = Field(default=5, ge=2, description="stratified folds")
+    seed: int = Field(default=0, description="fold shuffling and classifier seed")
+    classifiers: str = Field(
+        default="lr,rf,sgd,gnb", description="comma-separated: lr, rf, sgd, gnb, dt, ada, mlp"
+    )
+    drop_protected: bool = Field(
+        default=False, description="leave the protected attribute out of the features"
+    )
+    protect_test: bool = Field(
+        default=False,
+        description="score on the test fold as the component publishes it (row-level only)",
+    )
+
+
 def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     """The assets, checks, job and schedule of one spec."""
     name = spec.name
@@ -409,6 +436,58 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         context.add_output_metadata(md)
         return out.as_dict()
 
+    @dg.asset(
+        key=dg.AssetKey([name, "evaluation"]),
+        ins={"raw": dg.AssetIn(raw_key)},
+        description=f"The cost of protection of {name}: stratified folds, {algo.title} on the "
+        "training folds only, classifiers trained on its output and on the raw fold, scored on "
+        "the untouched fold (accuracy, precision, recall, dPar, eOdds, ...; mean and 95 % "
+        "interval). Not part of the release job; the next release's report shows its plot.",
+        metadata=about,
+        group_name=f"{name}_evaluation",
+        kinds={"parquet"},
+    )
+    def evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig, raw: dict):
+        import pyarrow.parquet as pq
+
+        from pipelines import tasks
+
+        out = tasks.evaluate_task(
+            raw,
+            grid=config.grid,
+            folds=config.folds,
+            seed=config.seed,
+            classifiers=config.classifiers,
+            drop_protected=config.drop_protected,
+            protect_test=config.protect_test,
+            progress=context.log.info,
+        )
+        rows = pq.read_table(out.summary).to_pylist()
+        lines = ["| protection | grid | classifier | accuracy | dPar |", "|---|---|---|---|---|"]
+        by: dict[tuple, dict] = {}
+        for r in rows:
+            by.setdefault((r["protection"], r["grid"], r["classifier"]), {})[r["metric"]] = r
+        for (protection, grid, clf), m in sorted(by.items()):
+            cells = [
+                f"{m[k]['mean']:.3f} [{m[k]['ci_low']:.3f}, {m[k]['ci_high']:.3f}]"
+                for k in ("accuracy", "dpar")
+            ]
+            lines.append(f"| {protection} | {grid} | {clf} | {cells[0]} | {cells[1]} |")
+        page = _file_md(out.page)
+        context.add_output_metadata(
+            {
+                "summary": dg.MetadataValue.md("\n".join(lines)),
+                "page": page["path"],
+                "page_url": page["url"],
+                "folder": dg.MetadataValue.path(out.path),
+                "grid": _mv(out.grid),
+                "folds": out.folds,
+                "points": out.points,
+                "seconds": round(out.seconds, 1),
+            }
+        )
+        return out.as_dict()
+
     job = dg.define_asset_job(
         f"{name}_job",
         selection=dg.AssetSelection.groups(name),
@@ -428,7 +507,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
             )
         )
     return {
-        "assets": [raw_table, protected_table, release],
+        "assets": [raw_table, protected_table, release, evaluation],
         "asset_checks": [contract_checks],
         "jobs": [job],
         "schedules": schedules,
@@ -443,9 +522,18 @@ def build_defs(
     """Definitions for every spec in ``specs_dir`` (default ``$PRIVFAIR_SPECS_DIR`` or the
     shipped specs). ``store``/``data_dir`` preset the resources (default: from the env)."""
     parts: dict[str, list] = {"assets": [], "asset_checks": [], "jobs": [], "schedules": []}
+    names = []
     for path, spec in load_specs(specs_dir):
+        names.append(spec.name)
         for key, items in spec_definitions(path, spec).items():
             parts[key] += items
+    parts["jobs"].append(
+        dg.define_asset_job(
+            RELEASES_JOB,
+            selection=dg.AssetSelection.groups(*names),
+            description="Every spec's release (the evaluations are left out).",
+        )
+    )
     return dg.Definitions(
         **parts,
         # One process per run: a spec's steps form a chain, and a subprocess per step would

@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     store = args.store if "://" in args.store else str(Path(args.store).resolve())
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
     defs = build_defs(store=store, data_dir=data_dir)
-    job = defs.resolve_implicit_global_asset_job_def()
+    job = defs.resolve_job_def("privfair_releases")
     names = [spec.name for _, spec in load_specs()]
     print(f"materialising {len(names)} releases through Dagster: {', '.join(names)}", flush=True)
     result = job.execute_in_process(

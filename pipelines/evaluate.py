@@ -259,6 +259,7 @@ class Evaluation:
     summary: pa.Table
     seconds: float
     features: list[str] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)
 
 
 def evaluate(
@@ -272,6 +273,8 @@ def evaluate(
     apply: Callable | None = None,
     drop_protected: bool = False,
     protect_test: bool = False,
+    fold_limit: int | None = None,
+    input_fingerprint: str | None = None,
 ) -> Evaluation:
     """The protocol of the module docstring on ``table`` (the spec's ingested input).
 
@@ -281,6 +284,9 @@ def evaluate(
     ``protect_test``: the protected arm's classifier also sees the test fold as the component
     publishes it (run on the test fold alone), each published row scored against its input
     row's true label and group through the ``lineage`` sidecar; a row-level algorithm only.
+    ``fold_limit`` runs the first folds only (one fold of a 4-fold split is a stratified 75/25
+    hold-out). ``input_fingerprint`` (the ingest's) is recorded in ``meta`` with the spec's
+    fingerprint, so a release report shows only an evaluation of its own spec and input.
     """
     from pipelines.catalogue import algorithm_of, with_params
 
@@ -336,6 +342,8 @@ def evaluate(
     # training fold, and the unprotected arm's scores
     splits = []
     for k, (train_idx, test_idx) in enumerate(_folds(y_all, s_all, folds, seed)):
+        if fold_limit is not None and k >= fold_limit:
+            break
         train = table.take(pa.array(train_idx))
         test = table.take(pa.array(test_idx))
         enc = Features.fit(train, features)
@@ -392,7 +400,21 @@ def evaluate(
             say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
     per_fold = pa.Table.from_pylist(rows)
     summary = _summarise(rows)
-    return Evaluation(spec.name, per_fold, summary, time.perf_counter() - t0, features)
+    meta = {
+        "spec": spec.name,
+        "spec_fingerprint": spec.fingerprint(),
+        "input_fingerprint": input_fingerprint,
+        "algorithm": algo.name,
+        "grid": {k: list(v) for k, v in (grid or {}).items()},
+        "folds": folds,
+        "folds_run": len(splits),
+        "seed": seed,
+        "classifiers": list(classifiers),
+        "drop_protected": drop_protected,
+        "protect_test": protect_test,
+        "features": features,
+    }
+    return Evaluation(spec.name, per_fold, summary, time.perf_counter() - t0, features, meta)
 
 
 def _summarise(rows: list[dict]) -> pa.Table:
@@ -419,30 +441,154 @@ def _summarise(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(out)
 
 
+HOLDOUT_FOLDS = 4  # the report's hold-out: the first fold of a stratified 4-fold split
+
+
+def cost_of_protection(
+    spec,
+    table: pa.Table,
+    *,
+    classifier: str = "lr",
+    seed: int = 0,
+    input_fingerprint: str | None = None,
+    evaluations=None,
+) -> dict:
+    """What a release report shows of the cost of protection, as plain JSON data.
+
+    ``holdout``: one stratified 75/25 split of the input (the first fold of a 4-fold split);
+    the component runs on the 75 % alone, and ``classifier`` trained on the raw and on the
+    protected training rows is scored on the untouched 25 % (:func:`evaluate` with
+    ``fold_limit=1``): ``{"none": {metric: value}, <algorithm>: {...}}``. An algorithm that
+    publishes no table with the label gets ``status: not applicable`` and the reason.
+
+    ``grid``: the summary of the latest ``privfair evaluate`` of this spec found under
+    ``evaluations`` (:func:`find_evaluation`), for the trade-off plot, or None.
+    """
+    out: dict[str, Any] = {
+        "classifier": classifier,
+        "split": f"stratified hold-out: fold 1 of {HOLDOUT_FOLDS} (seed {seed})",
+    }
+    try:
+        ev = evaluate(
+            spec,
+            table,
+            folds=HOLDOUT_FOLDS,
+            seed=seed,
+            classifiers=[classifier],
+            fold_limit=1,
+            progress=lambda m: None,
+        )
+    except InputError as e:
+        reason = e.rule if e.column is None else str(e)
+        out |= {
+            "status": "not applicable",
+            "reason": reason + (f" ({e.detail})" if e.detail and e.column is None else ""),
+        }
+    else:
+        arms: dict[str, dict[str, float]] = {}
+        for r in ev.folds.to_pylist():
+            v = r["value"]
+            arms.setdefault(r["protection"], {})[r["metric"]] = None if v != v else v
+        test_rows = table.num_rows // HOLDOUT_FOLDS  # StratifiedKFold: n // k or one more
+        out |= {
+            "status": "measured",
+            "train_rows": table.num_rows - test_rows,
+            "test_rows_approx": test_rows,
+            "features": ev.features,
+            "holdout": arms,
+            "seconds": ev.seconds,
+        }
+    out["grid"] = find_evaluation(spec, input_fingerprint, evaluations)
+    return out
+
+
+def find_evaluation(spec, input_fingerprint: str | None, root=None) -> dict | None:
+    """The evaluation ``privfair evaluate`` wrote for ``spec`` under ``root`` (default: the
+    evaluations setting), if it was run on this spec and this input (their fingerprints);
+    ``{"stale": True, ...}`` if one exists for another version; None if there is none.
+
+    Only the accuracy and dPar rows of its summary are kept: what the trade-off plot needs.
+    """
+    from pathlib import Path
+
+    import pyarrow.parquet as pq
+
+    from pipelines.settings import resolve_evaluations
+
+    folder = Path(resolve_evaluations(root)) / spec.name
+    meta_file = folder / "evaluation.json"
+    if not meta_file.is_file():
+        return None
+    try:
+        meta = json.loads(meta_file.read_text(encoding="utf-8"))
+        summary = pq.read_table(folder / "summary.parquet").to_pylist()
+    except (OSError, ValueError) as e:
+        return {"stale": True, "path": str(folder), "reason": f"unreadable: {e}"}
+    if meta.get("spec_fingerprint") != spec.fingerprint() or (
+        input_fingerprint is not None and meta.get("input_fingerprint") != input_fingerprint
+    ):
+        return {
+            "stale": True,
+            "path": str(folder),
+            "reason": "it was run on another version of the spec or of the input",
+        }
+    keep = [r for r in summary if r["metric"] in ("accuracy", "dpar")]
+    return {
+        "stale": False,
+        "path": str(folder),
+        "grid": meta.get("grid", {}),
+        "folds": meta.get("folds"),
+        "classifiers": meta.get("classifiers", []),
+        "rows": keep,
+    }
+
+
+def tradeoff_series(rows: Iterable[Mapping]) -> list[tuple[str, list]]:
+    """Summary rows as scatter series: per protection, one (dPar, accuracy, label) point per
+    grid setting and classifier, labelled ``clf key=value ...``."""
+    by: dict[tuple, dict] = {}
+    for r in rows:
+        by.setdefault((r["protection"], r["grid"], r["classifier"]), {})[r["metric"]] = r["mean"]
+    series: dict[str, list] = {}
+    for (protection, grid, clf), m in by.items():
+        if "accuracy" in m and "dpar" in m:
+            # the raw arm does not depend on the grid: one point per classifier
+            setting = (
+                ""
+                if protection == "none"
+                else " ".join(f"{k}={v}" for k, v in json.loads(grid).items())
+            )
+            point = (m["dpar"], m["accuracy"], f"{clf} {setting}".strip())
+            if point not in series.setdefault(protection, []):
+                series[protection].append(point)
+    return list(series.items())
+
+
+def tradeoff_chart(rows: Iterable[Mapping], title: str) -> str:
+    """The trade-off plot (accuracy against dPar) of summary rows, as inline SVG."""
+    from components.core.plots import scatter_chart
+
+    return scatter_chart(
+        tradeoff_series(rows),
+        title=title,
+        x_label="dPar (lower is fairer)",
+        y_label="accuracy",
+        annotate=True,
+    )
+
+
 def page(ev: Evaluation) -> str:
     """A self-contained HTML page: the trade-off plot (accuracy against dPar, one point per
     grid setting and classifier, one colour per protection) and the summary table."""
     from html import escape
 
-    from components.core.plots import fmt_num, scatter_chart
+    from components.core.plots import fmt_num
 
     rows = ev.summary.to_pylist()
     by: dict[tuple, dict] = {}
     for r in rows:
         by.setdefault((r["protection"], r["grid"], r["classifier"]), {})[r["metric"]] = r
-    series: dict[str, list] = {}
-    for (protection, grid, clf), m in by.items():
-        if "accuracy" in m and "dpar" in m:
-            label = f"{protection} {clf} {grid if grid != '{}' else ''}".strip()
-            series.setdefault(protection, []).append(
-                (m["dpar"]["mean"], m["accuracy"]["mean"], label)
-            )
-    svg = scatter_chart(
-        list(series.items()),
-        title=f"Cost of protection: {ev.spec}",
-        x_label="dPar (lower is fairer)",
-        y_label="accuracy",
-    )
+    svg = tradeoff_chart(rows, f"Cost of protection: {ev.spec}")
     present = {r["metric"] for r in rows}
     shown = [m for m in METRICS + CONDITIONAL[:3] if m in present]
     head = "".join(f"<th>{escape(m)}</th>" for m in shown)
@@ -476,8 +622,10 @@ def page(ev: Evaluation) -> str:
 
 
 def write(ev: Evaluation, out_dir) -> dict[str, str]:
-    """``evaluation.parquet`` (per fold), ``summary.parquet`` and ``evaluation.html`` in
-    ``out_dir``, written aside and renamed so a failed run leaves no partial file."""
+    """``evaluation.parquet`` (per fold), ``summary.parquet``, ``evaluation.html`` and
+    ``evaluation.json`` (what was run: ``Evaluation.meta``) in ``out_dir``, each written aside
+    and renamed so a failed run leaves no partial file; the JSON goes last, so a folder with
+    it is complete."""
     import os
     from pathlib import Path
 
@@ -490,6 +638,12 @@ def write(ev: Evaluation, out_dir) -> dict[str, str]:
         ("evaluation.parquet", lambda p: pq.write_table(ev.folds, p)),
         ("summary.parquet", lambda p: pq.write_table(ev.summary, p)),
         ("evaluation.html", lambda p: Path(p).write_text(page(ev), encoding="utf-8")),
+        (
+            "evaluation.json",
+            lambda p: Path(p).write_text(
+                json.dumps({**ev.meta, "seconds": ev.seconds}, indent=2), encoding="utf-8"
+            ),
+        ),
     ):
         tmp = out / f".{name}.tmp"
         write_fn(tmp)

@@ -238,7 +238,9 @@ def build_candidate(
 ) -> tuple[Validation, dict]:
     """Write the candidate's files, validate what was written (against the contract rebuilt
     from the spec and the input), then write the report and, last, the manifest with the
-    checksums of every other file (a candidate with a manifest is complete)."""
+    checksums of every other file (a candidate with a manifest is complete). A candidate that
+    passes also gets the cost of protection measured on a hold-out of the input (see
+    ``pipelines.evaluate.cost_of_protection``) for its report."""
     for k, t in result.outputs.items():
         cand.write(output_file(k), parquet_bytes(t))
     for k, t in result.sidecars.items():
@@ -257,6 +259,12 @@ def build_candidate(
         cand.local_dir if cand.store.local else None,
     )
     man = manifest(spec, ing, result, validation, cand.version)
+    if validation.passed:  # a measurement for readers of a release, not a guarantee
+        from pipelines.evaluate import cost_of_protection
+
+        man["cost_of_protection"] = cost_of_protection(
+            spec, ing.table, input_fingerprint=ing.input["fingerprint"]
+        )
     from pipelines.report import render_report
 
     cand.write("report.html", render_report(man, algo, outputs, ing.table, sidecars).encode())

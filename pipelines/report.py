@@ -4,7 +4,10 @@ no external URLs) written next to the manifest as ``report.html``.
 It shows what was released (pipeline, version, input checksums, rows, code version), every
 guarantee as a PASS/FAIL row (``<table id="contract">``), the warnings, the parameters, the
 algorithm's headline metrics and its figures (``Algorithm.headline`` / ``Algorithm.figures``:
-each family draws its own, from the published outputs and sidecars where it can).
+each family draws its own, from the published outputs and sidecars where it can), and the cost
+of protection (``<section id="cost">``: one classifier trained on the raw and on the protected
+training split, scored on the untouched split; the trade-off plot of ``privfair evaluate``
+when one was run on this spec and input).
 
 Everything that comes from data or the spec is HTML-escaped.
 """
@@ -290,9 +293,100 @@ def _count_heading(results: list[dict]) -> str:
 
 _TOC = (
     '<nav class="toc">Contents: <a href="#release">Release</a><a href="#warnings">Warnings</a>'
-    '<a href="#contract">Guarantees</a><a href="#plots">Plots</a><a href="#metrics">Metrics</a>'
-    '<a href="#params">Parameters</a></nav>'
+    '<a href="#contract">Guarantees</a><a href="#plots">Plots</a><a href="#cost">Cost of '
+    'protection</a><a href="#metrics">Metrics</a><a href="#params">Parameters</a></nav>'
 )
+
+_COST_METRICS = (
+    ("accuracy", "accuracy"),
+    ("precision", "precision"),
+    ("recall", "recall"),
+    ("dpar", "dPar"),
+    ("eodds", "eOdds"),
+)
+
+
+def _cost(man: dict) -> str:
+    """The cost-of-protection section from the manifest's ``cost_of_protection`` record."""
+    cost = man.get("cost_of_protection")
+    if not cost:
+        why = (
+            "the candidate failed validation"
+            if (man.get("validation") or {}).get("status") != "passed"
+            else "this release predates the measurement"
+        )
+        return f'<section id="cost"><p>Not measured: {esc(why)}.</p></section>'
+    parts = ['<section id="cost">']
+    if cost.get("status") != "measured":
+        parts.append(
+            f"<p>Not applicable: {esc(cost.get('reason') or cost.get('status', '?'))}.</p>"
+        )
+    else:
+        arms = cost.get("holdout") or {}
+        clf = esc(cost.get("classifier", "?"))
+        head = "".join(f"<th>{esc(label)}</th>" for _, label in _COST_METRICS)
+        rows = []
+        # the raw arm first, whatever order the manifest's JSON keys came back in
+        for arm, values in sorted(arms.items(), key=lambda kv: (kv[0] != "none", kv[0])):
+            what = "raw training split" if arm == "none" else f"{arm} output of the split"
+            cells = "".join(
+                f'<td class="num">{esc(fmt_num(values.get(key)))}</td>' for key, _ in _COST_METRICS
+            )
+            rows.append(f"<tr><th>{esc(what)}</th>{cells}</tr>")
+        if "none" in arms and len(arms) == 2:
+            other = next(a for a in arms if a != "none")
+            cells = "".join(
+                f'<td class="num">{esc(_signed(arms[other].get(k), arms["none"].get(k)))}</td>'
+                for k, _ in _COST_METRICS
+            )
+            rows.append(f'<tr class="delta"><th>change</th>{cells}</tr>')
+        parts.append(
+            f"<p>The same classifier (<code>{clf}</code>) trained on the raw training split "
+            "and on what the component publishes from that split alone, both scored on the "
+            f"untouched test split ({esc(cost.get('split', ''))}; "
+            f"{esc(fmt_value(cost.get('train_rows')))} training rows). dPar = |P(ŷ=1 | "
+            "protected) − P(ŷ=1 | others)|; eOdds = |ΔTPR| + |ΔTNR|. A measurement on one "
+            "split, not a guarantee: <code>privfair evaluate</code> gives folds and "
+            "intervals.</p>"
+        )
+        parts.append(
+            f'<table id="cost-holdout"><thead><tr><th>trained on</th>{head}</tr></thead>'
+            f"<tbody>{''.join(rows)}</tbody></table>"
+        )
+    grid = cost.get("grid")
+    if grid and not grid.get("stale"):
+        from pipelines.evaluate import tradeoff_chart
+
+        svg = tradeoff_chart(grid.get("rows") or [], f"Trade-off: {man.get('pipeline', '?')}")
+        settings = ", ".join(f"{k} ∈ {v}" for k, v in (grid.get("grid") or {}).items())
+        parts.append(
+            f'<figure id="fig-tradeoff">\n{svg}\n<figcaption><b>Accuracy against dPar</b> '
+            f"from <code>privfair evaluate</code> ({esc(grid.get('folds'))} folds; "
+            f"{esc(settings or 'the spec as released')}; classifiers "
+            f"{esc(', '.join(grid.get('classifiers') or []))}): one point per setting and "
+            "classifier, mean over the folds.</figcaption>\n</figure>"
+        )
+    elif grid:
+        parts.append(
+            f"<p>An evaluation exists at <code>{esc(grid.get('path', '?'))}</code> but is not "
+            f"shown: {esc(grid.get('reason', 'stale'))}. Run <code>privfair evaluate</code> "
+            "again for the trade-off plot.</p>"
+        )
+    else:
+        parts.append(
+            "<p>No grid evaluated yet: <code>privfair evaluate SPEC --grid key=v1,v2</code> "
+            "adds the trade-off plot to the next release's report.</p>"
+        )
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _signed(value, base) -> str:
+    if not isinstance(value, int | float) or not isinstance(base, int | float):
+        return "—"
+    if value != value or base != base:
+        return "—"
+    return f"{value - base:+.3f}"
 
 
 # --- the page --------------------------------------------------------------------------------
@@ -340,6 +434,8 @@ def render_report(
         _artefacts(man),
         '<h2 id="plots">Plots</h2>',
         _figures(man, algo, outputs, input_table, sidecars),
+        "<h2>Cost of protection</h2>",
+        _cost(man),
         "<h2>Metrics</h2>",
         _metrics(man, list(algo.headline) if algo is not None else _headline(man)),
         "<h2>Parameters</h2>",

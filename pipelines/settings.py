@@ -5,7 +5,9 @@ Import-light on purpose (stdlib only): the Airflow DAG processor imports it on e
 * specs: ``$PRIVFAIR_SPECS_DIR``, default ``<repo>/pipelines/specs``;
 * releases: ``$PRIVFAIR_STORE``, default ``releases``; a relative path is taken relative to the
   repository root, because orchestrator workers have no meaningful working directory;
-* raw data: ``$PRIVFAIR_DATA_DIR``, default none (the checked download cache).
+* raw data: ``$PRIVFAIR_DATA_DIR``, default none (the checked download cache);
+* evaluations: ``$PRIVFAIR_EVALUATIONS``, default ``evaluations`` (relative to the repository
+  root, like the store): ``privfair evaluate`` writes there and release reports read it.
 """
 
 from __future__ import annotations
@@ -40,6 +42,13 @@ def resolve_store(uri: str | Path | None = None) -> str:
         return text
     p = Path(text.removeprefix("file://")).expanduser()
     return str(p if p.is_absolute() else (REPO_ROOT / p).resolve())
+
+
+def resolve_evaluations(path: str | Path | None = None) -> Path:
+    """The evaluations folder: ``path``, else ``$PRIVFAIR_EVALUATIONS``, else ``evaluations``;
+    a relative path is taken relative to the repository root."""
+    p = Path(str(path or os.environ.get("PRIVFAIR_EVALUATIONS") or "evaluations")).expanduser()
+    return p if p.is_absolute() else (REPO_ROOT / p).resolve()
 
 
 def resolve_data_dir(data_dir: str | Path | None = None) -> str | None:

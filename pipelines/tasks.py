@@ -15,6 +15,9 @@ version id and byte-identical outputs::
                      quarantined when a guarantee fails; validation.json in the work dir
     publish_task  -> the candidate atomically renamed into ``<store>/<pipeline>/<version>``
 
+and, beside the release flow, ``evaluate_task``: ``privfair evaluate`` on the ingested table,
+written to ``<evaluations>/<pipeline>/`` (a release validated after it shows its trade-off plot).
+
 ``publish_task`` is idempotent (an existing complete version is left alone and reported as
 ``exists``, and ``latest`` points at it) and never publishes a failed candidate: it raises
 ``ContractViolation`` after quarantining it. Whether a version is published is decided by
@@ -110,6 +113,18 @@ class PublishRecord(Record):
     manifest: str | None = None
     report: str | None = None
     message: str | None = None
+
+
+@dataclass(frozen=True)
+class EvaluateRecord(Record):
+    path: str
+    summary: str
+    page: str
+    seconds: float
+    grid: dict[str, list]
+    folds: int
+    classifiers: list[str]
+    points: int
 
 
 # --- small file helpers ------------------------------------------------------------------------
@@ -386,4 +401,56 @@ def publish_task(
         status=status,
         message=message,
         **local,
+    )
+
+
+def evaluate_task(
+    ingested: IngestRecord | dict[str, Any],
+    grid: str | dict[str, list] | None = None,
+    folds: int = 5,
+    seed: int = 0,
+    classifiers: str | list[str] = "lr,rf,sgd,gnb",
+    drop_protected: bool = False,
+    protect_test: bool = False,
+    out_root: str | Path | None = None,
+    progress=None,
+) -> EvaluateRecord:
+    """``privfair evaluate`` on an ingested table (the spec and the table ``ingest_task``
+    wrote), its files in ``<out_root or the evaluations setting>/<pipeline>/``. ``grid`` as
+    the CLI writes it (``"k=5,10 tau=0.5,1"``) or as a mapping; ``classifiers`` comma-separated
+    or a list."""
+    from pipelines.evaluate import evaluate, parse_grid, write
+    from pipelines.settings import resolve_evaluations
+
+    rec = IngestRecord.of(ingested)
+    spec = as_spec(rec.spec)
+    if isinstance(grid, str):
+        grid = parse_grid(grid.split())
+    if isinstance(classifiers, str):
+        classifiers = [c.strip() for c in classifiers.split(",") if c.strip()]
+    ev = evaluate(
+        spec,
+        pq.read_table(rec.raw),
+        grid=grid or {},
+        folds=folds,
+        seed=seed,
+        classifiers=classifiers,
+        drop_protected=drop_protected,
+        protect_test=protect_test,
+        input_fingerprint=rec.fingerprint,
+        progress=progress,
+    )
+    folder = resolve_evaluations(out_root) / spec.name
+    paths = write(ev, folder)
+    return EvaluateRecord(
+        pipeline=spec.name,
+        version=rec.version,
+        path=str(folder),
+        summary=paths["summary.parquet"],
+        page=paths["evaluation.html"],
+        seconds=ev.seconds,
+        grid=ev.meta["grid"],
+        folds=folds,
+        classifiers=list(classifiers),
+        points=len({r["grid"] for r in ev.summary.to_pylist()}),
     )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 os.environ.setdefault(
     "PRIVFAIR_DATA_DIR", str((Path(__file__).parents[1] / ".." / "shared" / "data").resolve())
 )
+# release reports read the evaluations folder: never a developer's own evaluations/
+os.environ["PRIVFAIR_EVALUATIONS"] = tempfile.mkdtemp(prefix="privfair-evaluations-")
 
 
 @pytest.fixture(autouse=True)

@@ -257,9 +257,11 @@ def scatter_chart(
     y_label: str = "",
     width: int = 640,
     height: int = 360,
+    annotate: bool = False,
 ) -> str:
     """Points (x, y, label) per named series, one colour each, with a legend: a trade-off plot
-    (e.g. dPar on x, accuracy on y, one point per grid setting and classifier)."""
+    (e.g. dPar on x, accuracy on y, one point per grid setting and classifier). Each label is
+    the point's tooltip and, with ``annotate``, also written beside it."""
     pts = [(x, y) for _, ps in series for x, y, _ in ps if math.isfinite(x) and math.isfinite(y)]
     if not pts:
         pts = [(0.0, 0.0)]
@@ -293,6 +295,8 @@ def scatter_chart(
                     f'<circle cx="{_c(sx(x))}" cy="{_c(sy(y))}" r="4.5" fill="{colour}">'
                     f"<title>{escape(label)}: {fmt_num(x)}, {fmt_num(y)}</title></circle>"
                 )
+                if annotate and label:
+                    parts.append(_text(sx(x) + 7, sy(y) - 6, label, size=TICK_SIZE, fill=MUTED))
     if x_label:
         parts.append(_text((left + right) / 2, height - 10, x_label, anchor="middle"))
     return _svg(width, height, title, parts)

@@ -310,3 +310,83 @@ def test_report_is_deterministic(german_release: Path) -> None:
     assert first == render_report(json.loads(json.dumps(man)), *tables)
     # the report written at publication is the same page
     assert first == (german_release / "report.html").read_text(encoding="utf-8")
+
+
+@pytest.fixture
+def german_release_with_grid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A German release published after ``privfair evaluate`` ran a k grid on the same spec
+    and input, so its report carries the trade-off plot."""
+    from pipelines.evaluate import evaluate, write
+
+    monkeypatch.setenv("PRIVFAIR_EVALUATIONS", str(tmp_path / "evaluations"))
+    spec = load_spec(GERMAN)
+    ing = ingest(spec)
+    ev = evaluate(
+        spec,
+        ing.table,
+        grid={"k": [5, 20]},
+        folds=3,
+        classifiers=["lr", "gnb"],
+        input_fingerprint=ing.input["fingerprint"],
+        progress=lambda m: None,
+    )
+    write(ev, tmp_path / "evaluations" / spec.name)
+    out = run_release(spec, tmp_path / "store")
+    assert out.status == "published"
+    return Path(out.path)
+
+
+COST_PROBE = """
+() => Array.from(document.querySelectorAll('#cost-holdout tbody tr'), tr => ({
+  head: tr.querySelector('th').textContent.trim(),
+  cells: Array.from(tr.querySelectorAll('td'), td => td.textContent.trim()),
+}))
+"""
+
+
+def test_cost_of_protection_section_in_chromium(open_page, german_release_with_grid: Path):
+    """The hold-out table shows the manifest's measured arms and their change; the trade-off
+    figure draws one point per (setting, classifier) of the evaluation, plus one raw point per
+    classifier, each labelled, inside its box, and visibly drawn."""
+    from components.core.plots import fmt_num
+
+    man = json.loads((german_release_with_grid / "manifest.json").read_text())
+    cost = man["cost_of_protection"]
+    assert cost["status"] == "measured" and cost["grid"]["stale"] is False
+    opened = open_page(german_release_with_grid / "report.html")
+    svgs = check_page_basics(opened, expected_figures=5)
+    assert svgs[-1]["title"] == "Trade-off: german_fair_mdav"
+    page = opened.page
+    assert page.locator("#cost-holdout thead th").all_inner_texts() == [
+        "trained on",
+        "accuracy",
+        "precision",
+        "recall",
+        "dPar",
+        "eOdds",
+    ]
+    rows = page.evaluate(COST_PROBE)
+    assert [r["head"] for r in rows] == [
+        "raw training split",
+        "fair_mdav output of the split",
+        "change",
+    ]
+    keys = ("accuracy", "precision", "recall", "dpar", "eodds")
+    by_head = {r["head"]: r["cells"] for r in rows}
+    ours, raw = cost["holdout"]["fair_mdav"], cost["holdout"]["none"]
+    assert by_head["raw training split"] == [fmt_num(raw[k]) for k in keys]
+    assert by_head["fair_mdav output of the split"] == [fmt_num(ours[k]) for k in keys]
+    assert by_head["change"] == [f"{ours[k] - raw[k]:+.3f}" for k in keys]
+
+    fig = page.locator("#fig-tradeoff")
+    labels = fig.locator("svg text").all_text_contents()
+    for label in ("lr k=5", "lr k=20", "gnb k=5", "gnb k=20", "lr", "gnb"):
+        assert label in labels, labels
+    assert fig.locator("svg circle").count() == 2 * 2 + 2
+    assert "k ∈ [5, 20]" in fig.locator("figcaption").inner_text()
+    shot = fig.screenshot()
+    drawn = pixel_stats(opened.browser, shot)
+    assert drawn["colours"] >= 50 and drawn["background_share"] < 0.97, drawn
+    section = page.locator("#cost")
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    section.screenshot(path=str(SCREENSHOT.with_name("report-cost.png")))

@@ -210,7 +210,7 @@ def test_dagster_builds_and_materialises_the_new_family(plugin, tmp_path):
         defs = build_defs(store={str(tmp_path / "store")!r})
         keys = sorted(k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
         checks = sorted(c.name for c in defs.resolve_asset_graph().asset_check_keys)
-        job = defs.resolve_implicit_global_asset_job_def()
+        job = defs.resolve_job_def("privfair_releases")
         fields = sorted(job.run_config_schema.config_type.fields["ops"].config_type.fields["toy_release__protected_table"].config_type.fields["config"].config_type.fields)
         res = job.execute_in_process(instance=dg.DagsterInstance.ephemeral(), raise_on_error=False)
         print(json.dumps({{"keys": keys, "checks": checks, "config": fields, "ok": res.success}}))
@@ -219,6 +219,7 @@ def test_dagster_builds_and_materialises_the_new_family(plugin, tmp_path):
     assert out.returncode == 0, out.stderr[-3000:]
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["keys"] == [
+        "toy_release/evaluation",
         "toy_release/protected_table",
         "toy_release/raw_table",
         "toy_release/release",

@@ -114,6 +114,16 @@ def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
             PRIVFAIR_STORE=str(tmp / "s2"),
             PRIVFAIR_SPECS_DIR=str(specs),
         ),
+        "evaluate": Run(
+            clone_home(airflow_home, tmp / "home_evaluate"),
+            "dags",
+            "test",
+            "german_fair_mdav",
+            "-c",
+            json.dumps({"evaluate": {"grid": "k=5,20", "folds": 2, "classifiers": "lr"}}),
+            PRIVFAIR_STORE=str(tmp / "s4"),
+            PRIVFAIR_EVALUATIONS=str(tmp / "evaluations"),
+        ),
         "errors": Run(airflow_home, "dags", "list-import-errors"),
         "list": Run(
             clone_home(airflow_home, tmp / "home_list"), "dags", "list", "--local", "-o", "json"
@@ -138,6 +148,8 @@ def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         "ref": ref,
         "german_store": tmp / "s1",
         "broken_store": tmp / "s2",
+        "evaluate_store": tmp / "s4",
+        "evaluations": tmp / "evaluations",
         "rerun_store": tmp / "s3",
         "before_rerun": before_rerun,
     }
@@ -214,3 +226,22 @@ def test_failing_contract_fails_the_dag_and_publishes_nothing(runs):
     assert published == []
     (quarantined,) = (store / "german_broken" / ".quarantine").iterdir()
     assert (quarantined / "manifest.json").is_file()
+
+
+def test_the_evaluate_task_runs_before_validate_and_the_report_shows_it(runs):
+    """Run conf ``evaluate`` makes the DAG's ``evaluate`` task run ``privfair evaluate`` on the
+    ingested table; the release validated after it carries that grid in its report."""
+    rc, log = runs["done"]["evaluate"]
+    assert rc == 0, log[-5000:]
+    meta = json.loads((runs["evaluations"] / "german_fair_mdav" / "evaluation.json").read_text())
+    assert meta["grid"] == {"k": [5, 20]} and meta["folds"] == 2 and meta["classifiers"] == ["lr"]
+    store = runs["evaluate_store"] / "german_fair_mdav"
+    version = (store / "latest").read_text().strip()
+    man = json.loads((store / version / "manifest.json").read_text())
+    grid = man["cost_of_protection"]["grid"]
+    assert grid["stale"] is False and grid["grid"] == {"k": [5, 20]}
+    assert {json.loads(r["grid"])["k"] for r in grid["rows"]} == {5, 20}
+    assert 'id="fig-tradeoff"' in (store / version / "report.html").read_text()
+    # without the conf the task returns at once and the report has no trade-off plot
+    rc, log = runs["done"]["german"]
+    assert rc == 0 and "evaluate: not requested" in log

@@ -110,7 +110,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
     )
     try:
         defs = build_defs(SPECS, store=str(dg_store))
-        job = defs.resolve_implicit_global_asset_job_def()
+        job = defs.resolve_job_def("privfair_releases")
         with dg.DagsterInstance.ephemeral() as instance:
             result = job.execute_in_process(instance=instance, raise_on_error=False)
             out, err = ref.communicate(timeout=600)
@@ -244,6 +244,52 @@ def test_jobs_and_schedules_follow_the_specs(everything):
         assert sched.cron_schedule == "0 0 * * 0"  # every shipped spec is @weekly
         for a in ("raw_table", "protected_table", "release"):
             assert graph.get(dg.AssetKey([spec.name, a])).group_name == spec.name
+
+
+def test_the_evaluation_asset_stays_out_of_the_release_jobs(tmp_path: Path, monkeypatch):
+    """``<spec>/evaluation`` is ``privfair evaluate`` on ``raw_table`` in its own group, outside
+    ``<spec>_job``; materialised with run config it writes the evaluation the next release's
+    report picks up."""
+    import dagster as dg
+
+    from pipelines.definitions import build_defs
+    from pipelines.evaluate import find_evaluation
+
+    monkeypatch.setenv("PRIVFAIR_EVALUATIONS", str(tmp_path / "evaluations"))
+    specs = tmp_path / "specs"
+    specs.mkdir()
+    shutil.copy(SPECS / "german_fair_mdav.yaml", specs)
+    defs = build_defs(specs, store=str(tmp_path / "store"))
+    key = dg.AssetKey(["german_fair_mdav", "evaluation"])
+    assert defs.resolve_asset_graph().get(key).group_name == "german_fair_mdav_evaluation"
+    for job in ("german_fair_mdav_job", "privfair_releases"):
+        assert key not in defs.resolve_job_def(job).asset_layer.selected_asset_keys
+    raw = dg.AssetKey(["german_fair_mdav", "raw_table"])
+    with dg.DagsterInstance.ephemeral() as instance:
+        res = dg.materialize(
+            [defs.get_assets_def(raw), defs.get_assets_def(key)],
+            resources={"privfair_data": defs.resources["privfair_data"]},
+            run_config={
+                "ops": {
+                    "german_fair_mdav__evaluation": {
+                        "config": {"grid": "k=5,20", "folds": 2, "classifiers": "lr,gnb"}
+                    }
+                }
+            },
+            instance=instance,
+        )
+    assert res.success
+    (mat,) = [
+        e.materialization for e in res.get_asset_materialization_events() if e.asset_key == key
+    ]
+    assert mat.metadata["grid"].value == {"k": [5, 20]} and mat.metadata["points"].value == 2
+    assert '| fair_mdav | {"k": 20} | gnb |' in mat.metadata["summary"].value
+    out = res.asset_value(key)
+    spec_file = specs / "german_fair_mdav.yaml"
+    from pipelines.catalogue import load_spec
+
+    found = find_evaluation(load_spec(spec_file), None, tmp_path / "evaluations")
+    assert found["stale"] is False and Path(out["page"]).is_file()
 
 
 def test_dagster_cli_materialises_german(tmp_path: Path):

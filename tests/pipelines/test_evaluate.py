@@ -13,7 +13,7 @@ import pytest
 
 from pipelines.catalogue import load_spec, with_params
 from pipelines.cli import main
-from pipelines.evaluate import METRICS, evaluate, parse_grid
+from pipelines.evaluate import METRICS, cost_of_protection, evaluate, parse_grid
 from pipelines.flow import ingest
 from schemas.errors import InputError, SpecError
 
@@ -183,3 +183,68 @@ def test_cli_writes_the_tables_and_the_page(tmp_path, capsys):
     assert not list(folder.glob(".*.tmp"))
     assert "evaluation:" in capsys.readouterr().out
     assert np.isfinite([r["mean"] for r in summary if r["metric"] == "accuracy"]).all()
+
+
+def test_cost_of_protection_is_a_stratified_holdout_recomputed_here(german, tmp_path):
+    """The report's numbers: the component on the first fold's 75 % alone, LR on its output and
+    on the raw 75 %, both scored on the untouched 25 %; rebuilt here with scikit-learn."""
+    from sklearn.linear_model import LogisticRegression
+
+    from components.core.inputs import group_indicator, outcome_indicator
+    from components.core.metrics import demographic_parity_difference
+    from pipelines.catalogue import algorithm_of
+    from pipelines.evaluate import Features, _folds
+    from schemas.roles import Role, read_roles
+
+    spec, table = german
+    cost = cost_of_protection(spec, table, evaluations=tmp_path)
+    assert cost["status"] == "measured" and cost["grid"] is None
+    roles = read_roles(table)
+    label, prot = roles.with_role(Role.LABEL)[0], roles.with_role(Role.PROTECTED)[0]
+    y = outcome_indicator(table.column(label.name), label)
+    s = group_indicator(table.column(prot.name), prot)
+    train, test = next(iter(_folds(y, s, 4, 0)))
+    assert cost["train_rows"] == len(train)
+    features = [c for c in table.column_names if c != label.name]
+    enc = Features.fit(table.take(train), features)
+    published = algorithm_of(spec)(table.take(train), spec.params).outputs["data"]
+    x_test = enc.transform(table.take(test))
+    for arm, (x, yy) in {
+        "none": (enc.transform(table.take(train)), y[train]),
+        "fair_mdav": (enc.transform(published), outcome_indicator(published[label.name], label)),
+    }.items():
+        pred = LogisticRegression(max_iter=1000).fit(x, yy).predict(x_test)
+        assert cost["holdout"][arm]["accuracy"] == pytest.approx(np.mean(pred == y[test]))
+        assert cost["holdout"][arm]["dpar"] == pytest.approx(
+            demographic_parity_difference(pred.astype(int), sensitive_features=s[test])
+        )
+
+
+def test_cost_of_protection_names_why_it_does_not_apply(tmp_path):
+    spec = load_spec(SPECS / "adult_atr.yaml")
+    cost = cost_of_protection(spec, ingest(spec).table.slice(0, 2000), evaluations=tmp_path)
+    assert cost["status"] == "not applicable"
+    assert "a report, not a table to train on" in cost["reason"]
+
+
+def test_the_report_shows_only_an_evaluation_of_its_own_spec_and_input(german, tmp_path):
+    from pipelines.evaluate import find_evaluation, write
+
+    spec, table = german
+    ev = evaluate(
+        spec,
+        table,
+        grid={"k": [5]},
+        folds=2,
+        classifiers=["gnb"],
+        input_fingerprint="input-1",
+        progress=lambda m: None,
+    )
+    write(ev, tmp_path / spec.name)
+    found = find_evaluation(spec, "input-1", tmp_path)
+    assert found["stale"] is False and found["grid"] == {"k": [5]}
+    assert {r["metric"] for r in found["rows"]} == {"accuracy", "dpar"}
+    assert find_evaluation(spec, "input-2", tmp_path)["stale"] is True
+    other = with_params(spec, {"k": 20})
+    assert "another version" in find_evaluation(other, "input-1", tmp_path)["reason"]
+    assert find_evaluation(spec, "input-1", tmp_path / "nowhere") is None
