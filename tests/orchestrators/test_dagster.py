@@ -433,7 +433,10 @@ def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
     specs = tmp_path / "specs"
     shutil.copytree(SPECS, specs)
     (specs / "german_fair_mdav_k20.yaml").write_text(NEW_SPEC)
-    new = {f"german_fair_mdav_k20/{a}" for a in ("raw_table", "protected_table", "release")}
+    new = {
+        f"german_fair_mdav_k20/{a}"
+        for a in ("raw_table", "protected_table", "release", "evaluation")
+    }
 
     before = {
         k.to_user_string() for k in build_defs(SPECS).resolve_asset_graph().get_all_asset_keys()
