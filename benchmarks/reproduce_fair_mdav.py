@@ -10,8 +10,14 @@ overrides), the classifier trained on its output and scored on the untouched fol
 arm (raw training fold) is reported once per classifier. Whether the protected attribute is a
 feature is not stated in the paper (Fair-MDAV spec A11): both are run. Microaggregated rows are
 also scored on a protected test fold (``--protect-test``: Fair-MDAV run on the test fold, rows
-mapped back to their true labels through the lineage), the protocol the paper's numbers fit.
-Results: ``benchmarks/results_reproduce_fair_mdav.md``.
+mapped back to their true labels through the lineage). Results:
+``benchmarks/results_reproduce_fair_mdav.md``.
+
+Every row here uses the setting the paper's text suggests (fairlets, positive correction,
+tau = 1). ``reproduce_fair_mdav_protocols.py`` settles which settings the paper's rows really
+come from (the authors' own result file: negative correction, other tau, MDAV groups) and shows
+that the untouched raw test fold with the PA among the features is the protocol that fits; the
+protected-test reading this script first suggested does not.
 """
 
 from __future__ import annotations
