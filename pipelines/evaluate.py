@@ -496,8 +496,7 @@ def cost_of_protection(
             "test_rows_approx": test_rows,
             "features": ev.features,
             "holdout": arms,
-            "seconds": ev.seconds,
-        }
+        }  # no wall time here: two runs of one version write the same manifest
     out["grid"] = find_evaluation(spec, input_fingerprint, evaluations)
     return out
 
