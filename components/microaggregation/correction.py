@@ -35,6 +35,18 @@ def relabel_counts(m_g, n_g, a, b, tau: Fraction, direction: str) -> np.ndarray:
     """Closed-form number of relabels per group (see module docstring). Python integers, exact."""
     i, den = tau.numerator, tau.denominator
     out = np.zeros(len(m_g), dtype=np.int64)
+    largest = max(int(np.max(m_g, initial=0)), int(np.max(n_g, initial=0)), 1)
+    if max(i, den) * largest * largest < 2**62:  # every product below fits in int64: vectorised
+        m_g, n_g, a, b = (np.asarray(x, dtype=np.int64) for x in (m_g, n_g, a, b))
+        ok = (m_g > 0) & (n_g > 0) & (i != 0)
+        mg, ng = np.where(ok, m_g, 1), np.where(ok, n_g, 1)
+        if direction == "positive":
+            need = -((-i * b * mg) // (den * ng))  # ceil
+            r = np.minimum(m_g - a, np.maximum(0, need - a))
+        else:
+            keep = (den * a * ng) // (i * mg) if i else np.zeros_like(a)  # floor
+            r = np.minimum(b, np.maximum(0, b - keep))
+        return np.where(ok, r, 0).astype(np.int64)
     for g in range(len(m_g)):
         mg, ng, ag, bg = int(m_g[g]), int(n_g[g]), int(a[g]), int(b[g])
         if mg == 0 or ng == 0 or i == 0:

@@ -1,30 +1,43 @@
 """Greedy fixed-size grouping: standard MDAV and Fair-MDAV's MakeFairlets.
 
 Both repeat: centre c = mean of the remaining records; seed = the record farthest from c; group =
-seed + its nearest remaining records. Costs O(N^2 p / k) overall, like the papers' versions. The
-implementation keeps it vectorised and cheap:
+seed + its nearest remaining records. A direct implementation costs O(N^2 p / k): N/k rounds,
+each a few distance passes over the remaining records. This one keeps the same decisions and
+avoids most of the passes:
 
-- distances work on the mixed numeric/nominal form (``components.microaggregation.encoding``): one gather per
-  nominal attribute instead of a dot product over every one-hot column;
+- distances work on the mixed numeric/nominal form (``components.microaggregation.encoding``):
+  one gather per block of nominal attributes instead of a dot product over every one-hot
+  column;
 - the mean of the remaining records is kept as running sums (nominal level counts are exact
   integers; numeric sums are accumulated in extended precision), not recomputed from scratch;
+- the farthest record from the centre is searched among the rows an anchor's triangle bound
+  leaves (``_WorkingSet.farthest_from``);
+- nearest records of a row, and MDAV's farthest record from x_r, are searched by *signature*
+  (the row's nominal values): a point query's nominal part is a small integer shared by a
+  signature's rows, so it bounds the distances of whole signatures, with their numeric boxes;
+  exact distances are computed for the rows of the signatures the bounds cannot exclude only
+  (``_WorkingSet.seek``, ``_WorkingSet.farthest_from_row``). Where rows share few signatures,
+  a full pass;
 - removed records are marked dead (NaN squared norm, so every distance to them is NaN and no
-  search can pick them) and the working arrays are compacted, in row order, once a sixteenth of
-  them is dead;
-- a distance pass over many rows runs in cache-sized chunks, shared by two threads (NumPy and
-  BLAS release the GIL); BLAS itself is kept to one thread, its own threading only adds overhead
-  on a (rows x 5) matrix-vector product.
+  search can pick them) and the working arrays are compacted, in row order, once a sixteenth
+  of them is dead;
+- a full distance pass over many rows runs in chunks, on two threads when that is faster
+  (NumPy and BLAS release the GIL); BLAS itself is kept to one thread, its own threading only
+  adds overhead on a (rows x 5) matrix-vector product.
 
 Ties are broken by the smallest original row index, both for the farthest record and among the
 nearest ones (distance first, then row index), so the result is deterministic. Squared distances
 within ``TIE_TOL`` of each other count as ties: the expanded-form arithmetic above rounds two
 equal distances of distinct records differently (~1e-14), which must not decide a tie.
 
-Every distance is the same sequence of floating-point operations whatever the chunking, the
-thread split or the compaction state: the numeric part is one BLAS ``gemv`` row product (a row's
-result does not depend on its position in the matrix, as long as a product has at least two
-rows; a single row goes through ``dot``, as it always did for single-row gathers), then the
-squared norm, the nominal lookups in block order and the constant are added one by one.
+The result is the one of the engine this replaced, bit for bit: every distance that takes part
+in a decision is the same sequence of floating-point operations, whatever the chunking, the
+thread split, the compaction state or the search (the numeric part is one BLAS ``gemv`` row
+product, whose result for a row does not depend on the other rows of the product as long as it
+has two or more -- a single row goes through ``dot``, and is computed beside itself where the
+old engine had a full pass; then the squared norm, the nominal lookups in block order and the
+constant are added one by one); every pruning bound keeps all rows that could take part in a
+decision; and the anchor of the centre search lives exactly as long as it used to.
 """
 
 from __future__ import annotations
@@ -32,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import partial
@@ -44,7 +58,8 @@ TIE_TOL = 1e-11  # squared scaled distances closer than this are equal (float no
 
 _CHUNK = 16_384  # rows per step of a distance pass: its temporaries stay in the L2 cache
 _PAR_ROWS = 6144  # a pass over a set of fewer rows is one step (a hand-off costs ~20 us)
-_NOMINAL_ROWS = 32_768  # nearest queries over fewer rows use full passes (see ``seek``)
+_SIG_ROWS = 4096  # nearest queries in sets of fewer rows use full passes (see ``seek``)
+_FAR_ROWS = 4096  # farthest-from-a-row queries too (see ``farthest_from_row``)
 _BLAS_ROWS = 2048  # from this many rows on, BLAS is held to one thread during the grouping
 
 
@@ -62,16 +77,32 @@ class Grouping:
     n_rows: int
     members: list[np.ndarray] = field(default_factory=list)
     seeds: list[int] = field(default_factory=list)
+    _memo: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def n_groups(self) -> int:
         return len(self.members)
 
+    def _cached(self, key: str, make):
+        """``make()``, kept while no group is added."""
+        got = self._memo.get(key)
+        if got is None or got[0] != len(self.members):
+            got = (len(self.members), make())
+            self._memo[key] = got
+        return got[1]
+
     def row_order(self) -> np.ndarray:
-        return np.concatenate(self.members) if self.members else np.zeros(0, dtype=np.int64)
+        return self._cached(
+            "order",
+            lambda: np.concatenate(self.members) if self.members else np.zeros(0, dtype=np.int64),
+        ).copy()
 
     def sizes(self) -> np.ndarray:
-        return np.fromiter((len(m) for m in self.members), np.int64, len(self.members))
+        """Size of every group."""
+        return self._cached(
+            "sizes",
+            lambda: np.fromiter((len(m) for m in self.members), np.int64, len(self.members)),
+        ).copy()
 
     def group_ids(self) -> np.ndarray:
         """Group id of each row in ``row_order()``."""
@@ -129,17 +160,47 @@ class _Space:
         offsets = np.concatenate([[0], np.cumsum(self.sizes)]).astype(np.int64)
         self.n_levels = int(offsets[-1])
         self.flat_codes = np.where(self.codes >= 0, self.codes + offsets[:-1], self.n_levels)
-        self.level_spans = [(int(a), int(b)) for a, b in zip(offsets[:-1], offsets[1:], strict=True)]
+        self.level_spans = [
+            (int(a), int(b)) for a, b in zip(offsets[:-1], offsets[1:], strict=True)
+        ]
         # Per-attribute centre tables side by side: slot 0 (missing) of attribute j sits at
         # offsets[j] + j, its levels right after.
         self.slot_zero = (offsets[:-1] + np.arange(len(self.sizes))).astype(np.intp)
-        self.slot_levels = np.concatenate(
-            [z + 1 + np.arange(size) for z, size in zip(self.slot_zero, self.sizes, strict=True)]
-        ).astype(np.intp) if len(self.sizes) else np.zeros(0, np.intp)
+        self.slot_levels = (
+            np.concatenate(
+                [
+                    z + 1 + np.arange(size)
+                    for z, size in zip(self.slot_zero, self.sizes, strict=True)
+                ]
+            ).astype(np.intp)
+            if len(self.sizes)
+            else np.zeros(0, np.intp)
+        )
+        self._signatures: tuple[np.ndarray, np.ndarray] | None = None
         # Each row's slot in every attribute's table (0: missing), in ``flat`` indexing.
         self.slots = (self.slot_zero + (self.codes + 1)).astype(np.intp)
         self._point_cache: list[dict[int, np.ndarray]] = [{} for _ in self.blocks]
         self._cached_bytes = 0
+
+    def signatures(self) -> tuple[np.ndarray, np.ndarray]:
+        """(signature id of every row, block codes of every signature (blocks x signatures)): a
+        row's signature is its nominal values, so its nominal distance to any query is its
+        signature's."""
+        if self._signatures is None:
+            codes = self.block_codes
+            spans = codes.max(axis=0) + 1 if len(codes) else np.ones(codes.shape[1], np.int64)
+            if float(np.prod(spans.astype(float))) < 2.0**62:
+                key = np.zeros(len(codes), dtype=np.int64)
+                for j, span in enumerate(spans):
+                    key = key * int(span) + codes[:, j]
+                _, first, sig = np.unique(key, return_index=True, return_inverse=True)
+            else:
+                _, first, sig = np.unique(codes, axis=0, return_index=True, return_inverse=True)
+            self._signatures = (
+                sig.reshape(-1).astype(np.intp),
+                np.ascontiguousarray(self.block_codes_t[:, first]),
+            )
+        return self._signatures
 
     def level_counts(self, rows: np.ndarray) -> np.ndarray:
         """Counts of every level of every nominal attribute among ``rows`` (concatenated; the
@@ -182,22 +243,6 @@ class _Space:
                 self._cached_bytes += t.nbytes
         return tables
 
-    def centre_tables(
-        self, counts: np.ndarray, n: int
-    ) -> tuple[list[np.ndarray], float, np.ndarray]:
-        """Per-slot term and constant for the distance to a centre with level shares c_j,
-        ||c_j||^2 + [x present](1 - 2 c_j[x]), from the side-by-side level counts; and the
-        shares."""
-        shares = counts[: self.n_levels] / n
-        const = 0.0
-        for a, b in self.level_spans:
-            c = shares[a:b]
-            const += float(c @ c)
-        flat = np.empty(self.n_levels + len(self.sizes))
-        flat[self.slot_zero] = 0.0
-        flat[self.slot_levels] = 1.0 - 2.0 * shares
-        return self.tables_of(flat), const, shares
-
     def tables_of(self, flat: np.ndarray) -> list[np.ndarray]:
         """Block lookup tables from the per-attribute tables side by side."""
         return self._block_tables(
@@ -233,13 +278,6 @@ class _Space:
         """Squared distances of ``rows`` (gathered) to the query; ``c`` = ||v||^2 + constant."""
         return _gathered(self.num_m2, self.sq, self.block_codes_t, v, tables, c, rows)
 
-    def dist2_row(self, v: np.ndarray, tables: list[np.ndarray], c: float, row: int) -> float:
-        """``dist2_rows`` of one row, with the same operations on Python floats."""
-        out = float(self.num_m2[row] @ v) + float(self.sq[row])
-        for col, table in zip(self.block_codes_t, tables, strict=True):
-            out += float(table[col[row]])
-        return out + c
-
 
 def _gathered(
     num_m2: np.ndarray,
@@ -252,28 +290,28 @@ def _gathered(
 ) -> np.ndarray:
     """Squared distances of the rows ``idx`` of (num_m2, sq, codes_t) to the query (v, tables,
     c = ||v||^2 + constant): the operations of a distance pass, on gathered rows."""
-    out = num_m2[idx] @ v
-    out += sq[idx]
+    out = num_m2.take(idx, axis=0) @ v
+    out += sq.take(idx)
     for col, table in zip(codes_t, tables, strict=True):
-        out += table[col[idx]]
+        out += table.take(col.take(idx))
     out += c
     return out
 
 
 class _Scan:
-    """A distance pass over a working set, and what it leaves: ``d`` over the working positions
-    (the squared distances, or with ``nominal`` only their nominal part), the chunk
-    ``bounds``, per chunk the candidate positions for a nearest query (``pools``) and the
-    maximum (``peaks``)."""
+    """A distance pass over a working set, and what it leaves: ``d``, the squared distances of
+    the working positions (with ``nominal``: of the positions ``pools[0]`` only, see
+    ``_WorkingSet.seek``), the chunk ``bounds``, per chunk the candidate positions for a
+    nearest query (``pools``) and the maximum (``peaks``)."""
 
-    __slots__ = ("ws", "query", "nominal", "d", "bounds", "pools", "peaks", "tasks")
+    __slots__ = ("ws", "query", "nominal", "d", "bounds", "pools", "peaks", "tasks", "part")
 
     def __init__(self, ws: _WorkingSet, query: tuple, nominal: bool = False) -> None:
         self.ws = ws
         self.query = query
         self.nominal = nominal
-        self.d = np.empty(len(ws.rows))
-        self.bounds = ws.chunks()
+        self.bounds = [] if nominal else ws.chunks()
+        self.d = np.empty(0 if nominal else len(ws.rows))
         self.pools: list = [None] * len(self.bounds)
         self.peaks: list = [np.nan] * len(self.bounds)
         self.tasks: list = []
@@ -287,7 +325,7 @@ class _Scan:
             return np.zeros(0, dtype=np.int64)
         pool = self.pool()
         if self.nominal:
-            values = self.ws.exact(self.query, pool)
+            values = self.d  # the pool's exact distances
             if exclude >= 0:
                 values[pool == exclude] = np.nan
         else:
@@ -325,31 +363,54 @@ def _candidates(d: np.ndarray, k: int) -> np.ndarray:
 
 
 class _Threads:
-    """Runs the chunks of a distance pass on the calling thread and one helper thread.
+    """Runs the chunks of a distance pass on the calling thread, or on it and one helper.
 
-    Chunks are taken from a shared iterator, so a helper that starts late (a busy machine)
-    simply takes fewer; a helper that has not started when the caller is done is cancelled.
+    Chunks are taken from a shared iterator, so a helper that starts late simply takes fewer;
+    a helper that has not started when the caller is done is cancelled. A helper that is
+    preempted in the middle of a chunk (a machine busy with other work) makes the caller wait,
+    so both ways are timed (wall clock per row, moving average; the other way is timed again
+    every ``_PROBE`` runs) and the faster one is used. The results do not depend on it.
     """
+
+    _PROBE = 16
 
     def __init__(self, workers: int) -> None:
         self.pool = ThreadPoolExecutor(max_workers=1) if workers > 1 else None
         self.parallel = self.pool is not None
+        self.cost: list[float | None] = [None, None]  # seconds per row: serial, parallel
+        self.runs = 0
 
-    def run(self, tasks: list) -> None:
+    def run(self, tasks: list, rows: int = 0) -> None:
         if self.pool is None or len(tasks) < 2:
             for task in tasks:
                 task()
             return
-        it = iter(tasks)  # next() on a list iterator is atomic under the GIL
+        serial, parallel = self.cost
+        if serial is None or parallel is None:
+            mode = 0 if serial is None else 1
+        else:
+            mode = int(parallel < serial)
+            self.runs += 1
+            if self.runs % self._PROBE == 0:
+                mode = 1 - mode
+        start = time.perf_counter()
+        if mode:
+            it = iter(tasks)  # next() on a list iterator is atomic under the GIL
 
-        def drain() -> None:
-            for task in it:
+            def drain() -> None:
+                for task in it:
+                    task()
+
+            helper = self.pool.submit(drain)
+            drain()
+            if not helper.cancel():
+                helper.result()
+        else:
+            for task in tasks:
                 task()
-
-        helper = self.pool.submit(drain)
-        drain()
-        if not helper.cancel():
-            helper.result()
+        took = (time.perf_counter() - start) / max(rows, 1)
+        old = self.cost[mode]
+        self.cost[mode] = took if old is None else 0.8 * old + 0.2 * took
 
     def close(self) -> None:
         if self.pool is not None:
@@ -419,7 +480,9 @@ class _WorkingSet:
         self._load()
         self.anchor: tuple | None = None
         self.anchor_top = 0
-        self.nominal_off = 0  # full passes for nearest queries while > 0 (see ``checked``)
+        self.by_sig: np.ndarray | None = None  # see ``_index``
+        if len(space.blocks) and len(self.rows) >= _SIG_ROWS:
+            self._index()
 
     def _load(self) -> None:
         rows = self.rows
@@ -494,53 +557,163 @@ class _WorkingSet:
         out.tasks = [partial(task, i) for i in range(len(out.bounds))]
         return out
 
-    def seek(self, row: int, k: int) -> _Scan:
-        """A pass for the k nearest of input row ``row`` (itself included if it is here).
+    # --- nearest queries by signature -----------------------------------------------------
 
-        Point queries have integer nominal parts, and the nominal part alone is a lower bound
-        of a squared distance. So unless that prunes too little here, the pass computes only
-        the nominal part, keeps the rows whose nominal part is within reach of an upper bound
-        on the k-th smallest distance (taken from a sample of exact distances), and
-        ``_Scan.nearest`` computes exact distances for those alone, with the operations of a
-        full pass.
+    def _index(self) -> None:
+        """The rows grouped by signature (``_Space.signatures``): ``lsig`` (each working
+        position's signature, numbered within the set), ``by_sig`` (the positions sorted by
+        signature, then position), ``sig_start`` (each signature's first entry in ``by_sig``),
+        ``sig_alive`` (alive rows per signature) and ``sig_codes_t`` (block codes)."""
+        sig, codes_t = self.space.signatures()
+        g = sig[self.rows]
+        present = np.bincount(g, minlength=codes_t.shape[1]) > 0
+        self.lsig = (np.cumsum(present) - 1)[g]
+        self.sig_codes_t = np.ascontiguousarray(codes_t[:, present])
+        self.by_sig = np.argsort(self.lsig, kind="stable")
+        sizes = np.bincount(self.lsig, minlength=self.sig_codes_t.shape[1])
+        self.sig_start = np.concatenate([[0], np.cumsum(sizes)])
+        self.sig_alive = sizes.astype(np.float64)  # bincount weights
+        self._boxes()
+
+    _PART_BYTES = 64 << 20  # per set: per-signature nominal parts kept for reuse, at most
+
+    def _part(self, row: int, tables: list[np.ndarray]) -> np.ndarray:
+        """Nominal part of the distance from every signature to input row ``row`` (its point
+        tables ``tables``): small integers, as the smallest unsigned type that holds them. A
+        block's share depends only on the row's slot in the block, so it is kept for reuse
+        until the signatures are renumbered."""
+        slots = self.space.block_codes[row].tolist()
+        part = None
+        for cache, slot, table, codes in zip(
+            self._part_cache, slots, tables, self.sig_codes_t, strict=True
+        ):
+            share = cache.get(slot)
+            if share is None:
+                share = table.take(codes).astype(self._part_dtype)
+                if self._part_bytes + share.nbytes <= self._PART_BYTES:
+                    share.flags.writeable = False
+                    cache[slot] = share
+                    self._part_bytes += share.nbytes
+            part = share if part is None else part + share
+        return part
+
+    def _boxes(self) -> None:
+        """Per signature and numeric attribute, the smallest and largest scaled value of its
+        rows (``box_lo``, ``box_hi``: attributes x signatures); rows that die later stay in
+        the box, which remains a bound. Also empties the ``_part`` cache."""
+        self._part_cache: list[dict[int, np.ndarray]] = [{} for _ in self.space.blocks]
+        self._part_bytes = 0
+        self._level_guess = 0
+        # a point table entry is at most 2 per attribute
+        self._part_dtype = np.uint8 if 2 * len(self.space.sizes) < 256 else np.uint16
+        num = self.space.num.take(self.rows[self.by_sig], axis=0)
+        starts = self.sig_start[:-1]
+        if len(starts) and num.shape[1]:
+            lo = np.minimum.reduceat(num, starts, axis=0).T
+            hi = np.maximum.reduceat(num, starts, axis=0).T
+            # float32, rounded outwards: the boxes only bound distances, at half the cost
+            self.box_lo = np.ascontiguousarray(np.nextafter(lo.astype(np.float32), -np.inf))
+            self.box_hi = np.ascontiguousarray(np.nextafter(hi.astype(np.float32), np.inf))
+            self.box_abs = np.maximum(np.abs(lo).max(axis=1), np.abs(hi).max(axis=1))
+        else:
+            self.box_lo = self.box_hi = np.zeros((num.shape[1], len(starts)), np.float32)
+            self.box_abs = np.zeros(num.shape[1])
+
+    def _reindex(self, keep: np.ndarray) -> None:
+        """``_index`` after a compaction that kept the working positions ``keep`` (a mask): the
+        position renumbering keeps the order, so no sorting."""
+        newpos = np.cumsum(keep) - 1
+        self.by_sig = newpos[self.by_sig[keep[self.by_sig]]]
+        present = self.sig_alive > 0
+        self.lsig = (np.cumsum(present) - 1)[self.lsig[keep]]
+        self.sig_codes_t = np.ascontiguousarray(self.sig_codes_t[:, present])
+        self.sig_alive = self.sig_alive[present]
+        self.sig_start = np.concatenate([[0], np.cumsum(self.sig_alive.astype(np.int64))])
+        self._boxes()
+
+    def _members(self, sigs: np.ndarray) -> np.ndarray:
+        """Working positions (dead ones too) of the signatures ``sigs``."""
+        starts = self.sig_start[sigs]
+        lens = self.sig_start[sigs + 1] - starts
+        ends = np.cumsum(lens)
+        return self.by_sig[np.repeat(starts - (ends - lens), lens) + np.arange(int(ends[-1]))]
+
+    def seek(self, row: int, k: int, peaks: bool = False) -> _Scan:
+        """The k nearest of input row ``row`` (itself included if it is here), as a ``_Scan``.
+
+        A point query's nominal part is an integer, the same for every row of a signature,
+        and a lower bound of the squared distance. So, where rows share signatures, the
+        nominal parts are computed per signature; the signatures whose nominal part is at most
+        the smallest level t that holds k alive rows give exact distances whose k-th smallest
+        bounds the k-th nearest; then every row of a signature within reach of that bound gets
+        its exact distance (the operations of a full pass) and ``_Scan.nearest`` selects among
+        those. Elsewhere: a full pass (``scan``).
         """
         v = self.space.num[row]
         tables = self.space.point_tables(row)
         query = (v, tables, float(v @ v) + 0.0)
-        n = len(self.rows)
-        if not tables or n < _NOMINAL_ROWS or self.nominal_off > 0:
-            self.nominal_off = max(0, self.nominal_off - 1)
-            return self.scan(query, k)
-        sample = self.exact(query, np.arange(0, n, max(1, n // (64 * k))))
-        bound = np.partition(sample, k - 1)[k - 1] if len(sample) > k else np.nan
-        if not bound < np.inf:
-            return self.scan(query, k)
+        if (
+            self.by_sig is None
+            or self.sig_codes_t.shape[1] * 2 > len(self.rows)
+            or (peaks and len(self.rows) < _FAR_ROWS)
+        ):
+            return self.scan(query, k, peaks)
+        part = level = self._part(row, tables)  # small integers, exactly
+        live = self.sig_alive > 0
+        # the smallest level t holding k alive rows, starting from the last query's t
+        guess = self._level_guess
+        while True:
+            sel = np.flatnonzero(live & (level <= guess))
+            held = self.sig_alive[sel]
+            if held.sum() >= k or guess > 2 * len(self.space.sizes):  # all levels: every row
+                break
+            guess = 2 * guess + 2
+        levels = level[sel]
+        t = int(np.searchsorted(np.cumsum(np.bincount(levels, weights=held)), k - 0.5))
+        self._level_guess = t
+        pool = self._members(sel[levels <= t])
+        values = self.exact(query, pool)
+        bound = float(np.partition(values, k - 1)[k - 1])
         # |error| of a computed distance: a few ulps of its largest term (1e-12 is ~4500 ulps)
         reach = bound + TIE_TOL + 1e-12 * (1.0 + self.sq_max + query[2] + abs(bound))
+        if reach >= t + 1:  # levels are integers
+            more = np.flatnonzero(live & (level > t) & (level <= int(reach)))
+            if len(more):
+                extra = self._members(more)
+                pool = np.concatenate([pool, extra])
+                values = np.concatenate([values, self.exact(query, extra)])
         out = _Scan(self, query, nominal=True)
-        pairs = list(zip(self.codes_t, tables, strict=True))
-        d = out.d
-
-        def task(i: int) -> None:
-            a, b = out.bounds[i]
-            o = d[a:b]
-            (col, table), *rest = pairs
-            np.take(table, col[a:b], out=o, mode="clip")
-            if rest:
-                tmp = np.empty(b - a)
-                for col, table in rest:
-                    np.take(table, col[a:b], out=tmp, mode="clip")
-                    np.add(o, tmp, out=o)
-            out.pools[i] = np.flatnonzero(o <= reach) + a
-
-        out.tasks = [partial(task, i) for i in range(len(out.bounds))]
+        out.pools = [pool]
+        out.d = values
+        out.part = part
         return out
 
-    def checked(self, scan: _Scan) -> None:
-        """After a nominal-bound pass: if it kept over half of the rows, use full passes for a
-        while (numeric attributes dominate the distances here)."""
-        if scan.nominal and sum(len(p) for p in scan.pools) * 2 > len(scan.d):
-            self.nominal_off = 64
+    def farthest_from_row(self, scan: _Scan) -> int:
+        """``first_max`` of the distances to the query of ``scan`` (a ``seek`` by signature) over
+        the alive working positions, now: the position of the lowest row within ``TIE_TOL`` of
+        the largest distance.
+
+        A signature's distances are at most its nominal part plus the largest squared
+        distance from the query to its numeric box. The signature with the largest such bound
+        gives a lower bound m on the maximum (an alive row's distance); exact distances are
+        computed for the rows of the signatures whose bound reaches m - ``TIE_TOL`` only."""
+        v, _, c = scan.query
+        v32 = v.astype(np.float32)[:, None]
+        reach = np.maximum(v32 - self.box_lo, self.box_hi - v32)
+        reach *= reach
+        upper = reach.sum(axis=0, dtype=np.float64)
+        upper += scan.part
+        upper[self.sig_alive <= 0] = -np.inf
+        best = self._members(np.array([int(np.argmax(upper))]))
+        m = float(np.fmax.reduce(self.exact(scan.query, best)))  # a row's distance: <= max
+        # float32 arithmetic on the boxes: a squared term r^2 (r <= |v| + |box|) may come out
+        # low by about 2^-21 r^2 (float64 distances: a few ulps of their largest term)
+        spread = float(((np.abs(v) + self.box_abs) ** 2).sum())
+        margin = TIE_TOL + 1e-12 * (1.0 + self.sq_max + c + abs(m)) + 1e-6 * spread
+        pool = self._members(np.flatnonzero(upper >= m - margin))
+        d = self.exact(scan.query, pool)
+        hits = np.flatnonzero(d >= np.fmax.reduce(d) - TIE_TOL)
+        return int(pool[hits].min())  # the lowest position: ``first_max`` in position order
 
     def _dist2(
         self, v: np.ndarray, tables: list[np.ndarray], const: float, idx: np.ndarray | None = None
@@ -551,7 +724,7 @@ class _WorkingSet:
         if idx is not None:
             return self.space.dist2_rows(v, tables, c, self.rows[idx])
         out = self.scan((v, tables, c))
-        self.threads.run(out.tasks)
+        self.threads.run(out.tasks, len(out.d))
         return out.d
 
     def dist2_to_row(self, row: int, tables: list[np.ndarray] | None = None) -> np.ndarray:
@@ -586,15 +759,7 @@ class _WorkingSet:
                 # The original order also held the rows dead when the anchor was made, at
                 # distance 0 (their -inf clipped), so they counted once the bound reached 0.
                 if (cut < len(order) or complete) and cut + (n_dead0 if bound >= 0 else 0) <= limit:
-                    cand = order[:cut]
-                    cand = np.sort(cand[alive[cand]])
-                    d = self.space.num_m2.take(cand, axis=0) @ centre.num
-                    d += self.space.sq[cand]
-                    for b in self.space.nominal_rows(centre.flat, cand):
-                        d += b
-                    d += c
-                    i = first_max(d)
-                    return int(cand[i]), float(d[i])
+                    return self._farthest_among(centre, order[:cut], neg_sorted[:cut], delta)
         d = self._dist2(centre.num, centre.tables, centre.const)
         neg = -np.sqrt(np.maximum(d, 0.0))  # dead rows: NaN, sorted last by partition/lexsort
         head = limit + 1
@@ -614,6 +779,44 @@ class _WorkingSet:
         i = first_max(d)
         return int(self.rows[i]), float(d[i])
 
+    _FIRST = 32
+
+    def _farthest_among(
+        self, centre: _Centre, cand: np.ndarray, neg: np.ndarray, delta: float
+    ) -> tuple[int, float]:
+        """``first_max`` over the alive rows of ``cand`` (rows in anchor order, ``neg`` their
+        -D_a): the lowest row within ``TIE_TOL`` of the largest distance, and that distance.
+
+        The first ``_FIRST`` alive candidates (the largest D_a) give a maximum M; a row with
+        D_a(x) < sqrt(M - TIE_TOL) - delta - slack cannot come within ``TIE_TOL`` of the
+        maximum (d(x, c) <= D_a(x) + delta), so only the candidates before it are computed."""
+        keep = self.alive_row[cand]
+        cand = cand[keep]
+        if len(cand) <= self._FIRST:
+            rows = np.sort(cand)  # one row: a ``dot``, as a single gathered row always was
+            d = self._centre_dist(centre, rows)
+            i = first_max(d)
+            return int(rows[i]), float(d[i])
+        d = self._centre_dist(centre, cand[: self._FIRST])
+        reach = math.sqrt(max(float(d.max()) - TIE_TOL, 0.0)) - delta - self._SLACK
+        cut = int(np.searchsorted(neg[keep], -reach, side="right"))
+        if cut > self._FIRST:  # (a single further row is computed beside itself: ``gemv``)
+            more = cand[self._FIRST : cut] if cut > self._FIRST + 1 else cand[[cut - 1, cut - 1]]
+            d = np.concatenate([d, self._centre_dist(centre, more)[: cut - self._FIRST]])
+        rows = cand[: len(d)]
+        hits = np.flatnonzero(d >= d.max() - TIE_TOL)
+        i = int(hits[np.argmin(rows[hits])])
+        return int(rows[i]), float(d[i])
+
+    def _centre_dist(self, centre: _Centre, rows: np.ndarray) -> np.ndarray:
+        """Squared distances of input ``rows`` to the centre, as ``_Space.dist2_rows``."""
+        d = self.space.num_m2.take(rows, axis=0) @ centre.num
+        d += self.space.sq[rows]
+        for b in self.space.nominal_rows(centre.flat, rows):
+            d += b
+        d += centre.c
+        return d
+
     # --- bookkeeping --------------------------------------------------------------------------
 
     def remove(self, positions: np.ndarray) -> None:
@@ -626,6 +829,8 @@ class _WorkingSet:
         self.n_alive -= len(positions)
         self.num_sum -= self.space.num_ld[rows].sum(axis=0)
         self.counts -= self.space.level_counts(rows)
+        if self.by_sig is not None:
+            np.subtract.at(self.sig_alive, self.lsig[positions], 1)
 
     def maybe_compact(self) -> None:
         """Between groups: drop the anchor when the nominal set halves, and compact the working
@@ -634,14 +839,18 @@ class _WorkingSet:
             self.nominal_len = self.n_alive
             self.anchor = None
         if self.n_dead * self._COMPACT_SHARE > len(self.rows) and self.n_alive >= 2:
-            self.rows = self.rows[self.alive]
+            keep = self.alive
+            self.rows = self.rows[keep]
             self._load()
+            if self.by_sig is not None:
+                self._reindex(keep)
 
 
 class _Centre:
     """The mean of the alive rows of some working sets: numeric part ``num``, level shares,
-    per-attribute lookup tables side by side (``flat``, see ``_Space.centre_tables``), their
-    constant, and c = ||num||^2 + constant. Unpacks as (num, block tables, constant, shares)."""
+    per-attribute lookup tables side by side (``flat``: attribute j's missing slot at
+    ``_Space.slot_zero[j]``, its levels after it), their constant, and c = ||num||^2 +
+    constant. Unpacks as (num, block tables, constant, shares)."""
 
     def __init__(self, sets: list[_WorkingSet], space: _Space) -> None:
         n = sum(s.n_alive for s in sets)
@@ -712,7 +921,7 @@ def nearest(d: np.ndarray, k: int) -> np.ndarray:
 
 
 def nearest_in(pool: np.ndarray, dp: np.ndarray, k: int) -> np.ndarray:
-    """``nearest(d, k)`` given ascending positions ``pool`` with their entries ``dp``, among
+    """``nearest(d, k)`` given distinct positions ``pool`` with their entries ``dp``, among
     them every entry within ``TIE_TOL`` of the k-th smallest (more do no harm; NaN entries are
     dropped)."""
     if k <= 0:
@@ -723,7 +932,7 @@ def nearest_in(pool: np.ndarray, dp: np.ndarray, k: int) -> np.ndarray:
     if len(pool) > k:
         keep = dp <= np.partition(dp, k - 1)[k - 1] + TIE_TOL  # every entry that may tie
         pool, dp = pool[keep], dp[keep]
-    o = np.argsort(dp, kind="stable")  # (distance, position): the pool is ascending
+    o = np.lexsort((pool, dp))  # (distance, position)
     idx = pool[o]
     near = np.diff(dp[o]) <= TIE_TOL
     if not near.any():
@@ -750,10 +959,11 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
             si, seed = _farthest(sets, space)
             # both sets' passes at once (the seed counts in its own set)
             scans = [s.seek(seed, need[sj]) for sj, s in enumerate(sets)]
-            threads.run(scans[0].tasks + scans[1].tasks)
+            threads.run(
+                scans[0].tasks + scans[1].tasks, sum(len(sc.d) * (not sc.nominal) for sc in scans)
+            )
             parts = []
             for sj, (s, scan) in enumerate(zip(sets, scans, strict=True)):
-                s.checked(scan)
                 if sj == si:
                     pos = s.position(seed)
                     near = scan.nearest(need[sj] - 1, exclude=pos)
@@ -780,7 +990,6 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
         def grow(row: int, scan: _Scan) -> np.ndarray:
             """Group of ``row`` and its k - 1 nearest, from ``scan`` (a pass to ``row``, run);
             returns their working positions."""
-            s.checked(scan)
             pos = s.position(row)
             chosen = np.concatenate([[pos], scan.nearest(k - 1, exclude=pos)]).astype(np.int64)
             rows = s.rows[chosen]
@@ -789,24 +998,25 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
             out.seeds.append(row)
             return chosen
 
-        def seek(row: int) -> _Scan:
-            scan = s.seek(row, k)
-            threads.run(scan.tasks)
+        def seek(row: int, peaks: bool = False) -> _Scan:
+            scan = s.seek(row, k, peaks)
+            threads.run(scan.tasks, len(scan.d))
             return scan
 
         while s.n_alive >= 3 * k:
             s.maybe_compact()
             _, xr = _farthest([s], space)
             # x_r's pass gives its group and x_s, the farthest record from x_r among those left
-            v = space.num[xr]
-            scan = s.scan((v, space.point_tables(xr), float(v @ v) + 0.0), k, peaks=True)
-            threads.run(scan.tasks)
+            scan = seek(xr, peaks=True)
             d = scan.d
-            own = float(d[s.position(xr)])
+            own = np.nan if scan.nominal else float(d[s.position(xr)])
             chosen = grow(xr, scan)
-            excluded = max(own, float(np.fmax.reduce(d[chosen])))
-            d[chosen] = np.nan
-            xs = int(s.rows[scan.first_max(excluded)])  # first maximum = lowest row
+            if scan.nominal:
+                xs = int(s.rows[s.farthest_from_row(scan)])
+            else:
+                excluded = max(own, float(np.fmax.reduce(d[chosen])))
+                d[chosen] = np.nan
+                xs = int(s.rows[scan.first_max(excluded)])  # first maximum = lowest row
             grow(xs, seek(xs))
         if s.n_alive >= 2 * k:
             _, row = _farthest([s], space)

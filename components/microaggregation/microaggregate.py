@@ -32,7 +32,7 @@ def microaggregate(
     With ``columns=False`` only the information loss is computed (the columns are empty)."""
     order = grouping.row_order()
     n_g = len(order)
-    sizes = np.array([len(m) for m in grouping.members], dtype=np.int64)
+    sizes = grouping.sizes()
     gid = grouping.group_ids()
     cols: dict[str, pa.Array] = {}
     per_attr: dict[str, float] = {}
@@ -141,7 +141,7 @@ def representatives(
     lower median on the declared domain, nominal QIs as the group's mode (``_mode_codes``).
     Every member of a group gets the same values, so the table is k-anonymous over them."""
     order = grouping.row_order()
-    sizes = np.array([len(m) for m in grouping.members], dtype=np.int64)
+    sizes = grouping.sizes()
     gid = grouping.group_ids()
     n_groups = len(sizes)
     cols: dict[str, pa.Array] = {}
@@ -154,8 +154,7 @@ def representatives(
             ranks = np.lexsort((x, gid))
             lower = np.concatenate([[0], np.cumsum(sizes)[:-1]]) + (sizes - 1) // 2
             med = x[ranks][lower].astype(np.int64) if n_groups else np.zeros(0, np.int64)
-            vals = [domain[i] for i in np.repeat(med, sizes)]
-            cols[name] = pa.array(vals, type=t)
+            cols[name] = _levels_at(tuple(domain), np.repeat(med, sizes), t)
             continue
         values = np.repeat(rounded_means(x, sizes, decimals[name]), sizes)
         if pa.types.is_integer(t) or pa.types.is_boolean(t):
@@ -169,10 +168,21 @@ def representatives(
             if n_groups
             else np.zeros(0, np.int64)
         )
-        per_row = np.repeat(mode, sizes)
-        vals = [attr.levels[c] if c >= 0 else None for c in per_row]
-        cols[attr.name] = pa.array(vals, type=table.schema.field(attr.name).type)
+        cols[attr.name] = _levels_at(
+            attr.levels, np.repeat(mode, sizes), table.schema.field(attr.name).type
+        )
     return {name: cols[name] for name in [r.name for r in enc.roles]}
+
+
+def _levels_at(levels: tuple, codes: np.ndarray, t: pa.DataType) -> pa.Array:
+    """``pa.array([levels[c] if c >= 0 else None for c in codes], type=t)``, by an Arrow take
+    for the plain types (a dictionary type keeps the list form: its dictionary order is the
+    order of first appearance)."""
+    if pa.types.is_dictionary(t) or not len(codes):
+        return pa.array([levels[c] if c >= 0 else None for c in codes], type=t)
+    missing = codes < 0
+    index = pa.array(codes, mask=missing) if missing.any() else pa.array(codes)
+    return pa.array(list(levels), type=t).take(index)
 
 
 def qi_contract(publish: str, k: int, table: pa.Table | None, enc: EncodedQIs | None) -> list:
