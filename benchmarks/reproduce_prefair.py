@@ -560,17 +560,10 @@ def run_dataset(
 
 
 def t_interval(x: np.ndarray) -> tuple[float, float, float]:
-    """Mean and 95 % t-interval of the finite values of ``x``."""
-    from scipy.stats import t
+    """Mean and 95 % t-interval of the finite values of ``x`` (``evaluate``'s interval)."""
+    from pipelines.evaluate import _interval
 
-    x = x[np.isfinite(x)]
-    if len(x) == 0:
-        return math.nan, math.nan, math.nan
-    m = float(x.mean())
-    if len(x) < 2:
-        return m, m, m
-    h = float(t.ppf(0.975, len(x) - 1) * x.std(ddof=1) / math.sqrt(len(x)))
-    return m, m - h, m + h
+    return _interval(x[np.isfinite(x)])
 
 
 def ratio(g: np.ndarray, m: np.ndarray, key: str, boots: int = 4000) -> tuple[float, float, float]:
