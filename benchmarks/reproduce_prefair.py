@@ -696,23 +696,9 @@ def adult_strata(ds: Dataset) -> dict[str, tuple[int, float]]:
     adm = [c.name for c in read_roles(ds.table).with_role(Role.ADMISSIBLE)]
     raw = ingest(ds.specs["greedy"]).table
     out = {"ours, bins snapped": strata_shares(ds.table, adm), "ours, raw": strata_shares(raw, adm)}
-    cols = [
-        "age",
-        "workclass",
-        "fnlwgt",
-        "education",
-        "education-num",
-        "marital-status",
-        "occupation",
-        "relationship",
-        "race",
-        "sex",
-        "capital-gain",
-        "capital-loss",
-        "hours-per-week",
-        "native-country",
-        "income",
-    ]
+    from schemas.datasets import ADULT_COLUMNS
+
+    cols = list(ADULT_COLUMNS)
     frames = [
         pd.read_csv(_data_file(f), names=cols, skipinitialspace=True, skiprows=skip)
         for f, skip in (("adult.data", 0), ("adult.test", 1))
