@@ -8,7 +8,7 @@ export AIRFLOW_HOME ?= $(abspath .airflow_home)
 
 install:
 	bash .ci/deps
-	uv sync --frozen
+	uv sync --frozen --all-extras
 
 demo: install
 	uv run python -m pipelines.demo --store releases

@@ -92,6 +92,20 @@ def with_params(spec: PipelineSpec, overrides: dict[str, Any]) -> PipelineSpec:
     return out.located(spec.spec_dir)
 
 
+def with_execution(spec: PipelineSpec, **execution: Any) -> PipelineSpec:
+    """A copy of ``spec`` whose ``execution`` keys (``engine``, ``master``, ``workers``) are
+    updated by the given non-None values (validated); same version, same folder."""
+    given = {k: v for k, v in execution.items() if v is not None}
+    if not given:
+        return spec
+    raw = spec.model_dump(mode="json")
+    raw["execution"] = {**raw.get("execution", {}), **given}
+    if given.get("engine") == "local" and "master" not in given:
+        raw["execution"]["master"] = None
+    out = parse_spec(raw, source=f"{spec.name} (execution)")
+    return out.located(spec.spec_dir)
+
+
 def load_specs(specs: str | Path | None = None) -> list[tuple[Path, PipelineSpec]]:
     """Every ``*.yaml`` / ``*.yml`` spec of the folder (``pipelines.settings.specs_dir``),
     sorted by file name, resolved.

@@ -46,12 +46,13 @@ def _fmt(v) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipelines.catalogue import load_spec, with_params
+    from pipelines.catalogue import load_spec, with_execution, with_params
     from pipelines.flow import run_release
 
     spec = load_spec(args.spec)
     if args.set:
         spec = with_params(spec, _overrides(args.set))
+    spec = with_execution(spec, engine=args.engine, master=args.master, workers=args.workers)
     out = run_release(spec, args.store, args.data_dir)
     if out.message:
         print(f"privfair: {out.message}", file=sys.stderr)
@@ -207,6 +208,24 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="override a component parameter",
+    )
+    r.add_argument(
+        "--engine",
+        choices=("local", "spark"),
+        default=None,
+        help="where the component's blocks run (default: the spec's execution.engine, else "
+        "local); the release is the same either way",
+    )
+    r.add_argument(
+        "--master",
+        default=None,
+        help="Spark master URL with --engine spark (default: local[<cores>])",
+    )
+    r.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="local worker processes, or the cores of the default Spark master",
     )
     r.set_defaults(fn=cmd_run)
     ev = sub.add_parser(

@@ -27,6 +27,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from components.core.descriptor import Algorithm
+from components.core.engine import Engine, make_engine, using
 from components.core.registry import family_of
 from components.core.result import META_CONTRACT, ComponentResult
 from pipelines.catalogue import algorithm_of, parse_spec
@@ -165,13 +166,28 @@ def role_guarantees(input_table: pa.Table) -> list:
     return [C.ColumnsAbsent(id="roles.private", columns=tuple(private))] if private else []
 
 
-def protect(spec: PipelineSpec, ing: Ingested) -> ComponentResult:
-    """Run the spec's algorithm; its declared contract gets the spec's demands appended. A demand
-    naming a missing column is refused before anything runs."""
+def engine_of(spec: PipelineSpec) -> Engine:
+    """The engine the spec's ``execution`` names (``components.core.engine.make_engine``)."""
+    ex = spec.execution
+    return make_engine(ex.engine, ex.master, ex.workers)
+
+
+def protect(spec: PipelineSpec, ing: Ingested, engine: Engine | None = None) -> ComponentResult:
+    """Run the spec's algorithm on ``engine`` (default: the spec's, opened and closed here); its
+    declared contract gets the spec's demands appended. A demand naming a missing column is
+    refused before anything runs."""
     algo = algorithm_of(spec)
     owed = algo.required_contract(spec.params, ing.table)
     extra = demands(spec, algo, ing.table, owed)
-    result = algo(ing.table, spec.params)
+    own = engine is None
+    engine = engine_of(spec) if own else engine
+    try:
+        with using(engine):
+            result = algo(ing.table, spec.params)
+        result.execution = engine.describe()
+    finally:
+        if own:
+            engine.close()
     result.contract = list(result.contract) + extra + role_guarantees(ing.table)
     return result.stamped()
 
@@ -220,6 +236,7 @@ def manifest(
         "metrics": result.metrics,
         "headline": {m.key: m.label for m in algo.headline},
         "timings": result.timings,
+        "execution": result.execution,
         "warnings": result.warnings,
         "input": ing.input,
         "outputs": {

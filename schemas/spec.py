@@ -99,6 +99,24 @@ class ComponentSpec(_Model):
     params: dict[str, Any] = Field(default_factory=dict)
 
 
+class ExecutionSpec(_Model):
+    """Where the component's blocks run (``components.core.engine``): ``local`` (this machine,
+    ``workers`` processes, default its cores) or ``spark`` (a session on ``master``, default
+    ``local[<workers or cores>]``). The engine changes where work runs, never what is
+    published, so it is not part of a release's version; ``privfair run --engine`` overrides
+    it."""
+
+    engine: Literal["local", "spark"] = "local"
+    master: str | None = None
+    workers: int | None = Field(default=None, ge=1)
+
+    @model_validator(mode="after")
+    def _master(self) -> ExecutionSpec:
+        if self.master is not None and self.engine != "spark":
+            raise ValueError("'master' is a Spark master URL: set engine: spark to use it")
+        return self
+
+
 class PipelineSpec(_Model):
     name: str
     description: str = ""
@@ -107,6 +125,7 @@ class PipelineSpec(_Model):
     guarantees: list[dict[str, Any]] = Field(default_factory=list)
     schedule: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
+    execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
 
     _params: Any = PrivateAttr(default=None)
     _demands: list | None = PrivateAttr(default=None)
@@ -166,7 +185,9 @@ class PipelineSpec(_Model):
 
     def fingerprint(self) -> str:
         """sha256 of the spec's canonical JSON (key order and formatting do not matter)."""
-        canon = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # where it runs is not what it publishes (see ExecutionSpec)
+        data = self.model_dump(mode="json", exclude={"execution"})
+        canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
 
     def with_params(self, overrides: dict[str, Any]) -> dict[str, Any]:

@@ -35,6 +35,7 @@ class ComponentResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    execution: dict[str, Any] = field(default_factory=dict)  # where it ran (engine, workers)
 
     @property
     def table(self) -> pa.Table:

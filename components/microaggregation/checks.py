@@ -433,24 +433,111 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
     Rows are put in creation order (dropped rows last), so the rows remaining when group g was
     made are a suffix; their mean comes from suffix sums, and the squared distance to a mean c
     uses the one-hot identity ||e_v - c_j||^2 = ||c_j||^2 + 1 - 2 c_j[v] per nominal attribute.
+
+    With ``g.block_rows`` the blocks are recomputed from the input QIs
+    (``blocking.split_blocks`` with ``g.block_m``, ``g.block_n``); every group must lie in one
+    block, and each block is replayed on its own rows (still in the table's scaling).
     """
     num, codes, levels = _mixed_input(audit, g.scaling)
     grp = audit["__group"].to_numpy()
     n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
     if n_groups == 0:
         return make_result(g, False, None, None, "no groups to replay")
-    seed_rows = audit.loc[audit["__is_seed"].to_numpy(), ["__row_id", "__group"]]
-    seed_count = seed_rows["__group"].value_counts()
-    seeds = seed_rows.drop_duplicates("__group").set_index("__group")["__row_id"]
-    pa_in = (
-        audit["__pa_in"].to_numpy()
-        if "__pa_in" in audit.columns
-        else np.zeros(len(audit), dtype=np.int8)
-    )
     ids = (
         np.arange(n_groups)
         if g.sample is None or g.sample >= n_groups
         else np.sort(np.random.default_rng(g.seed).choice(n_groups, g.sample, replace=False))
+    )
+    if g.block_rows is None:
+        bad = _replay(g, audit, num, codes, levels, ids, atol)
+        where = ""
+    else:
+        bad, where = _replay_blocks(g, audit, num, codes, levels, ids, atol)
+    return make_result(
+        g,
+        not bad,
+        f"{len(ids) - len(bad)}/{len(ids)} replayed groups",
+        "all",
+        f"replayed {len(ids)} of {n_groups} {g.grouping} groups in the {g.scaling} space "
+        + ("(all)" if len(ids) == n_groups else f"(a sample drawn with seed {g.seed})")
+        + where
+        + f"; {len(bad)} break the greedy rule",
+        bad,
+    )
+
+
+def _replay_blocks(
+    g: G.SeedNearest, audit: pd.DataFrame, num, codes, levels, ids: np.ndarray, atol: float
+) -> tuple[list[dict], str]:
+    """``_replay`` per block of the split recomputed from the input (see ``check_seed_nearest``)."""
+    from components.microaggregation.blocking import split_blocks
+
+    row_id = audit["__row_id"].to_numpy()
+    raw = audit[[c for c in audit.columns if c.startswith("__in_num__")]].to_numpy(np.float64)
+    part = (
+        audit["__pa_in"].to_numpy()
+        if g.grouping == "fairlet" and "__pa_in" in audit.columns
+        else np.zeros(len(audit), dtype=np.int8)
+    )
+    # the split numbers rows by input position: put the frame in that order first
+    by_row = np.argsort(row_id, kind="stable")
+    blocks = np.empty(len(audit), dtype=np.int64)
+    blocks[by_row] = split_blocks(
+        raw[by_row], codes[by_row], part[by_row], g.block_m, g.block_n, g.block_rows
+    )
+    grp = audit["__group"].to_numpy()
+    grouped = grp >= 0
+    per_group = pd.DataFrame({"g": grp[grouped], "b": blocks[grouped]}).groupby("g")["b"]
+    spans = per_group.nunique()
+    bad = [
+        {"group": int(gi), "reason": "the group's rows lie in several blocks"}
+        for gi in spans.index[spans.to_numpy() > 1]
+    ]
+    first_block = per_group.min()
+    if (np.diff(first_block.to_numpy()) < 0).any():
+        bad.append({"group": -1, "reason": "groups are not in block order"})
+    if bad:
+        return bad, f" in {int(blocks.max()) + 1} blocks of at most {g.block_rows} rows"
+    for b in np.unique(blocks):
+        mask = blocks == b
+        sub = audit.loc[mask].copy()
+        local_ids, local = np.unique(grp[mask & grouped], return_inverse=True)
+        sub_grp = np.full(int(mask.sum()), -1, dtype=np.int64)
+        sub_grp[grouped[mask]] = local
+        sub["__group"] = sub_grp
+        wanted = np.flatnonzero(np.isin(local_ids, ids))
+        for x in _replay(g, sub, num[mask], codes[mask], levels, wanted, atol):
+            x["group"] = int(local_ids[x["group"]]) if x["group"] >= 0 else x["group"]
+            x["block"] = int(b)
+            bad.append(x)
+    return (
+        bad,
+        f" in {int(blocks.max()) + 1} blocks of at most {g.block_rows} rows, each replayed alone",
+    )
+
+
+def _replay(
+    g: G.SeedNearest,
+    audit: pd.DataFrame,
+    num: np.ndarray,
+    codes: np.ndarray,
+    levels: list[int],
+    ids: np.ndarray,
+    atol: float,
+) -> list[dict]:
+    """The groups of ``ids`` that break the greedy rule, replayed on the rows of ``audit``
+    (``num``, ``codes``: their scaled QIs)."""
+    grp = audit["__group"].to_numpy()
+    n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
+    seed_rows = audit.loc[audit["__is_seed"].to_numpy(), ["__row_id", "__group"]]
+    seed_count = seed_rows["__group"].value_counts()
+    # positions of the frame's rows, not their ids: a block's frame is a subset
+    seed_rows = seed_rows.assign(__pos=np.flatnonzero(audit["__is_seed"].to_numpy()))
+    seeds = seed_rows.drop_duplicates("__group").set_index("__group")["__pos"]
+    pa_in = (
+        audit["__pa_in"].to_numpy()
+        if "__pa_in" in audit.columns
+        else np.zeros(len(audit), dtype=np.int8)
     )
     # creation order: groups by id, dropped rows last; position of every input row in it
     order_key = np.where(grp < 0, np.iinfo(np.int64).max, grp)
@@ -544,16 +631,7 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
                     }
                 )
                 break
-    return make_result(
-        g,
-        not bad,
-        f"{len(ids) - len(bad)}/{len(ids)} replayed groups",
-        "all",
-        f"replayed {len(ids)} of {n_groups} {g.grouping} groups in the {g.scaling} space "
-        + ("(all)" if len(ids) == n_groups else f"(a sample drawn with seed {g.seed})")
-        + f"; {len(bad)} break the greedy rule",
-        bad,
-    )
+    return bad
 
 
 def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> CheckResult:

@@ -27,9 +27,9 @@ from components.core.metrics import (
 )
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
+from components.microaggregation.blocking import block_sizes, group_rows
 from components.microaggregation.correction import correct_fairness
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from components.microaggregation.grouping import make_fairlets, mdav
 from components.microaggregation.inputs import AUTO, binary_roles, prepare
 from components.microaggregation.lineage import lineage_table
 from components.microaggregation.microaggregate import publish_qis, qi_contract
@@ -125,6 +125,7 @@ def _contract(params: FairMDAVParams, f: Facts) -> list:
             scaling=params.scaling,
             sample=params.trace_sample,
             seed=params.seed,
+            **_blocked(params.block_rows, params.grouping, f.k, f.m, f.n),
         ),
         G.ParameterValidity(
             id="C14",
@@ -136,6 +137,13 @@ def _contract(params: FairMDAVParams, f: Facts) -> list:
         ),
     ]
     return out
+
+
+def _blocked(block_rows: int | None, grouping: str, k: int, m, n) -> dict:
+    if block_rows is None:
+        return {}
+    bm, bn = block_sizes(grouping, k, m, n)
+    return {"block_rows": block_rows, "block_m": bm, "block_n": bn}
 
 
 def contract(params: FairMDAVParams, table: pa.Table | None = None) -> list:
@@ -326,7 +334,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
             f"{n_u} unfavoured, {n_f} favoured rows",
         )
     t1 = time.perf_counter()
-    grouping = make_fairlets(enc, pa01, m, n) if params.grouping == "fairlet" else mdav(enc, k)
+    grouping = group_rows(enc, pa01, params.grouping, k, m, n, params.block_rows)
     t2 = time.perf_counter()
     order = grouping.row_order()
     gid = grouping.group_ids()

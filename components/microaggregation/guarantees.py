@@ -132,13 +132,19 @@ class SeedNearest(Guarantee):
     """Replaying the greedy trace in the ``scaling`` QI space: each group's seed is a farthest
     record from the mean of the rows remaining at its creation, and its members are the seed's
     nearest remaining rows. ``sample``: replay that many groups, drawn with ``seed``
-    (None: every group)."""
+    (None: every group). With ``block_rows``, the grouping ran per block of
+    ``components.microaggregation.blocking.split_blocks`` (``block_m`` unfavoured and
+    ``block_n`` favoured rows per group; MDAV: k and 0): the split is recomputed from the input
+    and "remaining" means remaining in the row's block."""
 
     kind: Literal["seed_nearest"] = "seed_nearest"
     grouping: Literal["fairlet", "mdav"] = "fairlet"
     scaling: Literal["minmax", "zscore"] = "minmax"
     sample: int | None = Field(default=None, ge=1)
     seed: int = 0
+    block_rows: int | None = Field(default=None, ge=2)
+    block_m: int = Field(default=0, ge=0)
+    block_n: int = Field(default=0, ge=0)
 
 
 class ParameterValidity(Guarantee):

@@ -16,8 +16,8 @@ from components.core.inputs import require_rows
 from components.core.metrics import demographic_parity_difference, positive_ratio
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
+from components.microaggregation.blocking import group_rows
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from components.microaggregation.grouping import mdav as mdav_grouping
 from components.microaggregation.inputs import prepare
 from components.microaggregation.lineage import lineage_table
 from components.microaggregation.microaggregate import publish_qis, qi_contract
@@ -39,6 +39,11 @@ def _contract(params: MDAVParams, qi: list, passthrough: tuple[str, ...]) -> lis
             scaling=params.scaling,
             sample=params.trace_sample,
             seed=params.seed,
+            **(
+                {"block_rows": params.block_rows, "block_m": params.k, "block_n": 0}
+                if params.block_rows is not None
+                else {}
+            ),
         ),
     ]
     if passthrough:
@@ -101,7 +106,8 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     require_rows(table, params.k)
     enc = encode_qis(table, roles, params.scaling)
     t1 = time.perf_counter()
-    grouping = mdav_grouping(enc, params.k)
+    no_pa = np.zeros(enc.n_rows, dtype=np.int8)
+    grouping = group_rows(enc, no_pa, "mdav", params.k, None, None, params.block_rows)
     t2 = time.perf_counter()
     order = grouping.row_order()
     gid = grouping.group_ids()

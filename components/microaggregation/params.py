@@ -18,6 +18,14 @@ Publish = Field(
     "'onehot' publishes exact means, nominal QIs as one-hot level shares (for model training)",
 )
 
+BlockRows = Field(
+    default=None,
+    ge=2,
+    description="group within blocks of at most this many rows (QI median cuts that keep the "
+    "protected attribute's ratio, components.microaggregation.blocking), run on the spec's "
+    "execution engine; None: one block (the paper's algorithm)",
+)
+
 TraceSample = Field(
     default=None,
     ge=1,
@@ -34,6 +42,7 @@ class MDAVParams(Params):
     publish: Literal["schema", "onehot"] = Publish
     trace_sample: int | None = TraceSample
     seed: int = Field(0, description="seed of the greedy-trace sample")
+    block_rows: int | None = BlockRows
 
 
 class FairMDAVParams(Params):
@@ -57,6 +66,7 @@ class FairMDAVParams(Params):
     )
     seed: int = Field(0, description="seed of random relabelling and of the trace sample")
     trace_sample: int | None = TraceSample
+    block_rows: int | None = BlockRows
     max_drop_share: float = Field(
         0.05,
         ge=0.0,

@@ -1,0 +1,279 @@
+"""Where the blocks of a large table run: in this process, a local process pool, or Apache Spark.
+
+A component that scales does two kinds of distributed work, and asks the *current* engine for
+both (``current_engine``; the flow activates the spec's engine around the run with
+``using``):
+
+- ``map_blocks(table, key, fn, schema)``: ``fn`` runs once per distinct value of the ``key``
+  column, on every row with that value (an Arrow table), and returns an Arrow table of
+  ``schema``; the results come back concatenated in key order, each block's rows in the order
+  ``fn`` returned them. ``fn`` must be picklable (a module-level function or a
+  ``functools.partial`` of one) and must not depend on schema metadata: Spark drops it.
+- ``group_counts(table, keys)``: for each tuple of column names, the number of rows of each
+  combination of their values (a distributed group-by count; the count column is ``count``).
+
+Every engine gives the same results for the same calls; only where the work runs differs. So
+the engine is an execution setting, not part of a release's version: what decides a
+component's output (its block size, say) is one of its parameters.
+
+>>> import pyarrow as pa, pyarrow.compute as pc
+>>> from functools import partial
+>>> t = pa.table({"b": [1, 0, 1, 0], "x": [1.0, 2.0, 3.0, 4.0]})
+>>> out = LocalEngine().map_blocks(t, "b", _example_sum, pa.schema([("b", pa.int64()), ("s", pa.float64())]))
+>>> out.to_pydict()
+{'b': [0, 1], 's': [6.0, 4.0]}
+>>> LocalEngine().group_counts(t, [("b",)])[0].sort_by("b").to_pydict()
+{'b': [0, 1], 'count': [2, 2]}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from schemas.errors import PrivfairError
+
+__all__ = [
+    "Engine",
+    "LocalEngine",
+    "SparkEngine",
+    "current_engine",
+    "using",
+    "make_engine",
+    "split_by_key",
+]
+
+BlockFn = Callable[[pa.Table], pa.Table]
+
+
+def _example_sum(t: pa.Table) -> pa.Table:
+    return pa.table({"b": [t.column("b")[0].as_py()], "s": [pc.sum(t.column("x")).as_py()]})
+
+
+def split_by_key(table: pa.Table, key: str) -> list[tuple[object, pa.Table]]:
+    """The rows of each distinct ``key`` value, in key order (input order within a key):
+    one stable sort, then zero-copy slices."""
+    if table.num_rows == 0:
+        return []
+    order = pc.sort_indices(table, sort_keys=[(key, "ascending")])
+    sorted_ = table.take(order)
+    keys = sorted_.column(key).to_numpy()
+    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [len(keys)]])
+    return [
+        (keys[s].item(), sorted_.slice(int(s), int(e - s)))
+        for s, e in zip(starts, ends, strict=True)
+    ]
+
+
+def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
+    return pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
+
+
+class Engine:
+    """What every engine offers (see the module's docstring)."""
+
+    name = "engine"
+    workers = 1
+
+    def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+        raise NotImplementedError
+
+    def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
+        raise NotImplementedError
+
+    def describe(self) -> dict:
+        """What a release's manifest records about where it ran."""
+        return {"engine": self.name, "workers": self.workers}
+
+    def close(self) -> None:
+        """Release the engine's resources (worker processes, a Spark session)."""
+
+
+class LocalEngine(Engine):
+    """Blocks run in this process (``workers=1``) or in a pool of ``workers`` processes; group-by
+    counts are Arrow's hash aggregation."""
+
+    name = "local"
+
+    def __init__(self, workers: int = 1) -> None:
+        if workers < 1:
+            raise PrivfairError(f"execution.workers: must be at least 1, got {workers}")
+        self.workers = workers
+
+    def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+        blocks = [t for _, t in split_by_key(table, key)]
+        if self.workers == 1 or len(blocks) < 2:
+            return _concat([fn(b) for b in blocks], schema)
+        # spawn, not fork: the orchestrators that call us run threads
+        import multiprocessing as mp
+
+        with ProcessPoolExecutor(
+            min(self.workers, len(blocks)), mp_context=mp.get_context("spawn")
+        ) as pool:
+            return _concat(list(pool.map(fn, blocks)), schema)
+
+    def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
+        out = []
+        for cols in keys:
+            g = table.select(list(cols)).group_by(list(cols), use_threads=False)
+            out.append(g.aggregate([([], "count_all")]).rename_columns([*cols, "count"]))
+        return out
+
+
+def _in_block(fn: BlockFn, schema: pa.Schema) -> BlockFn:
+    """What a Spark Python worker runs for one group: the component's function, its result cast
+    to the declared schema (Spark checks it by name and type). A plain annotated function:
+    Spark picks the grouped-map flavour from the type hints (a ``partial`` has none)."""
+
+    def run(table: pa.Table) -> pa.Table:
+        return fn(table).cast(schema)
+
+    return run
+
+
+class SparkEngine(Engine):
+    """Blocks run through Spark's Arrow-native grouped map (``groupBy(key).applyInArrow``), the
+    input and the results exchanged as Parquet in a scratch folder; group-by counts are Spark's.
+
+    ``master``: a Spark master URL (``local[2]``, ``spark://host:7077``...); ``conf``: extra
+    Spark settings. Spark's Python workers are pointed at this interpreter (``PYSPARK_PYTHON``,
+    unless already set): by default they start the system ``python3``, which has none of
+    privfair's dependencies.
+    """
+
+    name = "spark"
+
+    def __init__(
+        self,
+        master: str = "local[2]",
+        conf: dict[str, str] | None = None,
+        scratch: str | Path | None = None,
+    ) -> None:
+        try:
+            from pyspark.sql import SparkSession
+        except ImportError:  # pragma: no cover - pyspark is in the lock, as the 'spark' extra
+            raise PrivfairError(
+                "execution.engine: 'spark' needs pyspark; install privfair with the 'spark' extra"
+            ) from None
+        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            raise PrivfairError(
+                "execution.engine: 'spark' needs a Java runtime (17 or later) on PATH or in "
+                "JAVA_HOME; `bash .ci/deps` installs Debian's openjdk-17-jre-headless"
+            )
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        self.master = master
+        builder = (
+            SparkSession.builder.master(master)
+            .appName("privfair")
+            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.shuffle.partitions", "8")
+            .config("spark.driver.memory", "4g")
+        )
+        for k, v in (conf or {}).items():
+            builder = builder.config(k, v)
+        self.spark = builder.getOrCreate()
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self.workers = self.spark.sparkContext.defaultParallelism
+        self._scratch = Path(tempfile.mkdtemp(prefix="privfair-spark-", dir=scratch))
+
+    def describe(self) -> dict:
+        return {"engine": self.name, "master": self.master, "workers": self.workers}
+
+    def _folder(self, name: str) -> str:
+        path = self._scratch / name
+        shutil.rmtree(path, ignore_errors=True)
+        return str(path)
+
+    def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        src, dst = self._folder("blocks-in"), self._folder("blocks-out")
+        n_blocks = len(pc.unique(table.column(key)))
+        # one Parquet row group per ~block keeps the scan split close to the blocks
+        pq.write_table(table.replace_schema_metadata(None), src + ".parquet", compression="zstd")
+        df = self.spark.read.parquet(src + ".parquet").repartition(max(n_blocks, 1), key)
+        out = df.groupBy(key).applyInArrow(_in_block(fn, schema), from_arrow_schema(schema))
+        out.write.mode("overwrite").parquet(dst)
+        got = pq.read_table(dst, schema=schema)
+        os.remove(src + ".parquet")
+        shutil.rmtree(dst, ignore_errors=True)
+        # part files come back in no set order: blocks in key order, rows as fn returned them
+        parts = [t for _, t in split_by_key(got, key)]
+        return _concat(parts, schema)
+
+    def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
+        src = self._folder("counts-in") + ".parquet"
+        pq.write_table(table.replace_schema_metadata(None), src, compression="zstd")
+        df = self.spark.read.parquet(src).cache()
+        out = []
+        for cols in keys:
+            counts = df.groupBy(*cols).count().toArrow()
+            out.append(
+                counts.select([*cols, "count"]).cast(
+                    pa.schema(
+                        [table.schema.field(c).remove_metadata() for c in cols]
+                        + [pa.field("count", pa.int64())]
+                    )
+                )
+            )
+        df.unpersist()
+        os.remove(src)
+        return out
+
+    def close(self) -> None:
+        shutil.rmtree(self._scratch, ignore_errors=True)
+        self.spark.stop()
+
+
+_CURRENT: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(
+    "privfair_engine", default=None
+)
+
+
+def current_engine() -> Engine:
+    """The engine activated by ``using``; outside one, this process alone."""
+    return _CURRENT.get() or LocalEngine()
+
+
+@contextlib.contextmanager
+def using(engine: Engine) -> Iterator[Engine]:
+    """Make ``engine`` the current one for the calls inside the block."""
+    token = _CURRENT.set(engine)
+    try:
+        yield engine
+    finally:
+        _CURRENT.reset(token)
+
+
+def make_engine(
+    name: str = "local", master: str | None = None, workers: int | None = None
+) -> Engine:
+    """The engine a spec's ``execution`` (or the CLI's ``--engine``/``--master``) names.
+
+    ``local``: ``workers`` processes (default: the machine's cores); ``spark``: a session on
+    ``master`` (default ``local[<workers or cores>]``).
+    """
+    cores = os.cpu_count() or 1
+    if name == "local":
+        if master is not None:
+            raise PrivfairError("execution.master: only the 'spark' engine takes a master URL")
+        return LocalEngine(workers or cores)
+    if name == "spark":
+        return SparkEngine(master or f"local[{workers or cores}]")
+    raise PrivfairError(f"execution.engine: unknown engine '{name}' (known: local, spark)")
