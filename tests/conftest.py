@@ -49,6 +49,25 @@ def builtin_table():
     return load
 
 
+@pytest.fixture(scope="session")
+def spark_engine():
+    """One Spark session (``local[2]``) for the session's Spark tests. Without Java the tests
+    are skipped, except in CI (``CI`` set), where `.ci/deps` installs it: there it is an error."""
+    import shutil
+
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        msg = "no Java runtime: install it with .ci/deps (apt-get install openjdk-17-jre-headless)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    from components.core.engine import SparkEngine
+
+    engine = SparkEngine("local[2]")
+    yield engine
+    engine._owned = True
+    engine.close()
+
+
 @pytest.fixture(scope="module")
 def browser():
     """Debian's headless chromium driven by Playwright (its own browser download is not

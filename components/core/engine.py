@@ -53,6 +53,7 @@ __all__ = [
     "using",
     "make_engine",
     "split_by_key",
+    "worker_python",
 ]
 
 BlockFn = Callable[[pa.Table], pa.Table]
@@ -60,6 +61,21 @@ BlockFn = Callable[[pa.Table], pa.Table]
 
 def _example_sum(t: pa.Table) -> pa.Table:
     return pa.table({"b": [t.column("b")[0].as_py()], "s": [pc.sum(t.column("x")).as_py()]})
+
+
+def worker_python(table: pa.Table) -> pa.Table:
+    """The interpreter and pyarrow version a block runs under, one row per block: how a user
+    (and the tests) see that Spark's workers use the project's environment."""
+    import sys as _sys
+
+    key = table.column(0)[0].as_py() if table.num_rows else None
+    return pa.table(
+        {
+            table.column_names[0]: [key],
+            "python": [_sys.executable],
+            "pyarrow": [pa.__version__],
+        }
+    )
 
 
 def split_by_key(table: pa.Table, key: str) -> list[tuple[object, pa.Table]]:
@@ -187,6 +203,8 @@ class SparkEngine(Engine):
         )
         for k, v in (conf or {}).items():
             builder = builder.config(k, v)
+        # a session this process already runs is reused, and left running on close
+        self._owned = SparkSession.getActiveSession() is None
         self.spark = builder.getOrCreate()
         self.spark.sparkContext.setLogLevel("ERROR")
         self.workers = self.spark.sparkContext.defaultParallelism
@@ -238,7 +256,8 @@ class SparkEngine(Engine):
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
-        self.spark.stop()
+        if self._owned:
+            self.spark.stop()
 
 
 _CURRENT: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(
