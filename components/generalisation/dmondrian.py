@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import time
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -70,24 +71,65 @@ def _median_cuts(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def dmondrian_classes(
-    ranks: np.ndarray, cell: np.ndarray, t: float, k: int, p_minus: float
+    ranks: np.ndarray,
+    cell: np.ndarray,
+    t: float,
+    k: int,
+    p_minus: float,
+    block_rows: int | None = None,
 ) -> np.ndarray:
     """Each row's equivalence class (leaves numbered in depth-first, left-first order).
 
     ``ranks``: (rows, PND attributes) integer ranks; ``cell``: each row's 4-fold cell
     (0..3 = a, b, c, d). Per node, the median cut of every attribute and its left part's
     4-fold counts are computed for all attributes at once.
+
+    With ``block_rows``, the top of the tree is cut here until the parts have at most
+    ``block_rows`` rows; each part's subtree is then grown on the current engine
+    (``components.core.engine``), one block per part. A node's cut depends only on its own
+    rows and the *global* p- (every class is still measured against the whole table), so the
+    classes are exactly the unblocked ones, numbered the same way.
     """
-    n, m = ranks.shape
-    classes = np.empty(n, dtype=np.int64)
+    items = _grow(ranks, cell, t, k, p_minus, np.arange(len(cell)), block_rows)
+    classes = np.empty(len(cell), dtype=np.int64)
+    blocks = [idx for kind, idx in items if kind == "block"]
+    sub = _grow_blocks(ranks, cell, t, k, p_minus, blocks) if blocks else []
+    leaf, b = 0, 0
+    for kind, idx in items:
+        if kind == "leaf":
+            classes[idx] = leaf
+            leaf += 1
+        else:
+            local = sub[b]
+            classes[idx] = leaf + local
+            leaf += int(local.max()) + 1
+            b += 1
+    return classes
+
+
+def _grow(
+    ranks: np.ndarray,
+    cell: np.ndarray,
+    t: float,
+    k: int,
+    p_minus: float,
+    root: np.ndarray,
+    block_rows: int | None,
+) -> list[tuple[str, np.ndarray]]:
+    """The tree below ``root`` in depth-first, left-first order: ("leaf", rows) for a class,
+    ("block", rows) for a part of at most ``block_rows`` rows left to grow elsewhere."""
+    m = ranks.shape[1]
     onehot = np.eye(4, dtype=np.int64)[cell]
     kmin = max(k, 1)
-    leaf = 0
-    stack = [np.arange(n)]
+    out: list[tuple[str, np.ndarray]] = []
+    stack = [root]
     while stack:
         idx = stack.pop()
-        best_score, best_j, best_v = math.inf, -1, 0
         size = len(idx)
+        if block_rows is not None and size <= block_rows:
+            out.append(("block", idx))
+            continue
+        best_score, best_j, best_v = math.inf, -1, 0
         if size >= 2 * kmin and m:
             vals = ranks[idx]
             cuts, ok = _median_cuts(vals)
@@ -107,18 +149,70 @@ def dmondrian_classes(
                 if score <= t + TOL and score < best_score - TOL:
                     best_score, best_j, best_v = score, j, cuts[j]
         if best_j < 0:
-            classes[idx] = leaf
-            leaf += 1
+            out.append(("leaf", idx))
             continue
         go_left = ranks[idx, best_j] <= best_v
         stack.append(idx[~go_left])
         stack.append(idx[go_left])
-    return classes
+    return out
+
+
+def _grow_block(t: float, k: int, p_minus: float, m: int, block: pa.Table) -> pa.Table:
+    """One block's subtree (runs on an engine's worker): each row's class within the block."""
+    ranks = (
+        np.column_stack([block.column(f"r{j}").to_numpy() for j in range(m)])
+        if m
+        else np.zeros((block.num_rows, 0), dtype=np.int64)
+    )
+    cell = block.column("cell").to_numpy()
+    classes = np.empty(block.num_rows, dtype=np.int64)
+    leaves = [idx for _, idx in _grow(ranks, cell, t, k, p_minus, np.arange(len(cell)), None)]
+    for i, idx in enumerate(leaves):
+        classes[idx] = i
+    return pa.table(
+        {
+            "block": block.column("block"),
+            "row": block.column("row"),
+            "class": pa.array(classes, pa.int64()),
+        }
+    )
+
+
+def _grow_blocks(ranks, cell, t, k, p_minus, blocks: list[np.ndarray]) -> list[np.ndarray]:
+    """The classes of each block's rows (in the block's row order), grown on the current
+    engine."""
+    from components.core.engine import current_engine
+
+    order = np.concatenate(blocks)
+    ids = np.repeat(np.arange(len(blocks)), [len(b) for b in blocks])
+    m = ranks.shape[1]
+    cols = {"block": pa.array(ids, pa.int64()), "row": pa.array(order, pa.int64())}
+    for j in range(m):
+        cols[f"r{j}"] = pa.array(ranks[order, j].astype(np.int64))
+    cols["cell"] = pa.array(cell[order].astype(np.int8))
+    schema = pa.schema([("block", pa.int64()), ("row", pa.int64()), ("class", pa.int64())])
+    done = current_engine().map_blocks(
+        pa.table(cols), "block", partial(_grow_block, t, k, p_minus, m), schema
+    )
+    got = done.column("block").to_numpy()
+    rows = done.column("row").to_numpy()
+    classes = done.column("class").to_numpy()
+    out = []
+    for b, idx in enumerate(blocks):
+        mine = got == b
+        local = np.empty(len(idx), dtype=np.int64)
+        # an engine may hand a block's rows over in another order: map them back by row id
+        sorter = np.argsort(idx)
+        local[sorter[np.searchsorted(idx, rows[mine], sorter=sorter)]] = classes[mine]
+        out.append(local)
+    return out
 
 
 def dmondrian(table: pa.Table, params: DMondrianParams):
     """Run dMondrian on ``table`` (roles in its field metadata); see the module docstring."""
     started = time.perf_counter()
     prep = prepare(table, params.t, params.k)
-    classes = dmondrian_classes(prep.ranks, prep.cell, params.t, params.k, prep.p_minus)
+    classes = dmondrian_classes(
+        prep.ranks, prep.cell, params.t, params.k, prep.p_minus, params.block_rows
+    )
     return release(prep, classes, params, "dmondrian", dmondrian_contract(params, table), started)

@@ -46,6 +46,14 @@ class GeneralisationParams(Params):
 class DMondrianParams(GeneralisationParams):
     """dMondrian (Ruggieri 2014, Alg. 1): median cuts on PND attributes, d-allowable only."""
 
+    block_rows: int | None = Field(
+        None,
+        ge=2,
+        description="grow the subtrees of parts of at most this many rows as separate blocks "
+        "on the spec's execution engine; the classes are the same for every value (each cut "
+        "is still measured against the global p-); None: one process",
+    )
+
 
 class DSabreParams(GeneralisationParams):
     """dSabre (Ruggieri 2014, Algs. 2-3): four (PD x decision) buckets halved while both halves

@@ -134,6 +134,8 @@ def _group_block(
 ) -> pa.Table:
     """Group one block (runs on an engine's worker): the rows of each group in creation order."""
     q, r = len(template.numeric_names), len(template.nominal)
+    # ties go to the lowest row: the block must be in row order whatever order an engine used
+    block = block.sort_by("row")
     rows = block.column("row").to_numpy()
     num = (
         np.column_stack([block.column(f"x{j}").to_numpy() for j in range(q)])
