@@ -8,6 +8,11 @@ within a fidelity budget of the true mapping D, chosen so that the largest confi
 adversary who reads D~ as the true mapping gets about a data subject's private attributes is
 the smallest the budget allows, QID group by QID group, in time linear in the cells.
 
+Records are aggregated into cells through the current execution engine (one
+``current_engine().group_counts`` call: Arrow's hash aggregation locally, a distributed
+group-by on Spark); everything after the cell counts runs on the driver, as does the classifier
+of ``decisions: model``, which is fitted on the records themselves (``cells`` module).
+
 >>> FAMILY.name, [a.name for a in FAMILY.algorithms]
 ('transparency', ['atr'])
 """

@@ -12,6 +12,19 @@ A *cell* is one combination of public and private values (a decision region, not
 ``P(x) = population(x) / sum population`` the prior the adversary is assumed to know (A2).
 Cells are ordered by their public values, then their private values (domain order; binned
 attributes by region), which fixes the solver's tie-breaks (A6).
+
+Records are counted through the current execution engine (``components.core.engine``): one
+``group_counts`` call over each record's attribute values (a binned attribute's region index),
+its decision and its weight, so that on Spark the cells are a distributed group-by; the
+populations, rules and orders are then read off the counts on the driver, never off the rows.
+The engine's rows come back in no set order: they are sorted before any sum, so every engine
+gives the same cells (bit for bit: unweighted and integer-weighted populations are exact;
+fractional weights are summed per distinct weight, ``count * weight``, which may differ from
+a row-by-row sum in the last bits). What stays row-level, on the driver: the input checks
+(vectorised), the binning of numeric attributes (``numpy.searchsorted``) and, with
+``decisions: model``, the classifier, trained on the records and deciding each one
+(``model.decide``): a model is fitted on rows, not on counts. Pre-aggregated cells
+(``decisions: cells``) are not aggregated at all.
 """
 
 from __future__ import annotations
@@ -20,13 +33,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from components.core.engine import current_engine
 from components.core.inputs import member, require_role, table_roles
 from components.transparency.params import ATRParams
 from schemas.errors import InputError
 from schemas.roles import Kind, Role, TableRoles
 
-__all__ = ["Cells", "build_cells", "key_codes", "region_labels"]
+__all__ = ["Cells", "build_cells", "count_cells", "key_codes", "region_labels"]
 
 
 @dataclass
@@ -63,40 +78,69 @@ def region_labels(cuts: tuple[float, ...]) -> list[str]:
     return out + [f">={fmt(cuts[-1])}"]
 
 
-def _discretise(table: pa.Table, name: str, cuts: tuple[float, ...]) -> tuple[list, list]:
+def _discretise(table: pa.Table, name: str, cuts: tuple[float, ...]) -> np.ndarray:
+    """Per row, the index of its region of ``region_labels(cuts)``."""
     values = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
     if np.isnan(values).any():
         raise InputError(name, "a binned attribute must have no missing values")
     if list(cuts) != sorted(set(cuts)):
         raise InputError(name, "bins must be strictly increasing", f"bins: {list(cuts)}")
-    labels = region_labels(cuts)
-    idx = np.searchsorted(np.asarray(cuts), values, side="right")
-    return [labels[i] for i in idx], labels
+    return np.searchsorted(np.asarray(cuts, dtype=np.float64), values, side="right")
 
 
-def _key_values(table: pa.Table, roles: TableRoles, name: str, params: ATRParams):
-    """(values per row, their order) of a public or private attribute."""
+def _grouped(
+    table: pa.Table, roles: TableRoles, name: str, params: ATRParams
+) -> pa.Array | pa.ChunkedArray:
+    """What the rows are grouped by for a public or private attribute: a binned attribute's
+    region index (int64), else the column itself; an attribute that cannot make finite
+    decision regions is refused."""
     t = table.column(name).type
     numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
     if name in params.bins:
         if not numeric:
             raise InputError(name, "bins apply to a numeric attribute", f"type {t}")
-        return _discretise(table, name, tuple(params.bins[name]))
+        return pa.array(_discretise(table, name, tuple(params.bins[name])), pa.int64())
     if numeric and roles[name].kind is Kind.NUMERIC:
         raise InputError(
             name,
             "a numeric public or private attribute needs bins (finite decision regions)",
             f"give component.params.bins.{name}: [cut points]",
         )
-    values = ["<missing>" if v is None else v for v in table.column(name).to_pylist()]
+    return table.column(name)
+
+
+def _coded(
+    values: pa.Array | pa.ChunkedArray, roles: TableRoles, name: str, params: ATRParams
+) -> tuple[np.ndarray, list]:
+    """(code per value, the attribute's value order) of grouped values (``_grouped``).
+
+    A binned attribute's code is its region index, its order the regions' labels. Otherwise
+    the order is the declared domain's values that occur, then the others by their text (a
+    missing value reads ``<missing>``), and a value's code its place in that order: one lookup
+    per distinct value, the values themselves coded by Arrow's ``index_in``.
+    """
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if name in params.bins:
+        codes = values.to_numpy(zero_copy_only=False).astype(np.int64)
+        return codes, region_labels(tuple(params.bins[name]))
+    distinct = pc.unique(values)  # in order of first occurrence
+    shown = ["<missing>" if v is None else v for v in distinct.to_pylist()]
     declared = roles[name].domain
-    present = set(values)
+    present = set(shown)
     order = [v for v in declared if v in present] if declared else sorted(present, key=str)
     order += sorted(present - set(order), key=str)
-    return values, order
+    at = key_codes(shown, order)
+    found = pc.index_in(values, value_set=distinct, skip_nulls=False)
+    return at[found.to_numpy(zero_copy_only=False)], order
 
 
 def key_codes(values: list, order: list) -> np.ndarray:
+    """Each value's place in ``order``.
+
+    >>> key_codes(["b", "a", "b"], ["a", "b"]).tolist()
+    [1, 0, 1]
+    """
     index = {v: i for i, v in enumerate(order)}
     return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
 
@@ -142,8 +186,7 @@ def _binary_decisions(table: pa.Table, name: str, roles: TableRoles) -> np.ndarr
     col = table.column(name)
     if col.null_count:
         raise InputError(name, "the decision must have no missing values")
-    values = col.to_pylist()
-    distinct = sorted(set(values), key=str)
+    distinct = sorted(set(pc.unique(col).to_pylist()), key=str)
     if len(distinct) > 2:
         raise InputError(name, "decisions must be binary", f"{len(distinct)} distinct values")
     positive = roles[name].positive
@@ -155,13 +198,69 @@ def _binary_decisions(table: pa.Table, name: str, roles: TableRoles) -> np.ndarr
     return member(col, positive).astype(np.float64)
 
 
+def count_cells(
+    grouped: dict[str, pa.Array | pa.ChunkedArray],
+    decisions: np.ndarray,
+    weights: np.ndarray | None,
+    roles: TableRoles,
+    params: ATRParams,
+) -> tuple[np.ndarray, dict[str, list], np.ndarray, np.ndarray]:
+    """The records' cells, counted through the current engine.
+
+    Parameters
+    ----------
+    grouped : dict of str to pyarrow array
+        Per public then private attribute (in that order), what each record is grouped by
+        (``_grouped``: the column, or a binned attribute's region index).
+    decisions : numpy.ndarray
+        Each record's decision, 0 or 1.
+    weights : numpy.ndarray or None
+        Each record's frequency weight (None: every record weighs 1).
+    roles, params
+        The input's roles (declared domains) and the component's parameters (bins).
+
+    Returns
+    -------
+    codes : numpy.ndarray
+        One row per cell, in cell order: each attribute's code (its place in ``orders``).
+    orders : dict of str to list
+        Per attribute, its values in code order.
+    population, positive : numpy.ndarray
+        Per cell, the weight of its records and of its positive decisions.
+
+    Notes
+    -----
+    One ``group_counts`` call over (attributes, decision[, weight]); the counted rows come
+    back in the engine's order and are sorted by all their columns before any sum, so every
+    engine gives the same floats. The columns are renamed ``a0, a1, ...``: a column named
+    ``count``, or a name Spark reads as a path (``a.b``), cannot clash.
+    """
+    names = list(grouped)
+    cols = {f"a{j}": grouped[n] for j, n in enumerate(names)}
+    cols["decision"] = pa.array(decisions.astype(np.int8), pa.int8())
+    if weights is not None:
+        cols["weight"] = pa.array(weights, pa.float64())
+    (counts,) = current_engine().group_counts(pa.table(cols), [tuple(cols)])
+    n = counts.column("count").to_numpy().astype(np.float64)
+    coded = [_coded(counts.column(f"a{j}"), roles, name, params) for j, name in enumerate(names)]
+    codes = np.column_stack([c for c, _ in coded])
+    dec = counts.column("decision").to_numpy().astype(np.float64)
+    w = counts.column("weight").to_numpy() if weights is not None else np.ones(len(n))
+    rows = np.lexsort((n, w, dec, *codes.T[::-1]))
+    cells, inv = np.unique(codes[rows], axis=0, return_inverse=True)  # lexicographic = cell order
+    inv = inv.ravel()
+    mass = (n * w)[rows]
+    population = np.bincount(inv, weights=mass, minlength=len(cells))
+    positive = np.bincount(inv, weights=mass * dec[rows], minlength=len(cells))
+    orders = {name: order for name, (_, order) in zip(names, coded, strict=True)}
+    return cells, orders, population, positive
+
+
 def build_cells(table: pa.Table, params: ATRParams) -> Cells:
     """The cells of ``table`` (module docstring); every bad input an ``InputError``."""
     roles, public, private, label, weight = _roles(table, params)
-    cols: dict[str, list] = {}
-    orders: dict[str, list] = {}
-    for name in public + private:
-        cols[name], orders[name] = _key_values(table, roles, name, params)
+    names = public + private
+    grouped = {name: _grouped(table, roles, name, params) for name in names}
     warnings = []
     if len(private) > 1:
         warnings.append(
@@ -176,30 +275,25 @@ def build_cells(table: pa.Table, params: ATRParams) -> Cells:
             )
         population = _numbers(table, weight, "population", 0.0, None)
         d1 = _numbers(table, label, "decision rule D_1", 0.0, 1.0)
-        codes = np.column_stack([key_codes(cols[n], orders[n]) for n in public + private])
+        coded = [_coded(grouped[name], roles, name, params) for name in names]
+        orders = {name: order for name, (_, order) in zip(names, coded, strict=True)}
+        codes = np.column_stack([c for c, _ in coded])
         if len(np.unique(codes, axis=0)) != len(codes):
-            raise InputError(
-                None, "cell keys must be unique", f"over {', '.join(public + private)}"
-            )
+            raise InputError(None, "cell keys must be unique", f"over {', '.join(names)}")
         order = np.lexsort(codes.T[::-1])
-        keys = {n: [cols[n][i] for i in order] for n in public + private}
         population, d1, codes = population[order], d1[order], codes[order]
     else:
         if params.decisions == "model":
             from components.transparency.model import decide
 
+            # row-level by nature: a classifier is fitted on the records and decides each one
             decisions, model, split = decide(table, roles, label, params)
         else:
             decisions = _binary_decisions(table, label, roles)
-        w = _numbers(table, weight, "weight", 0.0, None) if weight else np.ones(table.num_rows)
-        codes = np.column_stack([key_codes(cols[n], orders[n]) for n in public + private])
-        uniq, inv = np.unique(codes, axis=0, return_inverse=True)  # lexicographic = cell order
-        inv = inv.ravel()
-        population = np.bincount(inv, weights=w, minlength=len(uniq))
-        positive = np.bincount(inv, weights=w * decisions, minlength=len(uniq))
+        w = _numbers(table, weight, "weight", 0.0, None) if weight else None
+        codes, orders, population, positive = count_cells(grouped, decisions, w, roles, params)
         d1 = np.divide(positive, population, out=np.zeros_like(positive), where=population > 0)
-        codes = uniq
-        keys = {n: [orders[n][c] for c in codes[:, j]] for j, n in enumerate(public + private)}
+    keys = {name: [orders[name][c] for c in codes[:, j]] for j, name in enumerate(names)}
     if population.sum() <= 0:
         raise InputError(None, "the cells have no mass", "every population is zero")
     group = np.unique(codes[:, : len(public)], axis=0, return_inverse=True)[1].ravel()
@@ -212,7 +306,7 @@ def build_cells(table: pa.Table, params: ATRParams) -> Cells:
             "a QID group has no mass (every cell's population is zero)",
             f"{int(empty.sum())} such groups, e.g. {where}; leave them out of the cells",
         )
-    key_table = pa.table({n: pa.array([str(v) for v in keys[n]]) for n in public + private})
+    key_table = pa.table({n: pa.array([str(v) for v in keys[n]]) for n in names})
     return Cells(
         key_table, public, private, population, d1, group, decisions, model, split, warnings
     )
