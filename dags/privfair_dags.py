@@ -88,6 +88,7 @@ def _run_settings(spec_name: str) -> dict:
         "data_dir": resolve_data_dir(params.get("data_dir") or None),
         "overrides": dict(params.get("overrides") or {}),
         "evaluate": params.get("evaluate"),
+        "execution": dict(params.get("execution") or {}),
         "work": root / spec_name / safe_name(ctx["run_id"]),
     }
 
@@ -114,6 +115,12 @@ def build_dag(spec_path: Path, spec):
             "store": Param(None, type=["null", "string"], description="release store"),
             "data_dir": Param(None, type=["null", "string"], description="raw data folder"),
             "overrides": Param({}, type="object", description="component parameter overrides"),
+            "execution": Param(
+                {},
+                type="object",
+                description="where the component's blocks run, over the spec's execution: "
+                "{engine: 'spark', master: 'local[2]', workers: 2}; the version is the same",
+            ),
             "evaluate": Param(
                 None,
                 type=["null", "object"],
@@ -139,7 +146,9 @@ def build_dag(spec_path: Path, spec):
 
             s = _run_settings(name)
             eff = with_params(spec, s["overrides"])
-            return tasks.protect_task(eff, ingested, s["work"] / "protected", s["store"]).as_dict()
+            return tasks.protect_task(
+                eff, ingested, s["work"] / "protected", s["store"], s["execution"]
+            ).as_dict()
 
         @task
         def evaluate(ingested: dict) -> dict:

@@ -16,8 +16,10 @@ module is imported (a new YAML file adds a new asset graph, no code change):
 * run config on ``protected_table``, generated from the algorithm's ``Params`` model: every
   parameter optional (unset keeps the spec's value), validated by
   ``pipelines.catalogue.with_params``;
-* resources ``privfair_data`` (raw-data folder; default ``$PRIVFAIR_DATA_DIR``) and
-  ``release_store`` (default ``$PRIVFAIR_STORE`` or ``releases``, relative to the repo root);
+* resources ``privfair_data`` (raw-data folder; default ``$PRIVFAIR_DATA_DIR``),
+  ``release_store`` (default ``$PRIVFAIR_STORE`` or ``releases``, relative to the repo root)
+  and ``execution_engine`` (where blocks run: ``local`` or ``spark`` and its master; default
+  ``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER``, else each spec's ``execution``);
 * a job ``<spec>_job`` over the group (and ``privfair_releases`` over every spec's group) and, when the spec has a schedule, ``<spec>_schedule``
   (created stopped: turn it on in the UI or with ``dagster schedule start``);
 * an asset ``<spec>/evaluation`` (``privfair evaluate`` on ``raw_table``: stratified folds,
@@ -78,6 +80,24 @@ class ReleaseStore(dg.ConfigurableResource):
 
 
 # --- run config --------------------------------------------------------------------------------
+class ExecutionEngine(dg.ConfigurableResource):
+    """Where the components' blocks run (``components.core.engine``). Empty fields keep each
+    spec's ``execution``: ``engine`` ``local`` or ``spark``, ``master`` a Spark master URL,
+    ``workers`` local processes (0: unset). The engine never changes a release's version."""
+
+    engine: str = Field(default="", description="'local' or 'spark' (empty: the spec's)")
+    master: str = Field(default="", description="Spark master URL (empty: local[<cores>])")
+    workers: int = Field(default=0, ge=0, description="worker processes (0: the spec's)")
+
+    def overrides(self) -> dict[str, Any]:
+        """The set fields, as ``pipelines.tasks.protect_task(execution=...)`` takes them."""
+        return {
+            "engine": self.engine or None,
+            "master": self.master or None,
+            "workers": self.workers or None,
+        }
+
+
 class ParamsConfig(dg.Config):
     """Optional overrides of the spec's algorithm parameters; unset fields keep the spec's
     values. The result is validated as a whole (an unknown parameter or an invalid value fails
@@ -257,13 +277,16 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         context: dg.AssetExecutionContext,
         config: Config,  # type: ignore[valid-type]
         release_store: ReleaseStore,
+        execution_engine: ExecutionEngine,
         raw: dict,
     ) -> dict:
         from pipelines import tasks
 
         eff = config.apply(spec)
         work = _work_dir(context, spec, "protected")
-        out = tasks.protect_task(eff, raw, work, release_store.resolved())
+        out = tasks.protect_task(
+            eff, raw, work, release_store.resolved(), execution_engine.overrides()
+        )
         metrics = json.loads(Path(out.metrics).read_text())
         contract = json.loads(Path(out.contract).read_text())
         context.add_output_metadata(
@@ -544,6 +567,10 @@ def build_defs(
                 data_dir=data_dir or os.environ.get("PRIVFAIR_DATA_DIR", "")
             ),
             "release_store": ReleaseStore(uri=store or os.environ.get("PRIVFAIR_STORE", "")),
+            "execution_engine": ExecutionEngine(
+                engine=os.environ.get("PRIVFAIR_ENGINE", ""),
+                master=os.environ.get("PRIVFAIR_SPARK_MASTER", ""),
+            ),
         },
     )
 

@@ -39,7 +39,7 @@ import pyarrow.parquet as pq
 
 from components.core.result import ComponentResult
 from pipelines import flow
-from pipelines.catalogue import algorithm_of, load_spec, parse_spec
+from pipelines.catalogue import algorithm_of, load_spec, parse_spec, with_execution
 from pipelines.release import STAGING, Candidate, Store, set_latest, sweep_staging, tidy
 from schemas.contracts import contract_to_data, parse_contract
 from schemas.spec import PipelineSpec
@@ -171,6 +171,7 @@ def load_result(rec: ProtectRecord) -> ComponentResult:
         metrics=_read_json(rec.metrics),
         timings=meta.get("timings", {}),
         warnings=meta.get("warnings", []),
+        execution=meta.get("execution") or {},
     )
 
 
@@ -200,15 +201,20 @@ def protect_task(
     ingested: IngestRecord | dict,
     work_dir: str | Path,
     store: Store | str | Path | None = None,
+    execution: dict | None = None,
 ) -> ProtectRecord:
     """Run the spec's algorithm on the ingested table; write its result as files.
+
+    ``execution`` overrides the spec's ``execution`` keys (``engine``, ``master``,
+    ``workers``: ``pipelines.catalogue.with_execution``), as ``privfair run --engine`` does;
+    the version does not change.
 
     With ``store``, a version already published there (and complete: ``flow.already_published``)
     is not recomputed (as ``privfair run`` skips it): the record points at the published files
     and the manifest's contract, params and metrics, and says ``reused``. The version id covers
     the input, the spec and the code, and algorithms are deterministic, so this is what the
     algorithm would give. An incomplete one is quarantined (``rebuilt`` says why)."""
-    spec = as_spec(spec)
+    spec = with_execution(as_spec(spec), **(execution or {}))
     ing_rec = IngestRecord.of(ingested)
     work = Path(work_dir)
     info = _read_json(ing_rec.input)
@@ -224,7 +230,7 @@ def protect_task(
         outputs = {k: str(published / f) for k, f in out_files.items()}
         sidecars = {k: str(published / f) for k, f in side_files.items()}
         contract, params, metrics = man["contract"], man["params"], man["metrics"]
-        meta = {k: man.get(k) for k in ("component", "timings", "warnings")}
+        meta = {k: man.get(k) for k in ("component", "timings", "warnings", "execution")}
         rows_in, rows_out = (
             info["rows"],
             sum(pq.read_metadata(p).num_rows for p in outputs.values()),
@@ -246,6 +252,7 @@ def protect_task(
             "component": result.component,
             "timings": result.timings,
             "warnings": result.warnings,
+            "execution": result.execution,
         }
         rows_in, rows_out = ing.table.num_rows, sum(t.num_rows for t in result.outputs.values())
     return ProtectRecord(

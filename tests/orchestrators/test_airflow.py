@@ -124,6 +124,20 @@ def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
             PRIVFAIR_STORE=str(tmp / "s4"),
             PRIVFAIR_EVALUATIONS=str(tmp / "evaluations"),
         ),
+        "spark": Run(
+            clone_home(airflow_home, tmp / "home_spark"),
+            "dags",
+            "test",
+            "german_fair_mdav",
+            "-c",
+            json.dumps(
+                {
+                    "execution": {"engine": "spark", "master": "local[1]"},
+                    "overrides": {"block_rows": 300},
+                }
+            ),
+            PRIVFAIR_STORE=str(tmp / "s5"),
+        ),
         "errors": Run(airflow_home, "dags", "list-import-errors"),
         "list": Run(
             clone_home(airflow_home, tmp / "home_list"), "dags", "list", "--local", "-o", "json"
@@ -151,6 +165,7 @@ def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         "evaluate_store": tmp / "s4",
         "evaluations": tmp / "evaluations",
         "rerun_store": tmp / "s3",
+        "spark_store": tmp / "s5",
         "before_rerun": before_rerun,
     }
 
@@ -245,3 +260,19 @@ def test_the_evaluate_task_runs_before_validate_and_the_report_shows_it(runs):
     # without the conf the task returns at once and the report has no trade-off plot
     rc, log = runs["done"]["german"]
     assert rc == 0 and "evaluate: not requested" in log
+
+
+def test_the_protect_task_runs_its_blocks_on_spark(runs):
+    """Run conf ``execution`` sends the ``protect`` task's blocks to Spark (the same
+    ``tasks.protect_task`` as Dagster and ``privfair run --engine spark``); the release's
+    guarantees are re-checked and its manifest says where it ran."""
+    if shutil.which("java") is None and not os.environ.get("CI"):
+        pytest.skip("no Java runtime (.ci/deps installs it)")
+    rc, log = runs["done"]["spark"]
+    assert rc == 0, log[-5000:]
+    store = runs["spark_store"] / "german_fair_mdav"
+    version = (store / "latest").read_text().strip()
+    man = json.loads((store / version / "manifest.json").read_text())
+    assert man["execution"] == {"engine": "spark", "master": "local[1]", "workers": 1}
+    assert man["params"]["block_rows"] == 300
+    assert man["validation"]["status"] == "passed"
