@@ -438,6 +438,14 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
     (``blocking.split_blocks`` with ``g.block_m``, ``g.block_n``); every group must lie in one
     block, and each block is replayed on its own rows (still in the table's scaling).
     """
+    if g.block_rows is None and (g.block_m or g.block_n):
+        return make_result(
+            g,
+            False,
+            (g.block_m, g.block_n),
+            (0, 0),
+            "block sizes (block_m, block_n) are given without block_rows: not a guarantee",
+        )
     num, codes, levels = _mixed_input(audit, g.scaling)
     grp = audit["__group"].to_numpy()
     n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0

@@ -155,3 +155,16 @@ def test_information_loss_of_blocking_is_small():
     # scattered last groups: on 4 blocks of 300 rows measured 0.300 against 0.182 (Adult at
     # 8,000-row blocks: benchmarks/README.md)
     assert il0 < il1 < 2 * il0
+
+
+def test_the_checker_reads_the_block_sizes():
+    """C11 recomputes the split with the guarantee's ``block_m``/``block_n``: other sizes give
+    other blocks, and the release's groups then cross them."""
+    t = table(600, seed=2)
+    params = FairMDAVParams(k=6, block_rows=150)
+    r = fair_mdav(t, params)
+    frames = evidence(t, r.outputs, r.sidecars, params)
+    (c11,) = [g for g in fair_contract(params, t) if g.id == "C11"]
+    assert check_contract([c11], frames)[0].passed
+    for change in ({"block_m": c11.block_m + 2}, {"block_n": c11.block_n + 3}):
+        assert not check_contract([c11.model_copy(update=change)], frames)[0].passed
