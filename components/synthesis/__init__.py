@@ -8,6 +8,11 @@ the greedy candidate filter).
 Roles: ``protected`` (P, one or more), ``admissible`` (A, at least one), ``label`` (O, the
 outcomes, one or more), ``ignored`` (unlabelled, kept). Every column declares a public domain.
 
+The 1-way and 2-way marginals both algorithms measure are counted by the current execution
+engine (``components.core.engine.current_engine().group_counts``, in this process or on Spark;
+``marginals``): one call for the 1-way marginals, one for every pair the selection scores;
+the noise, the selection, the model and the sampling run in this process.
+
 >>> FAMILY.name, [a.name for a in FAMILY.algorithms]
 ('synthesis', ['mst', 'prefair'])
 """

@@ -218,19 +218,33 @@ class _TooMany(Exception):
 
 
 def edge_scores(
-    codes: np.ndarray, sizes: Sequence[int], pairs: Sequence[Edge], estimate: Sequence[np.ndarray]
+    tables: Sequence[np.ndarray], pairs: Sequence[Edge], estimate: Sequence[np.ndarray]
 ) -> np.ndarray:
     """q_ij = || M_ij(D) - N^ mu^_i (x) mu^_j ||_1 for each pair (spec 1.3): the L1 distance
     between the true 2-way count table and the independent model's, ``estimate`` holding the
     fitted 1-way count vectors (each summing to the model's total N^). Adding or removing one
-    record changes one cell of M_ij by 1, so each score has sensitivity 1."""
+    record changes one cell of M_ij by 1, so each score has sensitivity 1.
+
+    Parameters
+    ----------
+    tables
+        ``tables[k]``: the exact count table of ``pairs[k] = (i, j)``, of
+        ``len(estimate[i]) * len(estimate[j])`` cells in C order (``Marginals.dense``).
+    pairs
+        The attribute pairs scored.
+    estimate
+        The independent model's 1-way count vectors, one per attribute.
+
+    Returns
+    -------
+    np.ndarray
+        One score per pair.
+    """
     out = np.empty(len(pairs))
     total = float(np.sum(estimate[0])) if len(estimate) else 0.0
     for k, (i, j) in enumerate(pairs):
-        ki, kj = sizes[i], sizes[j]
-        table = np.bincount(codes[:, i] * kj + codes[:, j], minlength=ki * kj)
         est = np.outer(estimate[i], estimate[j]).ravel() / total if total > 0 else 0.0
-        out[k] = np.abs(table - est).sum()
+        out[k] = np.abs(np.asarray(tables[k], dtype=float) - est).sum()
     return out
 
 

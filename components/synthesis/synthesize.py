@@ -2,12 +2,17 @@
 marginals, compress, select the tree, measure its 2-way marginals, fit the tree model, sample,
 decode. Every access to the records is a planned OpenDP step of one compositor
 (``accounting``); everything after it is post-processing.
+
+The exact counts behind those steps are taken by the current execution engine
+(``marginals``; in this process or on Spark): one engine call for the d 1-way marginals, one
+for every 2-way marginal the selection scores (the tree's are among them). Noise, selection,
+the model and sampling run here.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,18 +32,28 @@ from components.synthesis.accounting import (
 from components.synthesis.compression import Compression
 from components.synthesis.domain import ColumnDomain, decode_table, encode_table, public_domains
 from components.synthesis.inputs import index_roles, synthesis_roles
+from components.synthesis.marginals import Marginals
 from components.synthesis.model import Measurement, fit_independent, fit_tree, noisy_total, sample
 from components.synthesis.params import MSTParams, PreFairParams, selector_of
 from components.synthesis.selection import (
+    Roles,
     best_fair_tree,
     candidate_pairs,
     edge_scores,
     fair,
     kruskal,
 )
-from schemas.roles import Role
+from schemas.roles import Role, TableRoles
 
-__all__ = ["mst", "prefair", "synthesize"]
+__all__ = [
+    "mst",
+    "prefair",
+    "synthesize",
+    "Encoded",
+    "encode_input",
+    "one_way_counts",
+    "pair_counts",
+]
 
 
 def mst(table: pa.Table, params: MSTParams) -> ComponentResult:
@@ -64,12 +79,9 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     fair_mode = selector != "mst"
-    roles = synthesis_roles(table, fair=fair_mode)
-    idx = index_roles(roles)
-    domains = public_domains(table, roles, {c: params.edges(c) for c in params.bins})
-    codes, clamped = encode_table(table, domains, clamp=params.out_of_domain == "clamp")
-    names = list(domains)
-    sizes = [d.size for d in domains.values()]
+    enc = encode_input(table, params, selector)
+    roles, idx, domains, codes, clamped = enc.roles, enc.idx, enc.domains, enc.codes, enc.clamped
+    names, sizes = enc.names, enc.sizes
     d = len(names)
     rho, steps = plan(params.epsilon, params.delta, d, selector, params.split)
     schedule = [
@@ -77,12 +89,18 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     ]
     comp = Compositor(codes, schedule)
     rng = np.random.default_rng(params.seed)
+    # the exact counts of the records the compositor hands every query (one Arrow table of
+    # their codes, built once; the engine's answers kept for the later phases)
+    marginals = _memo(lambda r: Marginals(r, sizes))
     timings["encode"] = time.perf_counter() - t0
 
     # phase 1: the 1-way marginals, then compression (post-processing of the noisy counts)
     t = time.perf_counter()
     s1 = steps["one_way"].scale
-    raw_one_way = [comp.gaussian("one_way", names[i], _counts(i, sizes[i]), s1) for i in range(d)]
+    exact_one_way = _memo(lambda r: one_way_counts(marginals(r)))
+    raw_one_way = [
+        comp.gaussian("one_way", names[i], lambda r, i=i: exact_one_way(r)[i], s1) for i in range(d)
+    ]
     compressions = [
         Compression.of(y, s1) if params.compress else Compression.identity(len(y))
         for y in raw_one_way
@@ -96,15 +114,14 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
 
     # phase 2: the tree
     t = time.perf_counter()
-    # the records through the compression, computed once (the compositor hands every query
-    # the same array)
-    view = _memo(lambda r: np.stack([c.codes[r[:, i]] for i, c in enumerate(compressions)], 1))
     estimate = fit_independent(one_way, noisy_total(one_way))
     s2 = steps["select"].scale
     exact = True
     if selector == "exponential":
         pairs = candidate_pairs(idx, greedy_filter=False)
-        scores = _memo(lambda r: edge_scores(view(r), csizes, pairs, estimate))
+        scores = _memo(
+            lambda r: edge_scores(pair_counts(marginals(r), pairs, compressions), pairs, estimate)
+        )
         noisy = {
             (i, j): comp.gaussian(
                 "select", f"{names[i]}|{names[j]}", lambda r, k=k: scores(r)[k : k + 1], s2
@@ -114,7 +131,9 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
         tree, exact = best_fair_tree(noisy, idx, getattr(params, "max_forests", 5_000_000))
     else:
         pairs = candidate_pairs(idx, greedy_filter=selector == "greedy")
-        scores = _memo(lambda r: edge_scores(view(r), csizes, pairs, estimate))
+        scores = _memo(
+            lambda r: edge_scores(pair_counts(marginals(r), pairs, compressions), pairs, estimate)
+        )
         rounds = iter(range(d))
 
         def pick(live: list[int]) -> int:
@@ -127,9 +146,10 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     # phase 3: the 2-way marginals on the tree
     t = time.perf_counter()
     s3 = steps["two_way"].scale
+    exact_two_way = _memo(lambda r: pair_counts(marginals(r), tree, compressions))
     two_way = []
-    for i, j in tree:
-        fn = _pair_counts(view, i, j, csizes)
+    for k, (i, j) in enumerate(tree):
+        fn = lambda r, k=k: exact_two_way(r)[k]  # noqa: E731
         y = comp.gaussian("two_way", f"{names[i]}|{names[j]}", fn, s3)
         two_way.append(Measurement((i, j), y, np.full(len(y), s3 * s3)))
     timings["two_way"] = time.perf_counter() - t
@@ -201,29 +221,108 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     ).stamped()
 
 
-def _memo(fn: Callable[[np.ndarray], np.ndarray]) -> Callable[[np.ndarray], np.ndarray]:
-    """``fn`` computed once per records array (the last one seen)."""
-    cache: dict[int, np.ndarray] = {}
+@dataclass(frozen=True)
+class Encoded:
+    """A run's input on its public domain: the checked ``roles`` and their index sets
+    ``idx``, the ``domains`` (column order), the ``rows x d`` code matrix ``codes`` and the
+    clamped value counts."""
 
-    def wrapped(records: np.ndarray) -> np.ndarray:
+    roles: TableRoles
+    idx: Roles
+    domains: dict[str, ColumnDomain]
+    codes: np.ndarray
+    clamped: dict[str, int]
+
+    @property
+    def names(self) -> list[str]:
+        return list(self.domains)
+
+    @property
+    def sizes(self) -> list[int]:
+        return [d.size for d in self.domains.values()]
+
+
+def encode_input(table: pa.Table, params: MSTParams, selector: str) -> Encoded:
+    """The first step of ``synthesize``: roles checked (PreFair's when ``selector`` is not
+    ``mst``), public domains, codes.
+
+    Parameters
+    ----------
+    table
+        The input, with its roles.
+    params
+        The run's parameters (bins, out-of-domain rule).
+    selector
+        ``mst``, ``greedy`` or ``exponential``.
+
+    Returns
+    -------
+    Encoded
+        What the mechanisms work on.
+    """
+    roles = synthesis_roles(table, fair=selector != "mst")
+    domains = public_domains(table, roles, {c: params.edges(c) for c in params.bins})
+    codes, clamped = encode_table(table, domains, clamp=params.out_of_domain == "clamp")
+    return Encoded(roles, index_roles(roles), domains, codes, clamped)
+
+
+def one_way_counts(marginals: Marginals) -> list[np.ndarray]:
+    """The exact 1-way marginal of every attribute over its declared domain (phase 1), all in
+    one engine call.
+
+    Parameters
+    ----------
+    marginals
+        The records' counts.
+
+    Returns
+    -------
+    list[np.ndarray]
+        One int64 count vector per attribute.
+    """
+    d = len(marginals.sizes)
+    marginals.count([(i,) for i in range(d)])
+    return [marginals.dense((i,)) for i in range(d)]
+
+
+def pair_counts(
+    marginals: Marginals, pairs: Sequence[tuple[int, int]], compressions: Sequence[Compression]
+) -> list[np.ndarray]:
+    """The exact 2-way marginals of ``pairs`` over the compressed codes (the selection's and
+    the tree's), the pairs not counted yet in one engine call.
+
+    Parameters
+    ----------
+    marginals
+        The records' counts.
+    pairs
+        Attribute pairs ``(i, j)``.
+    compressions
+        Every attribute's compression.
+
+    Returns
+    -------
+    list[np.ndarray]
+        Per pair, int64 counts over ``compressions[i].size * compressions[j].size`` cells in C
+        order.
+    """
+    marginals.count(pairs)
+    maps = [c.codes for c in compressions]
+    return [marginals.dense(p, maps) for p in pairs]
+
+
+def _memo(fn: Callable[[np.ndarray], object]) -> Callable[[np.ndarray], object]:
+    """``fn`` computed once per records array (the last one seen; the compositor hands every
+    query the same array)."""
+    cache: dict[int, object] = {}
+
+    def wrapped(records: np.ndarray):
         if id(records) not in cache:
             cache.clear()
             cache[id(records)] = fn(records)
         return cache[id(records)]
 
     return wrapped
-
-
-def _counts(i: int, size: int) -> Callable[[np.ndarray], np.ndarray]:
-    return lambda records: np.bincount(records[:, i], minlength=size)
-
-
-def _pair_counts(view, i: int, j: int, sizes) -> Callable[[np.ndarray], np.ndarray]:
-    def fn(records: np.ndarray) -> np.ndarray:
-        c = view(records)
-        return np.bincount(c[:, i] * sizes[j] + c[:, j], minlength=sizes[i] * sizes[j])
-
-    return fn
 
 
 def _measurements_table(names, raw_one_way, tree, two_way, s1) -> pa.Table:
