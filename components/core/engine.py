@@ -237,22 +237,41 @@ class SparkEngine(Engine):
         return _concat(parts, schema)
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
+        """All key sets in one Spark job: ``GROUP BY GROUPING SETS`` over their columns, split
+        on the driver by ``grouping_id()`` (a bit per column left out of the set, first column
+        most significant), so a data null is never confused with a column the set omits."""
+        if not keys:
+            return []
         src = self._folder("counts-in") + ".parquet"
-        pq.write_table(table.replace_schema_metadata(None), src, compression="zstd")
-        df = self.spark.read.parquet(src).cache()
-        out = []
-        for cols in keys:
-            counts = df.groupBy(*cols).count().toArrow()
-            out.append(
-                counts.select([*cols, "count"]).cast(
-                    pa.schema(
-                        [table.schema.field(c).remove_metadata() for c in cols]
-                        + [pa.field("count", pa.int64())]
-                    )
-                )
-            )
-        df.unpersist()
+        cols = list(dict.fromkeys(c for ks in keys for c in ks))
+        pq.write_table(table.select(cols).replace_schema_metadata(None), src, compression="zstd")
+        view = f"privfair_counts_{os.getpid()}_{id(self)}"
+        self.spark.read.parquet(src).createOrReplaceTempView(view)
+
+        def q(c: str) -> str:
+            return "`" + c.replace("`", "``") + "`"
+
+        sets = ", ".join("(" + ", ".join(q(c) for c in ks) + ")" for ks in keys)
+        got = self.spark.sql(
+            f"SELECT {', '.join(q(c) for c in cols)}, grouping_id() AS __gid, "
+            f"count(1) AS __count FROM {view} GROUP BY GROUPING SETS ({sets})"
+        ).toArrow()
+        self.spark.catalog.dropTempView(view)
         os.remove(src)
+        gid = got.column("__gid").to_numpy()
+        out = []
+        for ks in keys:
+            want = sum(1 << (len(cols) - 1 - i) for i, c in enumerate(cols) if c not in ks)
+            part = got.filter(pa.array(gid == want))
+            schema = pa.schema(
+                [table.schema.field(c).remove_metadata() for c in ks]
+                + [pa.field("count", pa.int64())]
+            )
+            out.append(
+                pa.table(
+                    [part.column(c) for c in ks] + [part.column("__count")], names=[*ks, "count"]
+                ).cast(schema)
+            )
         return out
 
     def close(self) -> None:
