@@ -182,9 +182,15 @@ def protect(spec: PipelineSpec, ing: Ingested, engine: Engine | None = None) -> 
     own = engine is None
     engine = engine_of(spec) if own else engine
     try:
+        calls = engine.calls
         with using(engine):
             result = algo(ing.table, spec.params)
         result.execution = engine.describe()
+        if engine.name != "local" and engine.calls == calls:
+            result.warnings.append(
+                f"the {engine.name} engine ran nothing: {algo.name} ran in this process (a "
+                "family that runs in blocks takes a parameter for their size)"
+            )
     finally:
         if own:
             engine.close()

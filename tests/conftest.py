@@ -63,6 +63,7 @@ def spark_engine():
     from components.core.engine import SparkEngine
 
     engine = SparkEngine("local[2]")
+    engine.spark  # noqa: B018 - started here, so the first test does not pay for it
     yield engine
     engine._owned = True
     engine.close()

@@ -103,7 +103,8 @@ class Engine:
     """What every engine offers (see the module's docstring)."""
 
     name = "engine"
-    workers = 1
+    workers: int | None = 1
+    calls = 0  # map_blocks / group_counts calls served: a run that made none ran in-process
 
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
         raise NotImplementedError
@@ -131,6 +132,7 @@ class LocalEngine(Engine):
         self.workers = workers
 
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+        self.calls += 1
         blocks = [t for _, t in split_by_key(table, key)]
         if self.workers == 1 or len(blocks) < 2:
             return _concat([fn(b) for b in blocks], schema)
@@ -143,6 +145,7 @@ class LocalEngine(Engine):
             return _concat(list(pool.map(fn, blocks)), schema)
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
+        self.calls += 1
         out = []
         for cols in keys:
             g = table.select(list(cols)).group_by(list(cols), use_threads=False)
@@ -193,7 +196,7 @@ class SparkEngine(Engine):
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         self.master = master
-        builder = (
+        self._builder = (
             SparkSession.builder.master(master)
             .appName("privfair")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
@@ -203,13 +206,28 @@ class SparkEngine(Engine):
             .config("spark.driver.memory", "4g")
         )
         for k, v in (conf or {}).items():
-            builder = builder.config(k, v)
-        # a session this process already runs is reused, and left running on close
-        self._owned = SparkSession.getActiveSession() is None
-        self.spark = builder.getOrCreate()
-        self.spark.sparkContext.setLogLevel("ERROR")
-        self.workers = self.spark.sparkContext.defaultParallelism
+            self._builder = self._builder.config(k, v)
+        self._session = None
+        self._owned = False
         self._scratch = Path(tempfile.mkdtemp(prefix="privfair-spark-", dir=scratch))
+        cores = master.removeprefix("local[").removesuffix("]")
+        self.workers = (
+            (os.cpu_count() or 1) if cores == "*" else int(cores) if cores.isdigit() else None
+        )
+
+    @property
+    def spark(self):
+        """The Spark session, started on first use (an algorithm that sends nothing to the
+        engine costs no JVM). A session this process already runs is reused, and left running
+        on ``close``."""
+        if self._session is None:
+            from pyspark.sql import SparkSession
+
+            self._owned = SparkSession.getActiveSession() is None
+            self._session = self._builder.getOrCreate()
+            self._session.sparkContext.setLogLevel("ERROR")
+            self.workers = self._session.sparkContext.defaultParallelism
+        return self._session
 
     def describe(self) -> dict:
         return {"engine": self.name, "master": self.master, "workers": self.workers}
@@ -222,6 +240,7 @@ class SparkEngine(Engine):
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        self.calls += 1
         src, dst = self._folder("blocks-in"), self._folder("blocks-out")
         n_blocks = len(pc.unique(table.column(key)))
         # one Parquet row group per ~block keeps the scan split close to the blocks
@@ -242,6 +261,7 @@ class SparkEngine(Engine):
         most significant), so a data null is never confused with a column the set omits."""
         if not keys:
             return []
+        self.calls += 1
         src = self._folder("counts-in") + ".parquet"
         cols = list(dict.fromkeys(c for ks in keys for c in ks))
         pq.write_table(table.select(cols).replace_schema_metadata(None), src, compression="zstd")
@@ -276,8 +296,9 @@ class SparkEngine(Engine):
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
-        if self._owned:
-            self.spark.stop()
+        if self._session is not None and self._owned:
+            self._session.stop()
+        self._session = None
 
 
 _CURRENT: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(

@@ -156,3 +156,21 @@ def test_engine_settings_are_checked():
                 "execution": {"engine": "local", "master": "local[2]"},
             }
         )
+
+
+def test_spark_unused_starts_nothing_and_says_so(tmp_path, capsys):
+    """An algorithm without a blocked form (or without its block size) sends nothing to Spark:
+    no session is started for it, and the run says everything ran in-process."""
+    from components.core.engine import SparkEngine
+
+    engine = SparkEngine("local[3]")
+    assert engine._session is None and engine.workers == 3
+    engine.close()
+    spec = _toy_spec(tmp_path)
+    text = spec.read_text().replace("block_rows: 700", "tau: 1.0")
+    spec.write_text(text)
+    code, out, err = run_cli(
+        capsys, "run", str(spec), "--store", str(tmp_path / "s"), "--engine", "spark"
+    )
+    assert code == 0, err
+    assert "warning: the spark engine ran nothing: fair_mdav ran in this process" in out
