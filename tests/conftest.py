@@ -65,7 +65,6 @@ def spark_engine():
     engine = SparkEngine("local[2]")
     engine.spark  # noqa: B018 - started here, so the first test does not pay for it
     yield engine
-    engine._owned = True
     engine.close()
 
 
