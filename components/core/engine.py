@@ -34,6 +34,7 @@ import os
 import shutil
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -200,6 +201,10 @@ class SparkEngine(Engine):
                 "execution.engine: 'spark' needs a Java runtime (17 or later) on PATH or in "
                 "JAVA_HOME; `bash .ci/deps` installs Debian's openjdk-17-jre-headless"
             )
+        # we exchange Arrow only, never pandas: pyspark's warning about pandas 3 does not apply
+        warnings.filterwarnings(
+            "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
+        )
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         self.master = master
