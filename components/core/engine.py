@@ -7,8 +7,9 @@ both (``current_engine``; the flow activates the spec's engine around the run wi
 - ``map_blocks(table, key, fn, schema)``: ``fn`` runs once per distinct value of the ``key``
   column, on every row with that value (an Arrow table), and returns an Arrow table of
   ``schema``; the results come back concatenated in key order, each block's rows in the order
-  ``fn`` returned them. ``fn`` must be picklable (a module-level function or a
-  ``functools.partial`` of one) and must not depend on schema metadata: Spark drops it.
+  ``fn`` returned them, but a block's rows may reach ``fn`` in any order (sort them if it
+  matters). ``fn`` must be picklable (a module-level function or a ``functools.partial`` of
+  one) and must not depend on schema metadata: Spark drops it.
 - ``group_counts(table, keys)``: for each tuple of column names, the number of rows of each
   combination of their values (a distributed group-by count; the count column is ``count``).
 
@@ -16,8 +17,7 @@ Every engine gives the same results for the same calls; only where the work runs
 the engine is an execution setting, not part of a release's version: what decides a
 component's output (its block size, say) is one of its parameters.
 
->>> import pyarrow as pa, pyarrow.compute as pc
->>> from functools import partial
+>>> import pyarrow as pa
 >>> t = pa.table({"b": [1, 0, 1, 0], "x": [1.0, 2.0, 3.0, 4.0]})
 >>> out = LocalEngine().map_blocks(t, "b", _example_sum, pa.schema([("b", pa.int64()), ("s", pa.float64())]))
 >>> out.to_pydict()
@@ -54,6 +54,7 @@ __all__ = [
     "using",
     "make_engine",
     "split_by_key",
+    "shippable",
     "worker_python",
 ]
 
