@@ -54,7 +54,6 @@ __all__ = [
     "using",
     "make_engine",
     "split_by_key",
-    "shippable",
     "worker_python",
 ]
 
@@ -80,27 +79,28 @@ def worker_python(table: pa.Table) -> pa.Table:
     )
 
 
-def split_by_key(table: pa.Table, key: str) -> list[tuple[object, pa.Table]]:
-    """The rows of each distinct ``key`` value, in key order (input order within a key):
-    one stable sort, then zero-copy slices."""
+def split_by_key(table: pa.Table, key: str, compact: bool = False) -> list[tuple[object, pa.Table]]:
+    """The rows of each distinct ``key`` value, in key order (input order within a key): one
+    stable sort, then zero-copy slices of the sorted table; with ``compact``, each block is
+    taken from ``table`` on its own instead, to send to another process (a slice pickles with
+    its parent's whole buffers: 10M rows for every block of a 10M-row table)."""
     if table.num_rows == 0:
         return []
     order = pc.sort_indices(table, sort_keys=[(key, "ascending")])
-    sorted_ = table.take(order)
-    keys = sorted_.column(key).to_numpy()
+    keys = table.column(key).take(order).to_numpy()
     cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
     starts = np.concatenate([[0], cuts])
     ends = np.concatenate([cuts, [len(keys)]])
+    if compact:
+        return [
+            (keys[s].item(), table.take(order.slice(int(s), int(e - s))))
+            for s, e in zip(starts, ends, strict=True)
+        ]
+    sorted_ = table.take(order)
     return [
         (keys[s].item(), sorted_.slice(int(s), int(e - s)))
         for s, e in zip(starts, ends, strict=True)
     ]
-
-
-def shippable(table: pa.Table) -> pa.Table:
-    """A compact copy of ``table`` to send to another process: a slice pickles with its
-    parent's whole buffers (10M rows for every block of a 10M-row table)."""
-    return table.take(pa.array(np.arange(table.num_rows)))
 
 
 def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
@@ -115,10 +115,10 @@ class Engine:
     calls = 0  # map_blocks / group_counts calls served: a run that made none ran in-process
 
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not run blocks")
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not count")
 
     def describe(self) -> dict:
         """What a release's manifest records about where it ran."""
@@ -141,10 +141,10 @@ class LocalEngine(Engine):
 
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
         self.calls += 1
-        blocks = [t for _, t in split_by_key(table, key)]
-        if self.workers == 1 or len(blocks) < 2:
+        pooled = self.workers > 1 and len(pc.unique(table.column(key))) > 1
+        blocks = [t for _, t in split_by_key(table, key, compact=pooled)]
+        if not pooled:
             return _concat([fn(b) for b in blocks], schema)
-        blocks = [shippable(b) for b in blocks]
         # spawn, not fork: the orchestrators that call us run threads
         import multiprocessing as mp
 
@@ -265,8 +265,8 @@ class SparkEngine(Engine):
         os.remove(src + ".parquet")
         shutil.rmtree(dst, ignore_errors=True)
         # part files come back in no set order: blocks in key order, rows as fn returned them
-        parts = [t for _, t in split_by_key(got, key)]
-        return _concat(parts, schema)
+        # (Arrow's sort is stable)
+        return got.take(pc.sort_indices(got, sort_keys=[(key, "ascending")]))
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
         """All key sets in one Spark job: ``GROUP BY GROUPING SETS`` over their columns, split
