@@ -25,7 +25,16 @@ from pydantic import BaseModel, ConfigDict
 
 from schemas.contracts import Guarantee, kind_of
 
-__all__ = ["Params", "Metric", "Figure", "KindCheck", "Algorithm", "Family", "resolve"]
+__all__ = [
+    "Params",
+    "Metric",
+    "Figure",
+    "Disclosure",
+    "KindCheck",
+    "Algorithm",
+    "Family",
+    "resolve",
+]
 
 
 class Params(BaseModel):
@@ -72,6 +81,48 @@ class Figure:
 
 
 @dataclass(frozen=True)
+class Disclosure:
+    """What of a release may leave the data owner's area besides its public outputs.
+
+    The release flow builds the *shareable copy* (``privfair export``) from this declaration
+    and nothing else: the public outputs, a public manifest and a public report. Every other
+    file, metric, figure, warning, timing and validation detail stays in the owner part.
+
+    - ``metrics``: dotted keys (as ``Metric.key``) of the run's metrics that are functions of
+      the public outputs, of public parameters or, for a differentially private algorithm, of
+      its noisy measurements only (post-processing). A key names a whole sub-tree.
+    - ``figures``: names of the figures the public report draws. They are drawn from the public
+      manifest and the public outputs alone: the family's figure function is called with
+      ``input_table=None`` and no sidecars, and only these names are kept.
+    - ``covers`` / ``does_not_cover``: what the guarantee means for a reader of the shareable
+      copy, and what it does not promise, in one sentence each (shown in the public report).
+
+    >>> d = Disclosure(metrics=("rows", "privacy.epsilon"))
+    >>> d.public_metrics({"rows": 3, "privacy": {"epsilon": 1.0, "rho": 0.1}, "tvd": 0.2})
+    {'privacy': {'epsilon': 1.0}, 'rows': 3}
+    """
+
+    metrics: tuple[str, ...] = ()
+    figures: tuple[str, ...] = ()
+    covers: str = ""
+    does_not_cover: str = ""
+
+    def public_metrics(self, metrics: Mapping[str, Any]) -> dict[str, Any]:
+        """The declared keys of ``metrics`` (nested as in the run's metrics), nothing else."""
+        out: dict[str, Any] = {}
+        for key in sorted(self.metrics):
+            value = Metric(key, key).get(metrics)
+            if value is None:
+                continue
+            *parents, leaf = key.split(".")
+            node = out
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
+        return out
+
+
+@dataclass(frozen=True)
 class KindCheck:
     """A guarantee kind with its pure checker.
 
@@ -114,6 +165,8 @@ class Algorithm:
       ``lineage`` sidecar, so the validator also checks that output's columns, types and row
       count against the input (a table release). False for an algorithm that publishes new,
       aggregate tables (a report): its own contract then states what its outputs hold;
+    - ``public``: what besides its outputs may be handed out (``Disclosure``): nothing unless
+      declared;
     - ``replayable``: the same input and params give byte-identical outputs. False for a
       differentially private algorithm, whose noise comes from a cryptographic generator that
       takes no seed (a noise seed in a spec would let anyone who reads the spec subtract the
@@ -136,6 +189,7 @@ class Algorithm:
     family: str = ""
     row_level: bool = True
     replayable: bool = True
+    public: Disclosure = field(default_factory=Disclosure)
 
     def outline(self, params: Params) -> list[Guarantee]:
         return list(resolve(self.contract)(params, None))
