@@ -1,14 +1,16 @@
 """Airflow DAGs generated from the privfair pipeline specs: one DAG per spec (dag_id = spec name).
 
-Each DAG runs ``ingest -> protect -> validate -> publish`` (TaskFlow API, ``airflow.sdk``); the
+Each DAG runs ``ingest -> protect -> validate -> publish -> cleanup`` (TaskFlow API, ``airflow.sdk``); the
 tasks call the orchestrator-neutral tasks of ``pipelines.tasks`` and hand each other small dicts
 of Parquet/JSON paths through XCom, never tables. ``validate`` builds the candidate release in the
 store's staging area and checks every declared guarantee (Great Expectations); a failing
 guarantee quarantines the candidate and fails the run without retries, so ``publish`` never runs.
 ``publish`` renames the validated candidate into ``<store>/<pipeline>/<version>`` atomically and is
 idempotent: a re-run reports ``exists`` (``protect`` reuses the published files instead of
-recomputing them, ``validate`` re-checks those files and stages nothing). The version id and ``data.parquet`` are the ones
-``privfair run`` produces.
+recomputing them, ``validate`` re-checks those files and stages nothing). The version id, the
+release and its shareable copy are the ones ``privfair run`` produces. ``cleanup``, a teardown
+task, removes the run's work folder when the run ends, whatever its outcome; no task keeps a
+copy of the raw input (each reads the source and checks its fingerprint).
 
 Adding a spec file to the specs folder adds a DAG; no code change. Parsing is light: only the
 specs (YAML + pydantic) are read here; pyarrow, the components and Great Expectations are
@@ -187,11 +189,18 @@ def build_dag(spec_path: Path, spec):
             print(f"{out.status}: {name} {out.version} -> {out.path}")
             return out.as_dict()
 
+        @task
+        def cleanup() -> bool:
+            from pipelines import tasks
+
+            return tasks.cleanup(_run_settings(name)["work"])
+
         ingested = ingest()
         protected = protect(ingested)
         validated = validate(protected)
         evaluate(ingested) >> validated  # the report picks the evaluation up
-        publish(protected, validated)
+        # a teardown: runs when the run ends, published or not, and does not decide its state
+        publish(protected, validated) >> cleanup().as_teardown(setups=ingested)
 
     return pipeline()
 

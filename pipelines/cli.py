@@ -1,4 +1,4 @@
-"""``privfair`` command line: run, validate, list and promote releases.
+"""``privfair`` command line: run, validate, export, verify, list and promote releases.
 
 Exit codes: 0 success; 1 a guarantee failed (nothing published); 2 bad spec, input, data or
 store (the store path is a file, a folder cannot be written, an unknown URI scheme...).
@@ -58,6 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"privfair: {out.message}", file=sys.stderr)
     print(f"{out.status}: {out.pipeline} {out.version}")
     print(f"  release: {out.path}")
+    print(f"  shareable copy: {out.path}/shared (privfair export {out.path} DEST)")
     if out.validation is not None:
         print(_tally(out.validation))
     for m in out.headline:
@@ -66,6 +67,38 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"  {m.label}: {_fmt(value)}")
     for w in out.warnings:
         print(f"  warning: {w}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    """Write a release's shareable copy to a folder of its own."""
+    from pipelines.share import export
+
+    dest, man = export(args.release, args.dest)
+    print(f"exported: {man.get('pipeline')} release {man.get('release')}")
+    print(f"  to: {dest}")
+    for name in sorted(man.get("checksums") or {}):
+        print(f"  {name}")
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Check a shareable copy's files against its manifest and print the verdicts it carries."""
+    from pipelines.share import verify_copy
+    from schemas.errors import StoreError
+
+    folder = Path(args.copy)
+    man, problem = verify_copy(folder)
+    if problem is not None:
+        raise StoreError(str(folder), f"not an intact shareable copy: {problem}")
+    v = man.get("validation") or {}
+    for r in v.get("results") or []:
+        if r.get("id") != "schema":
+            print(f"{'PASS' if r.get('passed') else 'FAIL'}  {r.get('id', ''):<6} {r.get('kind')}")
+    print(
+        f"  {man.get('pipeline')} release {man.get('release')}: every file matches its manifest; "
+        f"validation {v.get('status')} ({v.get('checked')} checks, recomputed by the data owner)"
+    )
     return 0
 
 
@@ -277,6 +310,26 @@ def parser() -> argparse.ArgumentParser:
     )
     v.add_argument("--data-dir", default=None)
     v.set_defaults(fn=cmd_validate)
+    x = sub.add_parser(
+        "export",
+        help="write the shareable copy of a release (what may be handed out) to a folder",
+        description="Copy a release's shareable copy (its public outputs, public manifest and "
+        "public report; no sidecar, input fingerprint, input-side metric or check detail) to "
+        "DEST, which must not exist or be empty. The copy is checked against its own manifest's "
+        "checksums before and after; the owner's release is left as it is.",
+    )
+    x.add_argument("release", help="<store>/<pipeline>/<version>, or <store>/<pipeline>/latest")
+    x.add_argument("dest", help="destination folder (created)")
+    x.set_defaults(fn=cmd_export)
+    vf = sub.add_parser(
+        "verify",
+        help="check an exported shareable copy against its manifest",
+        description="Check that every file of a shareable copy matches its manifest's checksum "
+        "(and no other file is there), then print the verdicts it carries. Exit 2 when it does "
+        "not match.",
+    )
+    vf.add_argument("copy", help="the exported folder")
+    vf.set_defaults(fn=cmd_verify)
     ls = sub.add_parser(
         "releases",
         help="list published releases and quarantined candidates",

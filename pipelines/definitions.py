@@ -166,9 +166,13 @@ def config_class(algo: Algorithm) -> type[ParamsConfig]:
 
 
 # --- helpers -----------------------------------------------------------------------------------
+def _run_dir(context: dg.OpExecutionContext, spec: PipelineSpec) -> Path:
+    """The run's work folder (owner-only, removed when the run ends: ``tasks.cleanup``)."""
+    return Path(context.instance.storage_directory()) / "privfair" / spec.name / context.run_id
+
+
 def _work_dir(context: dg.OpExecutionContext, spec: PipelineSpec, step: str) -> Path:
-    root = Path(context.instance.storage_directory()) / "privfair" / spec.name
-    return root / context.run_id / step
+    return _run_dir(context, spec) / step
 
 
 def _mv(x: Any) -> Any:
@@ -259,7 +263,6 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                 "columns": out.columns,
                 "input_fingerprint": out.fingerprint,
                 "input_files": _mv(info.get("files", {})),
-                "raw_parquet": dg.MetadataValue.path(out.raw),
             }
         )
         return out.as_dict()
@@ -284,9 +287,13 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
 
         eff = config.apply(spec)
         work = _work_dir(context, spec, "protected")
-        out = tasks.protect_task(
-            eff, raw, work, release_store.resolved(), execution_engine.overrides()
-        )
+        try:
+            out = tasks.protect_task(
+                eff, raw, work, release_store.resolved(), execution_engine.overrides()
+            )
+        except BaseException:  # the run ends here: no work file outlives it
+            tasks.cleanup(_run_dir(context, spec))
+            raise
         metrics = json.loads(Path(out.metrics).read_text())
         contract = json.loads(Path(out.contract).read_text())
         context.add_output_metadata(
@@ -338,8 +345,14 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     ):
         from pipelines import tasks
 
-        v = tasks.validate_task(protected, release_store.resolved(), raise_on_failure=False)
-        summary = json.loads(Path(v.results).read_text())
+        try:
+            v = tasks.validate_task(protected, release_store.resolved(), raise_on_failure=False)
+            summary = json.loads(Path(v.results).read_text())
+        except BaseException:
+            tasks.cleanup(Path(protected["work"]).parent)
+            raise
+        if not v.passed:  # the blocking checks stop the run: the release step never runs
+            tasks.cleanup(Path(protected["work"]).parent)
         by_key = {r["key"]: r for r in summary["results"] if r.get("key")}
         schema = [r for r in summary["results"] if r.get("id") == "schema"]
         selected = {k.name for k in context.selected_asset_check_keys}
@@ -378,7 +391,6 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                 "guarantees_checked": len(by_key),
                 "schema_checks": len(schema),
                 "failed": _mv(v.failed),
-                "results": dg.MetadataValue.path(v.results),
                 "version": v.version,
                 "guarantees_without_own_check": _mv([k for k in by_key if k not in keys]),
             }
@@ -422,7 +434,10 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                     results=str(vpath),
                     candidate=doc["candidate"],
                 )
-        out = tasks.publish_task(protected, validated, release_store.resolved())
+        try:
+            out = tasks.publish_task(protected, validated, release_store.resolved())
+        finally:
+            tasks.cleanup(Path(protected["work"]).parent)
         md: dict[str, Any] = {
             "version": out.version,
             "status": out.status,
@@ -431,6 +446,9 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         if out.report:
             rep = _file_md(out.report)
             md["report"], md["report_url"] = rep["path"], rep["url"]
+        if out.shared:
+            md["shareable_copy"] = dg.MetadataValue.path(out.shared)
+            md["shareable_report_url"] = _file_md(str(Path(out.shared) / "report.html"))["url"]
         if out.manifest:
             man = json.loads(Path(out.manifest).read_text())
             val = man.get("validation", {})

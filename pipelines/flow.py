@@ -1,15 +1,20 @@
-"""The release flow, in memory: ingest -> protect -> validate -> publish (or quarantine).
+"""The release flow: ingest -> protect -> stage (validate) -> publish (or quarantine).
 
-The CLI calls ``run_release``; the file-based task layer (``pipelines.tasks``) that Dagster and
-Airflow drive calls the same functions one at a time. Nothing here names an algorithm: the spec
-names one, and its descriptor (``components.core.descriptor.Algorithm``) says how to run it,
-what it owes (its contract), how to check it (its evidence) and what to show (its metrics).
+One ``ReleasePlan`` per release, resolved once from the spec (algorithm, family package, store,
+data folder): ``protect``, ``stage`` and ``publish`` below are each the only copy of their rules,
+and the CLI (``run_release``) and the file-based task layer that Dagster and Airflow drive
+(``pipelines.tasks``) call the same functions. Nothing here names an algorithm: the spec names
+one, and its descriptor (``components.core.descriptor.Algorithm``) says how to run it, what it
+owes (its contract), how to check it (its evidence), what to show (its metrics) and what of it
+may be handed out (``Algorithm.public``).
 
-A release folder ``<store>/<pipeline>/<version>/`` holds each public output as
-``<output>.parquet``, each sidecar as ``internal/<sidecar>.parquet`` (never for distribution),
-``manifest.json`` (listing both, and the sha256 and size of every other file of the release:
-``checksums``), ``validation/`` and ``report.html``. An existing version is reused only when it is
-complete (``already_published``); otherwise it is quarantined and built again.
+A release folder ``<store>/<pipeline>/<version>/`` holds the owner part (``manifest.json``:
+spec, params, contract, validation, metrics, input fingerprint, code version and the sha256 of
+every other file; ``report.html``; each sidecar as ``internal/<sidecar>.parquet``;
+``validation/``) and the shareable copy in ``shared/`` (each public output as
+``shared/<output>.parquet``, the public manifest and report: ``pipelines.share``). An existing
+version is reused only when it is complete (``already_published``); otherwise it is quarantined
+and built again.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from components.core.descriptor import Algorithm
 from components.core.engine import Engine, make_engine, using
 from components.core.registry import family_of
 from components.core.result import META_CONTRACT, ComponentResult
+from pipelines import share
 from pipelines.catalogue import algorithm_of, parse_spec
 from pipelines.ingest import load_dataset, private_columns
 from pipelines.release import (
@@ -39,6 +45,7 @@ from pipelines.release import (
     quarantine_release,
     resolve_release,
     set_latest,
+    store_secret,
     sweep_staging,
     tidy,
     verify_release,
@@ -80,7 +87,8 @@ def parquet_bytes(table: pa.Table) -> bytes:
 
 
 def output_file(name: str) -> str:
-    return f"{name}.parquet"
+    """Where a public output lies in a release: in its shareable copy."""
+    return share.shared_file(f"{name}.parquet")
 
 
 def sidecar_file(name: str) -> str:
@@ -103,60 +111,127 @@ def violation(
     return ContractViolation(failed, f"{details}{tail}")
 
 
-# --- ingest ------------------------------------------------------------------------------------------
+# --- the plan ----------------------------------------------------------------------------------------
 @dataclass
 class Ingested:
     table: pa.Table
     input: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class ReleasePlan:
+    """One release of one spec, resolved once: the spec, its algorithm's descriptor, the
+    family package that versions it, the store (None where only the algorithm is run) and the
+    raw-data folder. Every step of the flow takes the plan; none resolves the spec again."""
+
+    spec: PipelineSpec
+    algo: Algorithm
+    package: str
+    store: Store | None = None
+    data_dir: str | Path | None = None
+
+    @classmethod
+    def of(
+        cls,
+        spec: PipelineSpec,
+        store: Store | str | Path | None = None,
+        data_dir: str | Path | None = None,
+    ) -> ReleasePlan:
+        """The plan of ``spec``: its algorithm resolved (``SpecError`` for an unknown one) and
+        its store opened and checked (``StoreError``) before anything is read."""
+        algo = algorithm_of(spec)
+        if store is not None and not isinstance(store, Store):
+            store = Store.open(store)
+        if store is not None:
+            store.check_pipeline(spec.name)
+        return cls(spec, algo, family_of(algo).package, store, data_dir)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def ingest(self) -> Ingested:
+        """The spec's input table (roles attached, generic rules checked) and its input record;
+        a built-in dataset takes the role presets of the algorithm's family; a relative file
+        path is resolved against the spec file's folder, then ``data_dir``."""
+        presets = family_of(self.algo).dataset_roles
+        table, info = load_dataset(
+            self.spec.dataset, self.data_dir, presets, base_dir=self.spec.spec_dir
+        )
+        return Ingested(table, info)
+
+    def version(self, input_fingerprint: str) -> str:
+        """Deterministic release version: input fingerprint + spec + the code version of the
+        shared core and the algorithm's family (owner-side: the shareable copy shows
+        ``share.public_id`` of it instead)."""
+        h = hashlib.sha256(
+            json.dumps(
+                [input_fingerprint, self.spec.fingerprint(), code_version(self.package)]
+            ).encode()
+        )
+        return h.hexdigest()[:16]
+
+    def demands(self, input_table: pa.Table, owed: list) -> list:
+        """The spec's demanded guarantees for this input: each column they name must exist
+        (in the input, or among the quasi-identifiers the algorithm publishes), and a
+        k-anonymity demand without quasi-identifiers applies to the ones the algorithm's own
+        k-anonymity names (else the input's)."""
+        published_qis: tuple[str, ...] = ()
+        for g in owed:
+            if isinstance(g, C.KAnonymity) and g.quasi_identifiers:
+                published_qis = g.quasi_identifiers
+                break
+        known = set(input_table.column_names) | set(published_qis)
+        out = []
+        for i, g in enumerate(self.spec.demands):
+            for f in g.column_fields:
+                value = getattr(g, f)
+                for name in (value,) if isinstance(value, str) else value:
+                    if name not in known:
+                        raise SpecError(
+                            f"guarantees.{i}.{f}",
+                            f"no column '{name}' in the input of '{self.spec.name}'",
+                        )
+            if isinstance(g, C.KAnonymity) and not g.quasi_identifiers:
+                from schemas.roles import read_roles
+
+                qis = published_qis or tuple(read_roles(input_table).quasi_identifiers)
+                g = g.model_copy(update={"quasi_identifiers": qis})
+            out.append(g)
+        return out
+
+    def required(self, input_table: pa.Table) -> list:
+        """What a release on ``input_table`` must guarantee: the algorithm's contract for the
+        spec's params on this input, then the spec's demands, then what the roles demand.
+        Computed from the spec and the input only, never from what a release says about
+        itself."""
+        owed = self.algo.required_contract(self.spec.params, input_table)
+        return owed + self.demands(input_table, owed) + role_guarantees(input_table)
+
+    def engine(self) -> Engine:
+        """The engine the spec's ``execution`` names (``components.core.engine.make_engine``)."""
+        ex = self.spec.execution
+        return make_engine(ex.engine, ex.master, ex.workers)
+
+    def open_store(self) -> Store:
+        if self.store is None:
+            raise StoreError("", "this step needs a release store")
+        return self.store
+
+
 def ingest(spec: PipelineSpec, data_dir: str | Path | None = None) -> Ingested:
-    """The spec's input table (roles attached, generic rules checked) and its input record; a
-    built-in dataset takes the role presets of the spec's algorithm family; a relative file path
-    is resolved against the spec file's folder, then ``data_dir``."""
-    presets = family_of(algorithm_of(spec)).dataset_roles
-    table, info = load_dataset(spec.dataset, data_dir, presets, base_dir=spec.spec_dir)
-    return Ingested(table, info)
-
-
-# --- the contract ------------------------------------------------------------------------------------
-def demands(spec: PipelineSpec, algo: Algorithm, input_table: pa.Table, owed: list) -> list:
-    """The spec's demanded guarantees for this input: each column they name must exist (in the
-    input, or among the quasi-identifiers the algorithm publishes), and a k-anonymity demand
-    without quasi-identifiers applies to the ones the algorithm's own k-anonymity names (else
-    the input's)."""
-    published_qis: tuple[str, ...] = ()
-    for g in owed:
-        if isinstance(g, C.KAnonymity) and g.quasi_identifiers:
-            published_qis = g.quasi_identifiers
-            break
-    known = set(input_table.column_names) | set(published_qis)
-    out = []
-    for i, g in enumerate(spec.demands):
-        for f in g.column_fields:
-            value = getattr(g, f)
-            for name in (value,) if isinstance(value, str) else value:
-                if name not in known:
-                    raise SpecError(
-                        f"guarantees.{i}.{f}",
-                        f"no column '{name}' in the input of '{spec.name}'",
-                    )
-        if isinstance(g, C.KAnonymity) and not g.quasi_identifiers:
-            from schemas.roles import read_roles
-
-            qis = published_qis or tuple(read_roles(input_table).quasi_identifiers)
-            g = g.model_copy(update={"quasi_identifiers": qis})
-        out.append(g)
-    return out
+    """``ReleasePlan.ingest`` of ``spec``."""
+    return ReleasePlan.of(spec, data_dir=data_dir).ingest()
 
 
 def required_contract(spec: PipelineSpec, input_table: pa.Table) -> list:
-    """What a release of ``spec`` on ``input_table`` must guarantee: the algorithm's contract
-    for the spec's params on this input, then the spec's demands. Computed from the spec and
-    the input only, never from what a release says about itself."""
-    algo = algorithm_of(spec)
-    owed = algo.required_contract(spec.params, input_table)
-    return owed + demands(spec, algo, input_table, owed) + role_guarantees(input_table)
+    """``ReleasePlan.required`` of ``spec``."""
+    return ReleasePlan.of(spec).required(input_table)
+
+
+def version_id(spec: PipelineSpec, input_fingerprint: str) -> str:
+    """``ReleasePlan.version`` of ``spec``."""
+    return ReleasePlan.of(spec).version(input_fingerprint)
 
 
 def role_guarantees(input_table: pa.Table) -> list:
@@ -166,25 +241,23 @@ def role_guarantees(input_table: pa.Table) -> list:
     return [C.ColumnsAbsent(id="roles.private", columns=tuple(private))] if private else []
 
 
-def engine_of(spec: PipelineSpec) -> Engine:
-    """The engine the spec's ``execution`` names (``components.core.engine.make_engine``)."""
-    ex = spec.execution
-    return make_engine(ex.engine, ex.master, ex.workers)
-
-
-def protect(spec: PipelineSpec, ing: Ingested, engine: Engine | None = None) -> ComponentResult:
-    """Run the spec's algorithm on ``engine`` (default: the spec's, opened and closed here); its
-    declared contract gets the spec's demands appended. A demand naming a missing column is
-    refused before anything runs."""
-    algo = algorithm_of(spec)
-    owed = algo.required_contract(spec.params, ing.table)
-    extra = demands(spec, algo, ing.table, owed)
+# --- protect -------------------------------------------------------------------------------------
+def protect(
+    plan: ReleasePlan | PipelineSpec, ing: Ingested, engine: Engine | None = None
+) -> ComponentResult:
+    """Run the plan's algorithm on ``engine`` (default: the spec's, opened and closed here); its
+    declared contract gets the spec's demands and the roles' guarantees appended. A demand
+    naming a missing column is refused before anything runs."""
+    plan = plan if isinstance(plan, ReleasePlan) else ReleasePlan.of(plan)
+    algo = plan.algo
+    owed = algo.required_contract(plan.spec.params, ing.table)
+    extra = plan.demands(ing.table, owed)
     own = engine is None
-    engine = engine_of(spec) if own else engine
+    engine = plan.engine() if own else engine
     try:
         calls = engine.calls
         with using(engine):
-            result = algo(ing.table, spec.params)
+            result = algo(ing.table, plan.spec.params)
         result.execution = engine.describe()
         if engine.name != "local" and engine.calls == calls:
             result.warnings.append(
@@ -198,17 +271,7 @@ def protect(spec: PipelineSpec, ing: Ingested, engine: Engine | None = None) -> 
     return result.stamped()
 
 
-def version_id(spec: PipelineSpec, input_fingerprint: str) -> str:
-    """Deterministic release version: input fingerprint + spec + the code version of the shared
-    core and the algorithm's family."""
-    package = family_of(algorithm_of(spec)).package
-    h = hashlib.sha256(
-        json.dumps([input_fingerprint, spec.fingerprint(), code_version(package)]).encode()
-    )
-    return h.hexdigest()[:16]
-
-
-# --- validate and publish -----------------------------------------------------------------------------
+# --- stage: write, validate, describe ----------------------------------------------------------------
 def declared_copies(manifest_contract: list, outputs: dict[str, pa.Table]) -> dict[str, list]:
     """Every copy of the contract a release carries: the manifest's and each output's."""
     copies = {"manifest.json": list(manifest_contract)}
@@ -219,21 +282,22 @@ def declared_copies(manifest_contract: list, outputs: dict[str, pa.Table]) -> di
 
 
 def manifest(
-    spec: PipelineSpec,
+    plan: ReleasePlan,
     ing: Ingested,
     result: ComponentResult,
     validation: Validation,
     version: str,
 ) -> dict:
-    algo = algorithm_of(spec)
+    """The owner's manifest (everything; the shareable copy has its own, ``share``)."""
+    algo = plan.algo
     return {
-        "pipeline": spec.name,
+        "pipeline": plan.name,
         "version": version,
         # microseconds: repair_latest orders releases by this stamp
         "published_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "code_version": code_version(family_of(algo).package),
-        "spec": spec.model_dump(mode="json"),
-        "spec_fingerprint": spec.fingerprint(),
+        "code_version": code_version(plan.package),
+        "spec": plan.spec.model_dump(mode="json"),
+        "spec_fingerprint": plan.spec.fingerprint(),
         "component": result.component,
         "family": algo.family,
         "params": result.params,
@@ -256,44 +320,153 @@ def manifest(
     }
 
 
+def cost_of_protection(plan: ReleasePlan, ing: Ingested) -> dict:
+    """The report's cost of protection (owner-only). A mechanism that is not replayable (a
+    differentially private one) is not run again on the private input: a second run would
+    spend privacy budget its ledger does not record."""
+    if not plan.algo.replayable:
+        return {
+            "status": "not applicable",
+            "reason": f"{plan.algo.title} is differentially private: measuring it on a hold-out "
+            "would run the mechanism again on the private input, spending budget its ledger "
+            "does not record; privfair evaluate measures it on folds, on the owner's side",
+        }
+    from pipelines.evaluate import cost_of_protection as measure
+
+    return measure(plan.spec, ing.table, input_fingerprint=ing.input["fingerprint"])
+
+
 def build_candidate(
-    spec: PipelineSpec, ing: Ingested, result: ComponentResult, cand: Candidate
+    plan: ReleasePlan | PipelineSpec, ing: Ingested, result: ComponentResult, cand: Candidate
 ) -> tuple[Validation, dict]:
     """Write the candidate's files, validate what was written (against the contract rebuilt
-    from the spec and the input), then write the report and, last, the manifest with the
+    from the spec and the input), then write the owner's report, the shareable copy (public
+    manifest and report, when validation passed) and, last, the owner's manifest with the
     checksums of every other file (a candidate with a manifest is complete). A candidate that
-    passes also gets the cost of protection measured on a hold-out of the input (see
-    ``pipelines.evaluate.cost_of_protection``) for its report."""
+    passes also gets the cost of protection (``cost_of_protection``) for the owner's report."""
+    plan = plan if isinstance(plan, ReleasePlan) else ReleasePlan.of(plan, cand.store)
     for k, t in result.outputs.items():
         cand.write(output_file(k), parquet_bytes(t))
     for k, t in result.sidecars.items():
         cand.write(sidecar_file(k), parquet_bytes(t))
     outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
     sidecars = {k: cand.read_table(sidecar_file(k)) for k in result.sidecars}
-    algo = algorithm_of(spec)
+    algo = plan.algo
     validation = validate_release(
         algo,
-        spec.params,
+        plan.spec.params,
         ing.table,
         outputs,
         sidecars,
-        required_contract(spec, ing.table),
+        plan.required(ing.table),
         declared_copies(result.contract, outputs),
         cand.local_dir if cand.store.local else None,
     )
-    man = manifest(spec, ing, result, validation, cand.version)
-    if validation.passed:  # a measurement for readers of a release, not a guarantee
-        from pipelines.evaluate import cost_of_protection
+    man = manifest(plan, ing, result, validation, cand.version)
+    from pipelines.report import render_public_report, render_report
 
-        man["cost_of_protection"] = cost_of_protection(
-            spec, ing.table, input_fingerprint=ing.input["fingerprint"]
+    if validation.passed:
+        man["cost_of_protection"] = cost_of_protection(plan, ing)
+        release_id = share.public_id(store_secret(cand.store), plan.name, cand.version)
+        pub = share.public_manifest(
+            plan.spec,
+            algo,
+            release_id,
+            man["code_version"],
+            result.params,
+            result.contract,
+            result.metrics,
+            man["validation"],
+            outputs,
         )
-    from pipelines.report import render_report
-
+        cand.write(
+            share.shared_file(share.REPORT), render_public_report(pub, algo, outputs).encode()
+        )
+        pub["checksums"] = {
+            name.removeprefix(f"{share.SHARED}/"): v
+            for name, v in checksums(cand.store, *cand.parts).items()
+            if name.startswith(f"{share.SHARED}/")
+        }
+        cand.write(share.shared_file(share.MANIFEST), dumps(pub))
+        man["shared"] = {
+            "release": release_id,
+            "folder": share.SHARED,
+            "manifest": share.shared_file(share.MANIFEST),
+            "report": share.shared_file(share.REPORT),
+        }
     cand.write("report.html", render_report(man, algo, outputs, ing.table, sidecars).encode())
     man["checksums"] = checksums(cand.store, *cand.parts)
     cand.write("manifest.json", dumps(man))
     return validation, man
+
+
+@dataclass
+class Staged:
+    """What ``stage`` left: a validated candidate in staging (``cand``), or a quarantined one
+    (``quarantine`` names its folder)."""
+
+    validation: Validation
+    cand: Candidate | None
+    quarantine: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.validation.passed
+
+
+def stage(plan: ReleasePlan, ing: Ingested, result: ComponentResult, version: str) -> Staged:
+    """Build and validate the candidate of ``version`` in the store's staging area
+    (``build_candidate``). A candidate whose validation fails is quarantined (nothing is
+    published); a failure while writing leaves no candidate and no empty folder behind."""
+    store = plan.open_store()
+    sweep_staging(store, plan.name, older_than_s=3600)
+    try:
+        cand = Candidate(store, plan.name, version)
+        try:
+            validation, _ = build_candidate(plan, ing, result, cand)
+        except OSError as e:  # a write of the candidate (validation artefacts included)
+            cand.discard()
+            raise StoreError(
+                getattr(e, "filename", None) or store.path(*cand.parts),
+                f"cannot write the release candidate: {e.strerror or e}",
+            ) from None
+        except BaseException:
+            cand.discard()
+            raise
+    except BaseException:
+        tidy(store, plan.name)
+        raise
+    if validation.passed:
+        return Staged(validation, cand)
+    where = cand.quarantine()
+    tidy(store, plan.name)
+    return Staged(validation, None, where)
+
+
+def published_or_failed(staged: Staged) -> None:
+    """``ContractViolation`` listing each failed check of a quarantined candidate."""
+    if not staged.passed:
+        raise violation(
+            staged.validation.failed, staged.validation.summary()["results"], staged.quarantine
+        )
+
+
+def publish(plan: ReleasePlan, cand: Candidate, crash_after: str | None = None) -> bool:
+    """Move the validated candidate into ``<store>/<pipeline>/<version>`` atomically, then
+    ``latest``. False when another run published this version first (``latest`` is then
+    pointed at it); the candidate is gone either way."""
+    store = plan.open_store()
+    try:
+        try:
+            published = cand.publish(crash_after=crash_after)
+        finally:
+            cand.discard()
+    except BaseException:
+        tidy(store, plan.name)
+        raise
+    if not published:
+        set_latest(store, plan.name, cand.version)
+    return published
 
 
 @dataclass(frozen=True)
@@ -335,6 +508,12 @@ def already_published(store: Store, pipeline: str, version: str) -> Existing:
     return Existing(version, False, problem, where)
 
 
+def status_of(published: bool, rebuilt: bool) -> str:
+    """published | exists (another run published it first) | rebuilt (an incomplete folder of
+    this version was quarantined first)."""
+    return "exists" if not published else "rebuilt" if rebuilt else "published"
+
+
 @dataclass
 class Outcome:
     status: str  # published | exists | rebuilt (an incomplete release was quarantined)
@@ -359,11 +538,11 @@ def run_release(
     produced); an incomplete one is quarantined and rebuilt (status ``rebuilt``, with a
     ``message``). A failed validation quarantines the candidate and raises
     ``ContractViolation``; a failed run leaves no empty staging or pipeline folder behind."""
-    store = Store.open(store_uri)
-    store.check_pipeline(spec.name)
-    ing = ingest(spec, data_dir)
-    version = version_id(spec, ing.input["fingerprint"])
-    headline = list(algorithm_of(spec).headline)
+    plan = ReleasePlan.of(spec, store_uri, data_dir)
+    store = plan.open_store()
+    ing = plan.ingest()
+    version = plan.version(ing.input["fingerprint"])
+    headline = list(plan.algo.headline)
     path = store.path(spec.name, version)
     sweep_staging(store, spec.name, older_than_s=3600)
     existing = already_published(store, spec.name, version)
@@ -379,38 +558,21 @@ def run_release(
             headline=headline,
             warnings=man.get("warnings", []),
         )
-    result = protect(spec, ing)
-    try:
-        cand = Candidate(store, spec.name, version)
-        try:
-            validation, _ = build_candidate(spec, ing, result, cand)
-            if not validation.passed:
-                where = cand.quarantine()
-                raise violation(validation.failed, validation.summary()["results"], where)
-            if crash_after == "validate":
-                import os
+    result = protect(plan, ing)
+    staged = stage(plan, ing, result, version)
+    published_or_failed(staged)
+    if crash_after == "validate":
+        import os
 
-                os._exit(17)
-            published = cand.publish(crash_after=crash_after)
-        except OSError as e:  # a write of the candidate (validation artefacts included)
-            raise StoreError(
-                getattr(e, "filename", None) or store.path(*cand.parts),
-                f"cannot write the release candidate: {e.strerror or e}",
-            ) from None
-        finally:
-            cand.discard()
-    except BaseException:
-        tidy(store, spec.name)
-        raise
-    if not published:  # another run published this version first
-        set_latest(store, spec.name, version)
-    status = "exists" if not published else "rebuilt" if existing.problem else "published"
+        os._exit(17)
+    assert staged.cand is not None
+    published = publish(plan, staged.cand, crash_after=crash_after)
     return Outcome(
-        status,
+        status_of(published, existing.problem is not None),
         spec.name,
         version,
         path,
-        validation,
+        staged.validation,
         result.metrics,
         headline,
         existing.message if published else None,
@@ -446,8 +608,15 @@ def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
         man = json.loads(mpath.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
         raise PrivfairError(f"{mpath}: the manifest cannot be read: {e}") from None
+    if isinstance(man, dict) and man.get("format") == share.FORMAT:
+        raise PrivfairError(
+            f"{release}: this is the shareable copy of a release; its guarantees are recomputed "
+            "from the owner's release and the input (privfair validate <store>/<pipeline>/"
+            "<version>); `privfair verify` checks the copy's files against its manifest"
+        )
     spec = parse_spec(man["spec"], source=str(mpath))
-    ing = ingest(spec, data_dir)
+    plan = ReleasePlan.of(spec, data_dir=data_dir)
+    ing = plan.ingest()
     if ing.input["fingerprint"] != man["input"]["fingerprint"]:
         raise DataSourceError(
             f"input fingerprint {ing.input['fingerprint'][:12]} differs from the release's "
@@ -464,11 +633,5 @@ def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
     except C.GuaranteeError as e:
         raise PrivfairError(f"{release}: its declared contract cannot be read: {e}") from None
     return validate_release(
-        algorithm_of(spec),
-        spec.params,
-        ing.table,
-        outputs,
-        sidecars,
-        required_contract(spec, ing.table),
-        declared,
+        plan.algo, spec.params, ing.table, outputs, sidecars, plan.required(ing.table), declared
     )

@@ -2,12 +2,16 @@
 
 Layout::
 
-    <store>/<pipeline>/<version>/<output>.parquet  each public output (roles + contract in metadata)
-                                 internal/*.parquet  validator sidecars (lineage...): internal
+    <store>/<pipeline>/<version>/shared/          the shareable copy (``pipelines.share``):
+                                   <output>.parquet  each public output (roles + contract in metadata)
+                                   manifest.json     the public manifest (its own checksums)
+                                   report.html       the public report
+                                 internal/*.parquet  validator sidecars (lineage...): owner only
                                  manifest.json     spec, params, contract, results, metrics, input, code
                                  validation/...    Great Expectations results and Data Docs
-                                 report.html       the human report
+                                 report.html       the owner's report
     <store>/<pipeline>/latest                      text file naming the current version
+    <store>/.privfair/secret                       the store's key (public release ids)
     <store>/<pipeline>/.staging/...                candidates being written (never read)
     <store>/<pipeline>/.quarantine/<version>-<ts>  candidates that failed validation, and
                                                    published releases found incomplete
@@ -27,6 +31,10 @@ The store is checked, not trusted: the manifest records the sha256 and size of e
 the release but itself (``checksums``); ``verify_release`` says what is wrong with a release
 folder (no readable manifest, a listed file missing or changed), and a run that finds its
 version in that state moves it to ``.quarantine/`` and builds it again.
+
+On a local store a candidate is written inside a folder only its owner may enter (0700) and,
+when published, only ``shared/`` is readable by others (folders 0755, files 0644); the owner
+part stays 0700 / 0600 (``owner_modes``).
 
 Nothing is created until something is written (opening or listing a store creates no folder).
 A failed run leaves no empty ``.staging/`` or pipeline folder behind (``tidy``). Every failure
@@ -54,6 +62,7 @@ import pyarrow.parquet as pq
 from schemas.errors import StoreError
 
 STAGING = ".staging"
+SHARED = "shared"  # the shareable copy inside a release folder
 QUARANTINE = ".quarantine"
 LATEST = "latest"
 MANIFEST = "manifest.json"
@@ -219,6 +228,9 @@ class Candidate:
             except StoreError:
                 if attempt == 2:
                     raise
+        if store.local:  # nobody but the owner enters a candidate while it is written
+            with store_io(store.path(*self.parts), "restrict it to its owner"):
+                os.chmod(store.path(*self.parts), 0o700)
 
     @classmethod
     def attach(cls, store: Store, pipeline: str, version: str, name: str) -> Candidate:
@@ -255,6 +267,7 @@ class Candidate:
             return False
         try:
             if self.store.local:
+                owner_modes(Path(src))
                 os.rename(src, target)  # atomic; fails if another run published first
             else:
                 self.store.fs.move(src, target)
@@ -279,6 +292,56 @@ class Candidate:
         if self.store.exists(*self.parts):
             with store_io(self.store.path(*self.parts), "remove the candidate"):
                 self.store.fs.delete_dir(self.store.path(*self.parts))
+
+
+def owner_modes(folder: Path) -> None:
+    """Permissions of a release folder on a local disk: the shareable copy (``shared/``)
+    readable by everyone (folders 0755, files 0644), everything else (sidecars, validation
+    results, the owner's manifest and report) by its owner only (0700 / 0600). The release
+    folder itself is 0755, so ``shared/`` can be reached."""
+    with store_io(str(folder), "set the permissions of the release"):
+        for root, dirs, files in os.walk(folder):
+            here = Path(root)
+            public = here == folder / SHARED or folder / SHARED in here.parents
+            for d in dirs:
+                os.chmod(here / d, 0o755 if public or (here == folder and d == SHARED) else 0o700)
+            for f in files:
+                os.chmod(here / f, 0o644 if public else 0o600)
+        os.chmod(folder, 0o755)
+
+
+def store_secret(store: Store) -> bytes:
+    """The store's key (``.privfair/secret``, 32 random bytes, created on first use, 0600 on a
+    local disk): what makes a release's public id (``pipelines.share.public_id``) reproducible
+    within one store and not a function of the private input alone. Two runs creating it at
+    once agree on the first one written."""
+    parts = (".privfair", "secret")
+    if store.kind(*parts) == pafs.FileType.NotFound:
+        tmp = (".privfair", f".secret-{uuid.uuid4().hex[:8]}")
+        store.write_bytes(os.urandom(32).hex().encode(), *tmp)
+        if store.local:
+            os.chmod(store.path(".privfair"), 0o700)
+            os.chmod(store.path(*tmp), 0o600)
+            try:
+                os.link(store.path(*tmp), store.path(*parts))  # never replaces another run's
+            except FileExistsError:
+                pass
+            except OSError as e:
+                raise StoreError(
+                    store.path(*parts), f"cannot create the store key: {_reason(e)}"
+                ) from None
+            finally:
+                os.unlink(store.path(*tmp))
+        else:
+            store.move(tmp, parts)
+    text = store.read_text(*parts).strip()
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) < 16:
+        raise StoreError(store.path(*parts), "the store key must hold at least 16 hex bytes")
+    return key
 
 
 def tidy(store: Store, pipeline: str) -> None:

@@ -105,6 +105,15 @@ def _released(man: dict) -> str:
         ("Input rows", esc(fmt_value(inp.get("rows")))),
         ("Published rows", esc(published or "—")),
         ("Internal sidecars (not for distribution)", esc(internal or "none")),
+        (
+            "Shareable copy",
+            esc(
+                f"{(man.get('shared') or {}).get('folder')}/ (release id "
+                f"{(man.get('shared') or {}).get('release')}): privfair export"
+            )
+            if man.get("shared")
+            else "none (not published)",
+        ),
         ("Code version", f"<code>{esc(man.get('code_version', '?'))}</code>"),
         ("Spec fingerprint", f"<code>{esc(man.get('spec_fingerprint', '—'))}</code>"),
         ("Created (UTC)", esc(man.get("published_at", "?"))),
@@ -387,6 +396,154 @@ def _signed(value, base) -> str:
     if value != value or base != base:
         return "—"
     return f"{value - base:+.3f}"
+
+
+# --- the public report -------------------------------------------------------------------------
+def _public_released(pub: dict) -> str:
+    spec = pub.get("spec") or {}
+    dataset = (spec.get("dataset") or {}).get("name")
+    published = "; ".join(
+        f"{name}: {fmt_value(o.get('rows'))} rows ({o.get('file', '')})"
+        for name, o in sorted((pub.get("outputs") or {}).items())
+    )
+    rows = [
+        ("Pipeline", esc(pub.get("pipeline", "?"))),
+        ("Description", esc((spec.get("description") or "").strip() or "—")),
+        ("Release", f"<code>{esc(pub.get('release', '?'))}</code>"),
+        ("Algorithm", esc(f"{pub.get('title', '?')} ({pub.get('family', '?')})")),
+        ("Paper", esc(pub.get("paper") or "—")),
+        ("Dataset", esc(dataset or "the data owner's table")),
+        ("Published outputs", esc(published or "—")),
+        ("Code version", f"<code>{esc(pub.get('code_version', '?'))}</code>"),
+    ]
+    return _kv_table(rows, "release")
+
+
+def _disclosure(pub: dict) -> str:
+    d = pub.get("disclosure") or {}
+    parts = ['<section id="disclosure">']
+    if d.get("covers"):
+        parts.append(f"<p><b>What the guarantee covers.</b> {esc(d['covers'])}</p>")
+    if d.get("does_not_cover"):
+        parts.append(f"<p><b>What it does not cover.</b> {esc(d['does_not_cover'])}</p>")
+    kept = "".join(f"<li>{esc(x)}</li>" for x in d.get("owner_only") or [])
+    if kept:
+        parts.append(f"<p>Kept by the data owner, not in this copy:</p><ul>{kept}</ul>")
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _verdict_row(r: dict) -> str:
+    ok = bool(r.get("passed"))
+    cls = "pass" if ok else "fail"
+    return (
+        f'<tr class="{cls}" data-passed="{"true" if ok else "false"}">'
+        f'<td><span class="badge {cls}">{"PASS" if ok else "FAIL"}</span></td>'
+        f"<td>{esc(r.get('id', ''))}</td><td>{_wbr(esc(r.get('kind', '')))}</td></tr>"
+    )
+
+
+def _verdicts(pub: dict) -> str:
+    guarantees, schema = _split((pub.get("validation") or {}).get("results") or [])
+    body = "\n".join(map(_verdict_row, guarantees))
+    n_ok = sum(1 for r in schema if r.get("passed"))
+    tail = (
+        f'<tr class="group"><th colspan="3">Schema of the published table: {len(schema)} '
+        f"built-in checks, {n_ok} pass</th></tr>"
+        if schema
+        else ""
+    )
+    contract = "".join(
+        "<tr><td>{}</td><td>{}</td><td><code>{}</code></td></tr>".format(
+            esc(g.get("id", "")),
+            _wbr(esc(g.get("kind", ""))),
+            esc(fmt_value({k: v for k, v in g.items() if k not in ("id", "kind")})),
+        )
+        for g in pub.get("contract") or []
+    )
+    return (
+        '<table id="contract"><thead><tr><th>Result</th><th>ID</th><th>Kind</th></tr></thead>'
+        f"<tbody>{body}{tail}</tbody></table>"
+        '<details id="contract-terms"><summary>The contract, guarantee by guarantee</summary>'
+        "<table><thead><tr><th>ID</th><th>Kind</th><th>Terms</th></tr></thead>"
+        f"<tbody>{contract}</tbody></table></details>"
+    )
+
+
+def _public_figures(pub: dict, algo: Algorithm | None, outputs) -> str:
+    """The figures the descriptor declares public, drawn from the public manifest and the
+    public outputs alone (no input table, no sidecars)."""
+    if algo is None or algo.figures is None or not algo.public.figures:
+        return "<p>No plots are part of this copy.</p>"
+    try:
+        figs = resolve(algo.figures)(pub, outputs or {}, None, {})
+    except Exception as e:  # a broken plot must not hide the rest of the report
+        return f'<p class="unavailable">The plots could not be drawn: {esc(type(e).__name__)}</p>'
+    out = [
+        f'<figure id="fig-{esc(f.name)}">\n{f.svg}\n<figcaption>{f.caption}</figcaption>\n</figure>'
+        for f in figs
+        if f.name in algo.public.figures
+    ]
+    return "\n".join(out) or "<p>No plots are part of this copy.</p>"
+
+
+def render_public_report(
+    pub: dict, algo: Algorithm | None = None, outputs: dict[str, pa.Table] | None = None
+) -> str:
+    """The report of a release's shareable copy (``pipelines.share``): one self-contained HTML
+    page drawn from the public manifest ``pub`` and the public outputs only — the verdicts, the
+    contract's terms, what the guarantee covers, the public metrics and figures, the parameters.
+    No input-side number, check detail, warning, timing or cost of protection is on it."""
+    name, release = pub.get("pipeline", "?"), pub.get("release", "?")
+    v = pub.get("validation") or {}
+    passed = v.get("status") == "passed"
+    n = v.get("checked") or 0
+    banner = (
+        f'<p class="banner pass" id="status" data-status="passed">Validation passed: all {n} '
+        "checks hold, recomputed by the data owner from the published files and the input "
+        "(this copy carries the verdicts, not the evidence).</p>"
+        if passed
+        else f'<p class="banner fail" id="status" data-status="failed">Validation FAILED '
+        f"({esc(', '.join(v.get('failed') or []))}).</p>"
+    )
+    headline = [Metric(k, label) for k, label in (pub.get("headline") or {}).items()]
+    page = [
+        "<!DOCTYPE html>",
+        '<html lang="en">',
+        "<head>",
+        '<meta charset="utf-8">',
+        '<meta name="viewport" content="width=device-width, initial-scale=1">',
+        f"<title>{esc(f'Release report: {name} {release}')}</title>",
+        f"<style>{CSS}</style>",
+        "</head>",
+        "<body>",
+        "<main>",
+        f"<h1>Release report: {esc(name)}</h1>",
+        f'<p class="subtitle">release <code>{esc(release)}</code> · {esc(pub.get("title", "?"))}'
+        " · shareable copy</p>",
+        banner,
+        '<nav class="toc">Contents: <a href="#release">Release</a><a href="#disclosure">What it '
+        'covers</a><a href="#contract">Guarantees</a><a href="#plots">Plots</a><a '
+        'href="#metrics">Metrics</a><a href="#params">Parameters</a></nav>',
+        "<h2>What was released</h2>",
+        _public_released(pub),
+        "<h2>What this release guarantees, and what it does not</h2>",
+        _disclosure(pub),
+        f"<h2>Guarantees ({_count_heading(v.get('results') or [])})</h2>",
+        _verdicts(pub),
+        '<h2 id="plots">Plots</h2>',
+        _public_figures(pub, algo, outputs),
+        "<h2>Metrics</h2>",
+        _metrics({"metrics": pub.get("metrics") or {}}, headline),
+        "<h2>Parameters</h2>",
+        _params(pub),
+        f"<footer>privfair {esc(pub.get('code_version', '?'))} · shareable copy · this page is "
+        "self-contained: no scripts, no external resources.</footer>",
+        "</main>",
+        "</body>",
+        "</html>",
+    ]
+    return "\n".join(page) + "\n"
 
 
 # --- the page --------------------------------------------------------------------------------

@@ -4,19 +4,27 @@ Each task reads its inputs from files, writes its outputs as files into a work f
 returns a small typed record of paths and numbers (``IngestRecord``, ``ProtectRecord``,
 ``ValidateRecord``, ``PublishRecord``). Records turn into plain dicts (``as_dict``) for Airflow's
 XCom or Dagster's asset values, and back (``of``), never holding a table. The tasks call exactly
-the functions of ``privfair run`` (``pipelines.flow``), so a release they publish has the same
-version id and byte-identical outputs::
+the functions of ``privfair run`` (``pipelines.flow``: one ``ReleasePlan`` per task, ``protect``,
+``stage``, ``publish``), so a release they publish has the same version id and byte-identical
+outputs and shareable copy::
 
-    ingest_task   -> raw.parquet (typed, roles in the schema), input.json (input record)
+    ingest_task   -> input.json (the input record: fingerprint, rows), spec.json; no copy of
+                     the raw input: each later task reads the source again and refuses it if
+                     its fingerprint changed meanwhile
     protect_task  -> one Parquet file per output and sidecar, contract.json, params.json,
                      metrics.json, result.json, spec.json; a version already published in the
                      store is reused, not recomputed
-    validate_task -> a complete candidate in the store's staging area (``flow.build_candidate``);
+    validate_task -> a complete candidate in the store's staging area (``flow.stage``);
                      quarantined when a guarantee fails; validation.json in the work dir
     publish_task  -> the candidate atomically renamed into ``<store>/<pipeline>/<version>``
+    cleanup       -> the run's work folder removed (the orchestrators call it when a run ends,
+                     whether it published or not)
 
 and, beside the release flow, ``evaluate_task``: ``privfair evaluate`` on the ingested table,
 written to ``<evaluations>/<pipeline>/`` (a release validated after it shows its trade-off plot).
+
+Work files are the owner's (the protected table before validation, the lineage): folders 0700,
+files 0600.
 
 ``publish_task`` is idempotent (an existing complete version is left alone and reported as
 ``exists``, and ``latest`` points at it) and never publishes a failed candidate: it raises
@@ -30,6 +38,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import uuid
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -39,9 +48,10 @@ import pyarrow.parquet as pq
 
 from components.core.result import ComponentResult
 from pipelines import flow
-from pipelines.catalogue import algorithm_of, load_spec, parse_spec, with_execution
-from pipelines.release import STAGING, Candidate, Store, set_latest, sweep_staging, tidy
+from pipelines.catalogue import load_spec, parse_spec, with_execution
+from pipelines.release import STAGING, Candidate, Store, set_latest
 from schemas.contracts import contract_to_data, parse_contract
+from schemas.errors import DataSourceError
 from schemas.spec import PipelineSpec
 
 R = TypeVar("R", bound="Record")
@@ -68,19 +78,18 @@ class Record:
 @dataclass(frozen=True)
 class IngestRecord(Record):
     spec: str
-    raw: str
     input: str
     rows: int
     columns: int
     dataset: str | None
     fingerprint: str
+    data_dir: str | None = None
 
 
 @dataclass(frozen=True)
 class ProtectRecord(Record):
     work: str
     spec: str
-    raw: str
     input: str
     outputs: dict[str, str]
     sidecars: dict[str, str]
@@ -91,6 +100,8 @@ class ProtectRecord(Record):
     rows_in: int
     rows_out: int
     guarantees: int
+    fingerprint: str = ""
+    data_dir: str | None = None
     reused: str | None = None
     rebuilt: str | None = None  # why a published folder of this version was quarantined
 
@@ -113,6 +124,7 @@ class PublishRecord(Record):
     manifest: str | None = None
     report: str | None = None
     message: str | None = None
+    shared: str | None = None  # the shareable copy's folder (``privfair export`` copies it)
 
 
 @dataclass(frozen=True)
@@ -129,12 +141,27 @@ class EvaluateRecord(Record):
 
 # --- small file helpers ------------------------------------------------------------------------
 def _write(path: Path, data: bytes) -> str:
-    """Write ``data`` aside, then rename into place (a retried task never sees half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write ``data`` aside, then rename into place (a retried task never sees half a file);
+    readable by its owner only, in a folder only its owner enters."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path.parent, 0o700)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}")
-    tmp.write_bytes(data)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
     os.replace(tmp, path)
     return str(path)
+
+
+def cleanup(work_dir: str | Path) -> bool:
+    """Remove a run's work folder (the orchestrators call this when a run ends, published or
+    not: the protected table before validation and the lineage are the owner's). True if
+    something was removed."""
+    path = Path(work_dir)
+    if not path.exists():
+        return False
+    shutil.rmtree(path, ignore_errors=True)
+    return True
 
 
 def _read_json(path: str | Path) -> Any:
@@ -155,8 +182,21 @@ def as_spec(spec: PipelineSpec | str | Path) -> PipelineSpec:
     return load_spec(path)
 
 
-def load_ingested(rec: IngestRecord | ProtectRecord) -> flow.Ingested:
-    return flow.Ingested(pq.read_table(rec.raw), _read_json(rec.input))
+def plan_of(spec: PipelineSpec, store=None, data_dir: str | None = None) -> flow.ReleasePlan:
+    return flow.ReleasePlan.of(spec, store, data_dir)
+
+
+def load_ingested(plan: flow.ReleasePlan, rec: IngestRecord | ProtectRecord) -> flow.Ingested:
+    """The input again, read from its source (no task keeps a copy of it), and refused
+    (``DataSourceError``) when it is not the input ``ingest_task`` fingerprinted."""
+    ing = plan.ingest()
+    want = rec.fingerprint or _read_json(rec.input)["fingerprint"]
+    if ing.input["fingerprint"] != want:
+        raise DataSourceError(
+            f"the input of '{plan.name}' changed since this run ingested it (fingerprint "
+            f"{ing.input['fingerprint'][:12]}, ingested {want[:12]}): start a new run"
+        )
+    return ing
 
 
 def load_result(rec: ProtectRecord) -> ComponentResult:
@@ -182,17 +222,18 @@ def ingest_task(
     """Load the spec's dataset (typed, roles attached, input checked) into ``raw.parquet``."""
     spec = as_spec(spec)
     work = Path(work_dir)
-    ing = flow.ingest(spec, data_dir)
+    plan = plan_of(spec, data_dir=str(data_dir) if data_dir is not None else None)
+    ing = plan.ingest()
     return IngestRecord(
         pipeline=spec.name,
-        version=flow.version_id(spec, ing.input["fingerprint"]),
+        version=plan.version(ing.input["fingerprint"]),
         spec=_write(work / "spec.json", flow.dumps(spec.model_dump(mode="json"))),
-        raw=_write(work / "raw.parquet", flow.parquet_bytes(ing.table)),
         input=_write(work / "input.json", flow.dumps(ing.input)),
         rows=ing.table.num_rows,
         columns=ing.table.num_columns,
         dataset=ing.input.get("dataset"),
         fingerprint=ing.input["fingerprint"],
+        data_dir=plan.data_dir,
     )
 
 
@@ -218,7 +259,8 @@ def protect_task(
     ing_rec = IngestRecord.of(ingested)
     work = Path(work_dir)
     info = _read_json(ing_rec.input)
-    version = flow.version_id(spec, info["fingerprint"])
+    plan = plan_of(spec, data_dir=ing_rec.data_dir)
+    version = plan.version(info["fingerprint"])
     st = _store(store) if store is not None else None
     existing = flow.already_published(st, spec.name, version) if st is not None else None
     published = (
@@ -236,8 +278,8 @@ def protect_task(
             sum(pq.read_metadata(p).num_rows for p in outputs.values()),
         )
     else:
-        ing = load_ingested(ing_rec)
-        result = flow.protect(spec, ing)
+        ing = load_ingested(plan, ing_rec)
+        result = flow.protect(plan, ing)
         outputs = {
             k: _write(work / flow.output_file(k), flow.parquet_bytes(t))
             for k, t in result.outputs.items()
@@ -260,7 +302,6 @@ def protect_task(
         version=version,
         work=str(work),
         spec=_write(work / "spec.json", flow.dumps(spec.model_dump(mode="json"))),
-        raw=ing_rec.raw,
         input=ing_rec.input,
         outputs=outputs,
         sidecars=sidecars,
@@ -271,6 +312,8 @@ def protect_task(
         rows_in=rows_in,
         rows_out=rows_out,
         guarantees=len(contract),
+        fingerprint=info["fingerprint"],
+        data_dir=ing_rec.data_dir,
         reused=str(published) if published is not None else None,
         rebuilt=existing.message if existing is not None else None,
     )
@@ -283,49 +326,38 @@ def validate_task(
     raise_on_failure: bool = True,
 ) -> ValidateRecord:
     """Build the release candidate in the store's staging area exactly as ``privfair run`` does
-    (``flow.build_candidate``: writes outputs, sidecars, validation results, manifest and report,
-    and validates what was written against the contract rebuilt from the spec), and record the
-    outcome in ``validation.json``.
+    (``flow.stage``: writes outputs, sidecars, validation results, the owner's manifest and
+    report and the shareable copy, and validates what was written against the contract rebuilt
+    from the spec), and record the outcome in ``validation.json``.
 
     On failure the candidate is quarantined and, with ``raise_on_failure``, ``ContractViolation``
     is raised; otherwise the record says ``passed=False``. When ``protect_task`` reused a
     published release, that release's files are validated again (nothing is staged)."""
     rec = ProtectRecord.of(protected)
     spec = as_spec(rec.spec)
-    ing = load_ingested(rec)
+    plan = plan_of(spec, store, rec.data_dir)
+    ing = load_ingested(plan, rec)
     result = load_result(rec)
-    st = _store(store)
-    cand = None
+    staged = None
     if rec.reused:
         validation = flow.validate_release(
-            algorithm_of(spec),
+            plan.algo,
             spec.params,
             ing.table,
             result.outputs,
             result.sidecars,
-            flow.required_contract(spec, ing.table),
+            plan.required(ing.table),
             flow.declared_copies(result.contract, result.outputs),
         )
     else:
-        sweep_staging(st, spec.name, older_than_s=3600)
-        try:
-            cand = Candidate(st, spec.name, rec.version)
-            try:
-                validation, _ = flow.build_candidate(spec, ing, result, cand)
-            except BaseException:
-                cand.discard()
-                raise
-        except BaseException:
-            tidy(st, spec.name)
-            raise
+        staged = flow.stage(plan, ing, result, rec.version)
+        validation = staged.validation
     summary = validation.summary()
-    quarantine = None
-    if cand is not None and not validation.passed:
-        quarantine = cand.quarantine()
-        tidy(st, spec.name)
+    candidate = staged.cand.name if staged is not None and staged.cand is not None else None
+    quarantine = staged.quarantine if staged is not None else None
     results = _write(
         Path(rec.work) / "validation.json",
-        flow.dumps({**summary, "candidate": cand.name if cand else None, "quarantine": quarantine}),
+        flow.dumps({**summary, "candidate": candidate, "quarantine": quarantine}),
     )
     out = ValidateRecord(
         pipeline=spec.name,
@@ -334,7 +366,7 @@ def validate_task(
         failed=validation.failed,
         checked=len(validation.results),
         results=results,
-        candidate=cand.name if (cand is not None and validation.passed) else None,
+        candidate=candidate,
         quarantine=quarantine,
         reused=rec.reused,
     )
@@ -355,7 +387,8 @@ def publish_task(
     validated: ValidateRecord | dict | None,
     store: Store | str | Path,
 ) -> PublishRecord:
-    """Atomically publish the validated candidate as ``<store>/<pipeline>/<version>``.
+    """Atomically publish the validated candidate as ``<store>/<pipeline>/<version>``
+    (``flow.publish``).
 
     * ``validated`` failed -> nothing is published; ``ContractViolation`` is raised.
     * the version already exists -> nothing is rewritten; status ``exists``.
@@ -365,6 +398,7 @@ def publish_task(
     rec = ProtectRecord.of(protected)
     val = ValidateRecord.of(validated) if validated is not None else None
     st = _store(store)
+    plan = plan_of(as_spec(rec.spec), st, rec.data_dir)
     name, version = rec.pipeline, rec.version
     if val is not None and not val.passed:
         results = _read_json(val.results).get("results", [])
@@ -378,29 +412,21 @@ def publish_task(
         set_latest(st, name, version)  # a re-run points latest at the version it produced
         status, message = "exists", None
     else:
-        try:
-            if cand is None:
-                val = validate_task(rec, st, raise_on_failure=True)
-                cand = _staged(st, name, version, val.candidate)
-                if cand is None:  # pragma: no cover - validate_task just staged it
-                    raise RuntimeError(f"candidate {val.candidate} vanished from staging")
-            try:
-                published = cand.publish()
-            except BaseException:
-                cand.discard()
-                raise
-        except BaseException:
-            tidy(st, name)
-            raise
-        if not published:
-            set_latest(st, name, version)
-        status = "exists" if not published else "rebuilt" if message else "published"
+        if cand is None:
+            val = validate_task(rec, st, raise_on_failure=True)
+            cand = _staged(st, name, version, val.candidate)
+            if cand is None:  # pragma: no cover - validate_task just staged it
+                raise RuntimeError(f"candidate {val.candidate} vanished from staging")
+        published = flow.publish(plan, cand)
+        status = flow.status_of(published, bool(message))
         message = message if published else None
     local = {}
     if st.local:
         for key, fname in (("manifest", "manifest.json"), ("report", "report.html")):
             if st.exists(name, version, fname):
                 local[key] = st.path(name, version, fname)
+        if st.exists(name, version, "shared", "manifest.json"):
+            local["shared"] = st.path(name, version, "shared")
     return PublishRecord(
         pipeline=name,
         version=version,
@@ -437,7 +463,7 @@ def evaluate_task(
         classifiers = [c.strip() for c in classifiers.split(",") if c.strip()]
     ev = evaluate(
         spec,
-        pq.read_table(rec.raw),
+        load_ingested(plan_of(spec, data_dir=rec.data_dir), rec).table,
         grid=grid or {},
         folds=folds,
         seed=seed,
