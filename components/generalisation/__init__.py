@@ -10,7 +10,7 @@ bd_f(t_eff)-protective for every discrimination measure f (RD, ED, RR, ER, RC, E
 ('generalisation', ['dmondrian', 'dsabre'])
 """
 
-from components.core.descriptor import Algorithm, Family, KindCheck, Metric
+from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
 from components.generalisation import guarantees as G
 from components.generalisation.params import DMondrianParams, DSabreParams
 
@@ -41,6 +41,38 @@ _PAPER = (
     "Transactions on Data Privacy 7(2):99-129, 2014"
 )
 
+# The PD attribute and the decision are published unchanged and each class is a set of equal
+# labels, so these follow from the published table and the parameters; the count-query error
+# is measured against the input and stays with the owner.
+_PUBLIC_METRICS = (
+    "rows",
+    "p_minus",
+    "tau_r",
+    "t",
+    "t_eff",
+    "bounds",
+    "classes",
+    "smallest_class",
+    "generalised_cells",
+    "information_loss.lm_norm",
+    "information_loss.lm_sum",
+)
+
+
+def _public(*extra: str) -> Disclosure:
+    return Disclosure(
+        metrics=(*_PUBLIC_METRICS, *extra),
+        covers="Within every class of rows sharing the published labels, the share of negative "
+        "decisions is within t_eff of the table's, so every discrimination measure (RD, ED, RR, "
+        "ER, RC, EC, OR) of every itemset of the published columns is bounded by bd_f(t_eff); "
+        "rows are published in an order that is a function of the published values only.",
+        does_not_cover="The PD attribute and the decision are published exactly, row by row: "
+        "the bound is on decision rates within classes, not on what a reader who knows a "
+        "person's quasi-identifiers learns of that person's own decision (at most the class's "
+        "decision mix) or PD value; it is not k-anonymity unless the spec sets k.",
+    )
+
+
 DMONDRIAN = Algorithm(
     name="dmondrian",
     title="dMondrian",
@@ -54,6 +86,7 @@ DMONDRIAN = Algorithm(
     outputs=("data",),
     sidecars=("lineage",),
     paper=_PAPER,
+    public=_public(),
 )
 
 DSABRE = Algorithm(
@@ -69,6 +102,7 @@ DSABRE = Algorithm(
     outputs=("data",),
     sidecars=("lineage",),
     paper=_PAPER,
+    public=_public("leaves"),
 )
 
 

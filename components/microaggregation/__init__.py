@@ -7,7 +7,7 @@ knows about it; the algorithms themselves are imported when first run.
 ('microaggregation', ['mdav', 'fair_mdav'])
 """
 
-from components.core.descriptor import Algorithm, Family, KindCheck, Metric
+from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
 from components.microaggregation import guarantees as G
 from components.microaggregation.params import FairMDAVParams, MDAVParams
 
@@ -37,6 +37,27 @@ _HEADLINE = (
     Metric("information_loss.il_attr", "IL per attribute (IL_attr)"),
 )
 
+# Computed from the published table and the parameters alone (the published protected attribute
+# and label give the parity and the fairlet ratio m:n; identical QI tuples give the groups).
+# Everything measured against the input (its rows, drops, relabelling, parity, information
+# loss) stays with the owner.
+_PUBLIC_METRICS = ("output_rows", "groups", "k", "dpar_after", "positive_ratio_after")
+_FAIR_METRICS = ("m", "n", "parity_after", "favoured_after", "t_pa_exact", "t_pa_bound")
+_DOES_NOT_COVER = (
+    "k counts the rows sharing one published quasi-identifier tuple, not the rows sharing a "
+    "quasi-identifier tuple and a value of the pass-through columns: a reader who knows a "
+    "person's quasi-identifiers learns their group's label and protected-attribute mix, and an "
+    "attribute every member of a group shares is learnt exactly (k-anonymity is not "
+    "l-diversity). The label is corrected, not the truth, for relabelled rows."
+)
+
+
+def _public(covers: str, *extra: str) -> Disclosure:
+    return Disclosure(
+        metrics=(*_PUBLIC_METRICS, *extra), covers=covers, does_not_cover=_DOES_NOT_COVER
+    )
+
+
 MDAV = Algorithm(
     name="mdav",
     title="MDAV microaggregation",
@@ -51,6 +72,11 @@ MDAV = Algorithm(
     sidecars=("lineage",),
     paper="Domingo-Ferrer & Torra, Ordinal, continuous and heterogeneous k-anonymity through "
     "microaggregation, DMKD 2005",
+    public=_public(
+        "Every published row shares its quasi-identifier values with at least k - 1 others "
+        "(groups of k to 2k - 1 rows, each replaced by its group's representative); rows are "
+        "published in an order that is a function of the published values only."
+    ),
 )
 
 FAIR_MDAV = Algorithm(
@@ -67,6 +93,13 @@ FAIR_MDAV = Algorithm(
     sidecars=("lineage",),
     paper="González-Zelaya, Salas, Megías, Missier, Fair and Private Data Preprocessing through "
     "Microaggregation, ACM TKDD 18(3), 2023",
+    public=_public(
+        "Every published row shares its quasi-identifier values with at least k - 1 others, "
+        "each group made of whole (m, n)-fairlets, so the protected attribute's share in every "
+        "group is the table's (t-closeness), and the label corrected towards parity; rows are "
+        "published in an order that is a function of the published values only.",
+        *_FAIR_METRICS,
+    ),
 )
 
 

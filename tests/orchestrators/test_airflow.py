@@ -96,6 +96,9 @@ def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
     from pipelines.flow import run_release
 
     tmp = tmp_path_factory.mktemp("airflow_runs")
+    for store in ("s1", "ref"):  # one store's key: the same public release ids
+        (tmp / store / ".privfair").mkdir(parents=True)
+        (tmp / store / ".privfair" / "secret").write_text("cd" * 32)
     specs = tmp / "specs"
     specs.mkdir()
     shutil.copy(SPECS / "german_fair_mdav.yaml", specs)
@@ -167,6 +170,7 @@ def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         "rerun_store": tmp / "s3",
         "spark_store": tmp / "s5",
         "before_rerun": before_rerun,
+        "work": Path(airflow_home["PRIVFAIR_WORK_DIR"]),
     }
 
 
@@ -200,14 +204,28 @@ def test_dags_test_publishes_what_privfair_run_publishes(runs):
             else ""
         )
     )
-    for name in ("data.parquet", "internal/lineage.parquet"):
-        assert (release / name).read_bytes() == (Path(ref.path) / name).read_bytes()
+    for name in (
+        "shared/data.parquet",
+        "shared/manifest.json",
+        "shared/report.html",
+        "internal/lineage.parquet",
+    ):
+        assert (release / name).read_bytes() == (Path(ref.path) / name).read_bytes(), name
     assert (store / "german_fair_mdav" / "latest").read_text().strip() == ref.version
     assert (release / "report.html").is_file()
     assert json.loads((release / "manifest.json").read_text())["validation"]["status"] == "passed"
     assert f"published: german_fair_mdav {ref.version}" in log
-    for task_id in ("ingest", "protect", "validate", "publish"):
+    for task_id in ("ingest", "protect", "validate", "publish", "cleanup"):
         assert f"end task task_id={task_id}" in log
+
+
+def test_no_work_file_outlives_a_run(runs):
+    """The teardown task removes each run's work folder, published or failed: no copy of the
+    protected table, the lineage or the input record stays behind."""
+    for run in ("german", "broken"):
+        assert "end task task_id=cleanup" in runs["done"][run][1], run
+    left = [p for p in runs["work"].rglob("*") if p.is_file()] if runs["work"].exists() else []
+    assert left == []
 
 
 def test_rerun_is_idempotent(runs):

@@ -100,6 +100,9 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
 
     tmp = tmp_path_factory.mktemp("dagster_all")
     ref_store, dg_store = tmp / "ref", tmp / "dagster"
+    for store in (ref_store, dg_store):  # one store's key: the same public release ids
+        (store / ".privfair").mkdir(parents=True)
+        (store / ".privfair" / "secret").write_text("ab" * 32)
     ref = subprocess.Popen(
         [sys.executable, "-c", REFERENCE, str(ref_store), str(SPECS)],
         cwd=REPO,
@@ -158,11 +161,49 @@ def test_every_spec_publishes_what_privfair_run_publishes(everything):
                 assert pq.read_schema(ours).equals(pq.read_schema(theirs)), (name, f)
         assert (everything["store"] / name / "latest").read_text().strip() == out["version"]
         if algorithm(manifest["component"]).row_level:  # a table release
-            assert manifest["outputs"]["data"]["file"] == "data.parquet"
+            assert manifest["outputs"]["data"]["file"] == "shared/data.parquet"
             assert manifest["sidecars"]["lineage"]["file"] == str(
                 Path("internal") / "lineage.parquet"
             )
         assert Path(out["report"]).is_file()
+
+
+def test_every_export_is_the_shareable_copy_and_the_same_from_both_drivers(everything, tmp_path):
+    """``privfair export`` of every shipped release, from the Dagster store and from the
+    ``privfair run`` store (one store key): the copy holds the public outputs, the public
+    manifest and the public report and nothing else; no owner-only value (version id, input
+    fingerprint, input file hashes, a metric the descriptor does not declare) is in it; a
+    replayable algorithm's copy is byte-identical from both drivers; and the owner's release
+    still validates after the export."""
+    from components.core.registry import algorithm
+    from pipelines.catalogue import load_specs
+    from pipelines.flow import revalidate
+    from pipelines.share import export
+
+    for _, spec in load_specs(SPECS):
+        ref = Path(everything["ref"][spec.name]["path"])
+        ours = everything["store"] / spec.name / everything["ref"][spec.name]["version"]
+        owner = json.loads((ref / "manifest.json").read_text())
+        algo = algorithm(owner["component"])
+        copies = {}
+        for who, release in (("ref", ref), ("dagster", ours)):
+            dest, pub = export(release, tmp_path / who / spec.name)
+            names = sorted(p.name for p in dest.iterdir())
+            assert names == sorted(
+                [f"{o}.parquet" for o in algo.outputs] + ["manifest.json", "report.html"]
+            ), (spec.name, names)
+            text = "".join(p.read_bytes().decode(errors="replace") for p in dest.iterdir())
+            secrets = [owner["version"], owner["input"]["fingerprint"]]
+            secrets += list((owner["input"].get("files") or {}).values())
+            assert not [x for x in secrets if x in text], spec.name
+            assert "internal/" not in text and "row_id" not in text, spec.name
+            assert pub["metrics"] == algo.public.public_metrics(owner["metrics"]), spec.name
+            assert set(pub) >= {"release", "contract", "validation", "params", "checksums"}
+            assert not {"input", "warnings", "timings", "cost_of_protection"} & set(pub)
+            copies[who] = {p.name: p.read_bytes() for p in dest.iterdir()}
+        if algo.replayable:
+            assert copies["ref"] == copies["dagster"], spec.name
+        assert revalidate(ref).passed, spec.name
 
 
 def test_one_blocking_check_per_declared_guarantee(everything):
