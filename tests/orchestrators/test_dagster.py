@@ -355,8 +355,12 @@ def test_dagster_cli_materialises_german(tmp_path: Path):
     ref = run_release(load_spec(SPECS / "german_fair_mdav.yaml"), tmp_path / "ref")
     _same_code(store / "german_fair_mdav", Path(ref.path))
     release = store / "german_fair_mdav" / ref.version
-    assert (release / "data.parquet").read_bytes() == (Path(ref.path) / "data.parquet").read_bytes()
-    assert sorted(p.name for p in store.iterdir()) == ["german_fair_mdav"]
+    data = "shared/data.parquet"
+    assert (release / data).read_bytes() == (Path(ref.path) / data).read_bytes()
+    assert sorted(p.name for p in store.iterdir()) == [".privfair", "german_fair_mdav"]
+    # the run's work folder is gone: no copy of the protected table or the lineage stays
+    work = tmp_path / "dh" / "storage" / "privfair"
+    assert not [p for p in work.rglob("*") if p.is_file()] if work.exists() else True
 
 
 def test_failing_contract_stops_before_publishing(tmp_path: Path):
@@ -374,6 +378,9 @@ def test_failing_contract_stops_before_publishing(tmp_path: Path):
         res = defs.resolve_job_def("german_broken_job").execute_in_process(
             instance=instance, raise_on_error=False
         )
+        # the failed run leaves no work file behind either
+        work = Path(instance.storage_directory()) / "privfair"
+        assert not [p for p in work.rglob("*") if p.is_file()] if work.exists() else True
         assert not res.success
         failed = {e.check_name for e in res.get_asset_check_evaluations() if not e.passed}
         assert failed == {"spec_0_k_anonymity", "contract"}
