@@ -275,7 +275,7 @@ def test_report_escapes_everything_from_data(open_page, german_release: Path, tm
     html = render_report(
         man,
         algorithm_of(spec),
-        {"data": pq.read_table(german_release / "data.parquet")},
+        {"data": pq.read_table(german_release / "shared" / "data.parquet")},
         ingest(spec).table,
         {"lineage": pq.read_table(german_release / "internal" / "lineage.parquet")},
     )
@@ -302,7 +302,7 @@ def test_report_is_deterministic(german_release: Path) -> None:
     spec = load_spec(GERMAN)
     tables = (
         algorithm_of(spec),
-        {"data": pq.read_table(german_release / "data.parquet")},
+        {"data": pq.read_table(german_release / "shared" / "data.parquet")},
         ingest(spec).table,
         {"lineage": pq.read_table(german_release / "internal" / "lineage.parquet")},
     )

@@ -143,7 +143,11 @@ def test_a_dp_export_leaves_no_trace_of_a_distinctive_input(algo, tmp_path: Path
 
     out = run_release(load_spec(spec_file), tmp_path / "store")
     dest, _ = export(out.path, tmp_path / "export")
-    assert sorted(p.name for p in dest.iterdir()) == ["data.parquet", "manifest.json", "report.html"]
+    assert sorted(p.name for p in dest.iterdir()) == [
+        "data.parquet",
+        "manifest.json",
+        "report.html",
+    ]
 
     # every exact share of the input: each column's values and each pair's cells
     counts = []

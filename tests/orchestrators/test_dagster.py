@@ -2,7 +2,7 @@
 tasks they share with Airflow (``pipelines.tasks``).
 
 * every shipped spec materialised in process publishes the same version id and byte-identical
-  ``data.parquet`` (and ``internal/lineage.parquet``) as ``privfair run`` (run_release), and
+  ``shared/data.parquet`` (and ``internal/lineage.parquet``) as ``privfair run`` (run_release), and
   every declared guarantee has its own blocking check, which passes;
 * each check takes the validation result carrying its key (not the one at its position), and a
   declared check without a result fails;
@@ -549,8 +549,8 @@ def test_run_config_overrides_params(tmp_path: Path):
     spec = with_params(load_spec(SPECS / "german_fair_mdav.yaml"), {"k": 20, "tau": 0.8})
     ref = run_release(spec, tmp_path / "ref")
     assert out["version"] == ref.version
-    assert (Path(out["path"]) / "data.parquet").read_bytes() == (
-        Path(ref.path) / "data.parquet"
+    assert (Path(out["path"]) / "shared" / "data.parquet").read_bytes() == (
+        Path(ref.path) / "shared" / "data.parquet"
     ).read_bytes()
 
     again = run({"k": 20, "tau": 0.8})  # the same version again: reused, not republished
@@ -588,18 +588,18 @@ def test_tasks_publish_is_idempotent_and_refuses_a_failed_validation(tmp_path: P
     assert set(prot.outputs) == {"data"} and set(prot.sidecars) == {"lineage"}
     val = tasks.validate_task(prot, tmp_path / "store")
     first = tasks.publish_task(prot, val, tmp_path / "store")
-    data = (Path(first.path) / "data.parquet").read_bytes()
+    data = (Path(first.path) / "shared" / "data.parquet").read_bytes()
     again = tasks.publish_task(prot.as_dict(), val.as_dict(), tmp_path / "store")
     assert (first.status, again.status) == ("published", "exists")
     assert again.version == first.version == ing.version
-    assert (Path(first.path) / "data.parquet").read_bytes() == data
+    assert (Path(first.path) / "shared" / "data.parquet").read_bytes() == data
     assert (Path(first.path) / "internal" / "lineage.parquet").is_file()
     assert not list((tmp_path / "store" / spec.name / ".staging").iterdir())
     # a re-run against that store reuses the published files: nothing recomputed or staged
     before = {p: p.stat().st_mtime_ns for p in (tmp_path / "store").rglob("*") if p.is_file()}
     prot2 = tasks.protect_task(spec, ing, tmp_path / "w" / "prot2", tmp_path / "store")
     assert prot2.reused == first.path and prot2.version == first.version
-    assert prot2.outputs == {"data": str(Path(first.path) / "data.parquet")}
+    assert prot2.outputs == {"data": str(Path(first.path) / "shared" / "data.parquet")}
     assert prot2.sidecars == {"lineage": str(Path(first.path) / "internal" / "lineage.parquet")}
     val2 = tasks.validate_task(prot2, tmp_path / "store")
     assert val2.passed and val2.candidate is None
@@ -611,7 +611,7 @@ def test_tasks_publish_is_idempotent_and_refuses_a_failed_validation(tmp_path: P
     (tmp_path / "store2").mkdir()
     third = tasks.publish_task(prot, None, tmp_path / "store2")
     assert third.status == "published" and third.version == first.version
-    assert (Path(third.path) / "data.parquet").read_bytes() == data
+    assert (Path(third.path) / "shared" / "data.parquet").read_bytes() == data
 
     broken = parse_spec(yaml.safe_load(BROKEN_SPEC))
     bprot = tasks.protect_task(broken, ing, tmp_path / "w" / "broken")
@@ -655,5 +655,7 @@ def test_the_execution_engine_resource_sends_blocks_to_spark(tmp_path: Path, spa
         man = json.loads((store / "german_fair_mdav" / version / "manifest.json").read_text())
         assert man["execution"]["engine"] == engine
         assert man["validation"]["status"] == "passed"
-        versions[engine] = (store / "german_fair_mdav" / version / "data.parquet").read_bytes()
+        versions[engine] = (
+            store / "german_fair_mdav" / version / "shared" / "data.parquet"
+        ).read_bytes()
     assert versions["spark"] == versions["local"]

@@ -337,5 +337,5 @@ def test_catalogue_checks_and_a_launched_run(dagster_dev, browser):
 
     releases = [p for p in (server.store / PIPELINE).iterdir() if not p.name.startswith(".")]
     versions = [p for p in releases if p.is_dir()]
-    assert len(versions) == 1 and (versions[0] / "data.parquet").is_file()
+    assert len(versions) == 1 and (versions[0] / "shared" / "data.parquet").is_file()
     assert (server.store / PIPELINE / "latest").read_text().strip() == versions[0].name

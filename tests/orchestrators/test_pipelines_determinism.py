@@ -84,7 +84,7 @@ def test_two_processes_publish_byte_identical_releases(tmp_path: Path):
     assert version_id(spec, m1["input"]["fingerprint"]) == v1
 
     outputs, sidecars = release_files(m1)
-    assert outputs == {"data": "data.parquet"}
+    assert outputs == {"data": "shared/data.parquet"}
     assert sidecars == {"lineage": "internal/lineage.parquet"}
     assert release_files(m2) == (outputs, sidecars)
     for name in (*outputs.values(), *sidecars.values()):

@@ -23,7 +23,7 @@ from schemas.roles import Role, read_roles
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 # each public output at the top, each sidecar under internal/ (never for distribution)
-RELEASE_FILES = ("data.parquet", "internal/lineage.parquet", "manifest.json", "report.html")
+RELEASE_FILES = ("shared/data.parquet", "internal/lineage.parquet", "manifest.json", "report.html")
 
 
 def cli(*argv: str) -> tuple[int, str, str]:
@@ -75,7 +75,7 @@ def test_run_publishes_a_release(german):
     assert not list((german["store"] / "german_fair_mdav").glob(".staging/*"))
     man = json.loads((folder / "manifest.json").read_text())
     assert release_outputs(man) == (
-        {"data": "data.parquet"},
+        {"data": "shared/data.parquet"},
         {"lineage": "internal/lineage.parquet"},
     )
     assert man["outputs"]["data"]["rows"] == man["sidecars"]["lineage"]["rows"] == 980
@@ -97,7 +97,7 @@ def test_run_prints_the_headline_metrics(german):
 
 def test_data_parquet_carries_roles_and_contract(german):
     folder = german["folder"]
-    schema = pq.read_schema(folder / "data.parquet")
+    schema = pq.read_schema(folder / "shared" / "data.parquet")
     roles = read_roles(schema)
     prot, lab = roles.single(Role.PROTECTED), roles.single(Role.LABEL)
     assert prot.name == "sex" and lab.name == "credit"
@@ -131,7 +131,7 @@ def test_manifest_metrics_and_input(german):
     assert m["validation"]["status"] == "passed" and not m["validation"]["failed"]
 
     # dPar after, recomputed from the published file
-    df = pq.read_table(german["folder"] / "data.parquet").to_pandas()
+    df = pq.read_table(german["folder"] / "shared" / "data.parquet").to_pandas()
     pr = df.groupby("sex")["credit"].mean()
     assert metrics["dpar_after"] == pytest.approx(abs(pr[0] - pr[1]), abs=1e-12)
 
@@ -180,7 +180,7 @@ def test_validate_catches_a_flipped_label(german, tmp_path):
     and the group's relabel count is no longer minimal (C9)."""
     copy = tmp_path / "release"
     shutil.copytree(german["folder"], copy)
-    flip_favoured_positive_label(copy / "data.parquet")
+    flip_favoured_positive_label(copy / "shared" / "data.parquet")
 
     code, out, err = cli("validate", str(copy))
     assert code == 1, err + out
@@ -295,7 +295,7 @@ def drop_from_contract(folder: Path, ids: set[str]) -> None:
     assert len(man["contract"]) == before - len(ids)
     mpath.write_text(json.dumps(man, indent=2))
 
-    path = folder / "data.parquet"
+    path = folder / "shared" / "data.parquet"
     table = pq.read_table(path)
     meta = dict(table.schema.metadata)
     kept = [g for g in json.loads(meta[b"privfair.contract"]) if g["id"] not in ids]
@@ -312,7 +312,7 @@ def test_validate_catches_a_flipped_label_hidden_from_the_declared_contract(germ
     checked (and fail), and the declared copies fail ``declared_contract`` naming both."""
     copy = tmp_path / "release"
     shutil.copytree(german["folder"], copy)
-    flip_favoured_positive_label(copy / "data.parquet")
+    flip_favoured_positive_label(copy / "shared" / "data.parquet")
     drop_from_contract(copy, {"C7", "C9"})
 
     code, out, err = cli("validate", str(copy))
@@ -322,7 +322,7 @@ def test_validate_catches_a_flipped_label_hidden_from_the_declared_contract(germ
     assert any("C9" in line and "minimal_correction" in line for line in fails), out
     (declared,) = [line for line in fails if "declared_contract" in line]
     assert "C7 correction_direction" in declared and "C9 minimal_correction" in declared
-    assert "manifest.json" in declared and "data.parquet" in declared
+    assert "manifest.json" in declared and "shared/data.parquet" in declared
     held, total = guarantees_held(out)
     assert held <= total - 3
     assert cli("validate", str(german["folder"]))[0] == 0  # the original still validates
@@ -344,12 +344,15 @@ def test_validate_catches_an_overwritten_passthrough_column(tmp_path):
     man = json.loads((folder / "manifest.json").read_text())
     (c6,) = [g for g in man["contract"] if g["kind"] == "attributes_preserved"]
     assert c6["id"] == "C6" and set(c6["columns"]) == {"foreigner", "sex"}
-    assert read_roles(pq.read_schema(folder / "data.parquet"))["foreigner"].role is Role.PUBLIC
+    assert (
+        read_roles(pq.read_schema(folder / "shared" / "data.parquet"))["foreigner"].role
+        is Role.PUBLIC
+    )
     assert cli("validate", str(folder))[0] == 0
 
     copy = tmp_path / "release"
     shutil.copytree(folder, copy)
-    path = copy / "data.parquet"
+    path = copy / "shared" / "data.parquet"
     table = pq.read_table(path)
     i = table.schema.get_field_index("foreigner")
     field = table.schema.field(i)
@@ -390,7 +393,7 @@ def test_adult_release_must_show(tmp_path):
     version = (store / "adult_fair_mdav" / "latest").read_text().strip()
     folder = store / "adult_fair_mdav" / version
 
-    table = pq.read_table(folder / "data.parquet")
+    table = pq.read_table(folder / "shared" / "data.parquet")
     roles = read_roles(table)
     df = table.to_pandas()
     lineage = pq.read_table(folder / "internal" / "lineage.parquet").to_pandas()

@@ -129,7 +129,7 @@ def test_a_release_through_spark_is_the_local_release(tmp_path, capsys, spark_en
     assert held in out2
     version = out.split()[2]
     assert out2.split()[2] == version  # the engine is not part of the version
-    for f in ("data.parquet", "internal/lineage.parquet"):
+    for f in ("shared/data.parquet", "internal/lineage.parquet"):
         a = pq.read_table(tmp_path / "local" / "toy_blocked" / version / f)
         b = pq.read_table(tmp_path / "spark" / "toy_blocked" / version / f)
         assert a.equals(b), f

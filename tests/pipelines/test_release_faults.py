@@ -4,7 +4,7 @@ Each test runs a release in a subprocess and kills it (``crash_after`` hooks tha
 or SIGKILL from outside) at one step of publishing, then checks the store invariant:
 
 * every ``<store>/<pipeline>/<version>/`` folder is a complete release (manifest.json,
-  data.parquet, internal/lineage.parquet, report.html, validation passed); nothing else is
+  shared/data.parquet, internal/lineage.parquet, report.html, validation passed); nothing else is
   published;
 * ``latest`` is absent or names a complete release;
 
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
 ADULT_MDAV = SPECS / "adult_mdav.yaml"
-RELEASE_FILES = {"manifest.json", "data.parquet", "internal/lineage.parquet", "report.html"}
+RELEASE_FILES = {"manifest.json", "shared/data.parquet", "internal/lineage.parquet", "report.html"}
 # manifest.json's published_at: UTC with microseconds (repair_latest orders releases by it)
 STAMP_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -71,7 +71,7 @@ CHILD = textwrap.dedent(
     orig_write = release.Candidate.write
     def write(self, name, data):
         orig_write(self, name, data)
-        if name == "data.parquet" and pause_at == "candidate":
+        if name == "shared/data.parquet" and pause_at == "candidate":
             mark("candidate", True)
     release.Candidate.write = write
 
@@ -149,9 +149,9 @@ def published_versions(store: Path, pipeline: str) -> list[str]:
         assert man["version"] == entry.name
         assert man["validation"]["status"] == "passed"
         rows = man["metrics"]["output_rows"]
-        assert man["outputs"]["data"] == {"file": "data.parquet", "rows": rows}
+        assert man["outputs"]["data"] == {"file": "shared/data.parquet", "rows": rows}
         assert man["sidecars"]["lineage"]["file"] == "internal/lineage.parquet"
-        assert pq.read_metadata(entry / "data.parquet").num_rows == rows
+        assert pq.read_metadata(entry / "shared" / "data.parquet").num_rows == rows
         assert pq.read_metadata(entry / "internal" / "lineage.parquet").num_rows == rows
         assert (entry / "report.html").read_text().rstrip().endswith("</html>")
         versions.append(entry.name)
@@ -317,7 +317,7 @@ def test_sigkill_while_writing_the_candidate(tmp_path: Path) -> None:
     assert latest(Store.open(store), "german_fair_mdav") is None
     (cand,) = staging_entries(store, "german_fair_mdav")  # half-written, ignored
     written = files_of(store / "german_fair_mdav" / STAGING / cand)
-    assert "data.parquet" in written and "manifest.json" not in written
+    assert "shared/data.parquet" in written and "manifest.json" not in written
 
     res = rerun(load_spec(GERMAN), store)
     assert res.status == "published"

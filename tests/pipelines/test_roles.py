@@ -181,10 +181,15 @@ def test_a_dropped_private_column_is_in_no_file_of_the_release(tmp_path, capsys)
     folder = release_folder(tmp_path)
     files = sorted(p for p in folder.rglob("*") if p.is_file())
     names = {p.relative_to(folder).as_posix() for p in files}
-    assert {"manifest.json", "report.html", "data.parquet", "internal/lineage.parquet"} <= names
+    assert {
+        "manifest.json",
+        "report.html",
+        "shared/data.parquet",
+        "internal/lineage.parquet",
+    } <= names
 
     # the control: the search does find what a release holds (a note, in a compressed page)
-    assert holds(folder / "data.parquet", "called back on day 7, documents complete")
+    assert holds(folder / "shared" / "data.parquet", "called back on day 7, documents complete")
     # no value of the column anywhere; its name is published only where the release says what
     # it guarantees (the spec and contract in manifest.json, the contract copy in data.parquet's
     # metadata, the validation results): never as a column
@@ -213,9 +218,9 @@ def test_putting_the_private_column_back_fails_validate(tmp_path, capsys):
     code, out = validate(folder, spec, capsys)
     assert code == 0 and not failed_lines(out), out  # the control: the release as published
 
-    rows = pq.read_metadata(folder / "data.parquet").num_rows
+    rows = pq.read_metadata(folder / "shared" / "data.parquet").num_rows
     rewrite(
-        folder / "data.parquet",
+        folder / "shared" / "data.parquet",
         lambda t: t.append_column("application_id", pa.array(IDS[:rows])),
     )
     code, out = validate(folder, spec, capsys)
@@ -239,7 +244,7 @@ def test_a_kept_unlisted_column_is_published_unchanged(tmp_path, capsys):
     code, out, err = run(tmp_path, spec, capsys)
     assert code == 0, err + out
     folder = release_folder(tmp_path)
-    data = pq.read_table(folder / "data.parquet")
+    data = pq.read_table(folder / "shared" / "data.parquet")
     row_id = pq.read_table(folder / "internal" / "lineage.parquet").column("row_id").to_pylist()
     branch = [row[6] for row in csv.reader(io.StringIO(applications(branch=True)))][1:]
     assert data.column("branch").to_pylist() == [branch[i] for i in row_id]
@@ -248,7 +253,7 @@ def test_a_kept_unlisted_column_is_published_unchanged(tmp_path, capsys):
     assert manifest(folder)["input"]["dropped_columns"]["unlabelled"] == []
 
     rewrite(
-        folder / "data.parquet",
+        folder / "shared" / "data.parquet",
         lambda t: t.set_column(
             t.schema.get_field_index("branch"),
             t.schema.field("branch"),
@@ -268,7 +273,7 @@ def test_a_dropped_unlisted_column_is_not_published(tmp_path, capsys):
     code, out, err = run(tmp_path, spec, capsys)
     assert code == 0, err + out
     folder = release_folder(tmp_path)
-    assert "branch" not in pq.read_schema(folder / "data.parquet").names
+    assert "branch" not in pq.read_schema(folder / "shared" / "data.parquet").names
     assert manifest(folder)["input"]["dropped_columns"]["unlabelled"] == ["branch"]
 
 
@@ -277,7 +282,7 @@ def test_missing_free_text_stays_missing(tmp_path, capsys):
     spec = project(tmp_path, applications(), spec_text(private="drop"))
     assert run(tmp_path, spec, capsys)[0] == 0
     folder = release_folder(tmp_path)
-    notes = pq.read_table(folder / "data.parquet").column("notes")
+    notes = pq.read_table(folder / "shared" / "data.parquet").column("notes")
     assert pa.types.is_string(notes.type) or pa.types.is_large_string(notes.type)
     row_id = pq.read_table(folder / "internal" / "lineage.parquet").column("row_id").to_pylist()
     missing = [i % 5 == 3 for i in row_id]

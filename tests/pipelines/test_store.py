@@ -286,7 +286,7 @@ def test_the_manifest_records_every_file_checksum(store: Path, published: dict) 
     man = json.loads((folder / "manifest.json").read_text())
     files = {p.relative_to(folder).as_posix() for p in all_files(folder)} - {"manifest.json"}
     assert set(man["checksums"]) == files
-    assert {"data.parquet", "internal/lineage.parquet", "report.html"} <= files
+    assert {"shared/data.parquet", "internal/lineage.parquet", "report.html"} <= files
     assert any(f.startswith("validation/") for f in files)
     for name, rec in man["checksums"].items():
         data = (folder / name).read_bytes()
@@ -305,22 +305,24 @@ def test_a_corrupted_release_is_quarantined_and_rebuilt(
 ) -> None:
     version = published["version"]
     folder = store / PIPE / version
-    flip_a_byte(folder / "data.parquet")  # same size, other bytes
+    flip_a_byte(folder / "shared" / "data.parquet")  # same size, other bytes
     original = json.loads((folder / "manifest.json").read_text())["checksums"]
 
     code, out, err = run_cli(capsys, "run", str(GERMAN), "--store", str(store))
     assert code == 0, err + out
     assert (
         f"existing release {version} was incomplete or corrupted "
-        "(data.parquet checksum differs); quarantined and rebuilt"
+        "(shared/data.parquet checksum differs); quarantined and rebuilt"
     ) in err
     assert out.startswith(f"rebuilt: {PIPE} {version}")
     assert latest_of(store) == version
     rebuilt = json.loads((folder / "manifest.json").read_text())["checksums"]
-    assert rebuilt["data.parquet"] == original["data.parquet"]  # deterministic: same bytes
+    assert (
+        rebuilt["shared/data.parquet"] == original["shared/data.parquet"]
+    )  # deterministic: same bytes
     assert release.verify_release(Store.open(store), PIPE, version) is None
     (q,) = (store / PIPE / ".quarantine").iterdir()
-    assert q.name.startswith(version) and (q / "data.parquet").is_file()
+    assert q.name.startswith(version) and (q / "shared" / "data.parquet").is_file()
     assert "checksum differs" in (q / "QUARANTINED.txt").read_text()
 
     # a complete release is reused as is
