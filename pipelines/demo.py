@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{out['status']:<10} {name:<20} {out['version']}  {out['path']}")
             if out.get("report"):
                 print(f"{'':<10} {'':<20} report:           {out['report']}")
+            if out.get("shared"):
+                print(f"{'':<10} {'':<20} shareable copy:   {out['shared']} (privfair export)")
             if out.get("manifest"):
                 for w in json.loads(Path(out["manifest"]).read_text()).get("warnings", []):
                     print(f"{'':<10} {'':<20} warning:          {w}")
