@@ -13,30 +13,74 @@ engine (``components.core.engine.current_engine().group_counts``, in this proces
 ``marginals``): one call for the 1-way marginals, one for every pair the selection scores;
 the noise, the selection, the model and the sampling run in this process.
 
+Disclosure (``PUBLIC``): a release's shareable copy is the synthetic table plus what follows
+from the noisy measurements, the synthetic table and public parameters alone (the plan, the
+tree, the model, fidelity against the noisy measurements, fairness of the synthetic table).
+Fidelity and fairness against the input, clamped counts and timings are for the data owner.
+
 >>> FAMILY.name, [a.name for a in FAMILY.algorithms]
 ('synthesis', ['mst', 'prefair'])
 """
 
-from components.core.descriptor import Algorithm, Family, KindCheck, Metric
+from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
 from components.synthesis import guarantees as G
 from components.synthesis import public_domains as D
 from components.synthesis.params import MSTParams, PreFairParams
 
-__all__ = ["FAMILY", "MST", "PREFAIR", "MSTParams", "PreFairParams"]
+__all__ = ["FAMILY", "MST", "PREFAIR", "MSTParams", "PreFairParams", "PUBLIC"]
 
 _P = "components.synthesis"
 
+# "(owner)": computed on the private input, kept in the owner part of a release; every other
+# headline metric is public (``PUBLIC``).
 _HEADLINE = (
     Metric("rows", "synthetic rows"),
     Metric("privacy.epsilon", "epsilon (OpenDP conversion of the ledger)"),
     Metric("privacy.rho", "zCDP rho spent (ledger total)"),
     Metric("tree", "selected tree (edges)"),
     Metric("fair_tree", "tree separates protected from outcomes by admissible attributes"),
-    Metric("fidelity.one_way_tvd", "mean 1-way TVD vs input"),
-    Metric("fidelity.two_way_tvd", "mean 2-way TVD vs input"),
-    Metric("fidelity.acd", "mean Cramer's V difference (ACD)"),
-    Metric("fairness", "demographic parity of each outcome, input vs synthetic"),
-    Metric("timings_s", "seconds per phase"),
+    Metric("model.total", "model's noisy total (rows estimated from the noisy marginals)"),
+    Metric("measured_fidelity.one_way_tvd", "mean 1-way TVD vs the noisy measurements"),
+    Metric("measured_fidelity.two_way_tvd", "mean 2-way TVD vs the noisy measurements (tree)"),
+    Metric("measured_fidelity.acd", "mean Cramer's V difference vs the noisy measurements"),
+    Metric("fairness.synthetic", "demographic parity of each outcome in the synthetic table"),
+    Metric("fidelity.one_way_tvd", "mean 1-way TVD vs input (owner)"),
+    Metric("fidelity.two_way_tvd", "mean 2-way TVD vs input (owner)"),
+    Metric("fidelity.acd", "mean Cramer's V difference vs input, ACD (owner)"),
+    Metric("fairness.input", "demographic parity of each outcome in the input (owner)"),
+    Metric("clamped", "input values clamped into the first or last bin (owner)"),
+    Metric("timings_s", "seconds per phase (owner)"),
+)
+
+# What a release's shareable copy holds besides the synthetic table: the metrics and figures
+# computed from the public parameters and roles, the noisy measurements and the synthetic
+# table only (each metric's reason in ``synthesize._metrics``, each figure's in ``figures``);
+# fidelity and fairness against the input, clamped counts and timings stay with the owner.
+PUBLIC = Disclosure(
+    metrics=(
+        "rows",
+        "attributes",
+        "selector",
+        "privacy",
+        "tree",
+        "fair_tree",
+        "exact_search",
+        "compressed_sizes",
+        "model",
+        "measured_fidelity",
+        "fairness.synthetic",
+    ),
+    figures=("tree", "ledger", "tvd_measured", "fairness_synthetic"),
+    covers=(
+        "(epsilon, delta)-differential privacy for each person in the input (one record added "
+        "or removed): the synthetic table and every number shared with it are computed from "
+        "the noisy measurements, the synthetic table and public parameters only."
+    ),
+    does_not_cover=(
+        "It bounds what anyone learns about one person, not about groups: the synthetic "
+        "table reproduces the input's aggregate patterns, and its fidelity is measured "
+        "against the noisy measurements, not against the input."
+    ),
 )
 
 
@@ -56,6 +100,7 @@ def _algorithm(name: str, title: str, params, paper: str) -> Algorithm:
         paper=paper,
         row_level=False,  # a new table, not the input's rows
         replayable=False,  # OpenDP's noise takes no seed
+        public=PUBLIC,
     )
 
 

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.errors import InputError
-from schemas.roles import Kind, TableRoles
+from schemas.roles import Kind, TableRoles, attach_roles, read_roles
 
 __all__ = ["ColumnDomain", "public_domains", "encode_table", "decode_table", "MISSING"]
 
@@ -178,8 +178,9 @@ def encode_table(
 ) -> tuple[np.ndarray, dict[str, int]]:
     """The ``rows x columns`` code matrix and, per column, how many numeric values were clamped.
 
-    A value outside its declared domain is an ``InputError`` naming the column, how many rows
-    and a few of the values (numeric values are clamped instead when ``clamp``)."""
+    A value outside its declared domain is an ``InputError`` naming the column, the declared
+    domain and how many rows (never the values: an error is read outside the data owner's
+    area); numeric values are clamped instead when ``clamp``."""
     cols, clamped = [], {}
     for name, d in domains.items():
         col = table.column(name)
@@ -189,12 +190,16 @@ def encode_table(
             codes = d.encode(col, clamp=True)
             clamped[name] = int(bad.sum())
         elif bad.any():
-            shown = sorted({str(v) for v in col.filter(pa.array(bad)).to_pylist()[:1000]})[:5]
-            hint = f"bins [{_num(d.edges[0])}, {_num(d.edges[-1])})" if d.edges else "levels"
+            if d.edges is not None:
+                hint = f"bins [{_num(d.edges[0])}, {_num(d.edges[-1])})"
+                fix = "widen the bins or set out_of_domain: clamp"
+            else:
+                hint = f"{len(d.levels)} levels"
+                fix = "add the value to the column's declared domain"
             raise InputError(
                 name,
                 "a value lies outside the declared public domain",
-                f"{int(bad.sum())} rows, e.g. {shown}; declared {hint}",
+                f"{int(bad.sum())} rows; declared {hint}; {fix}",
             )
         else:
             codes = strict
@@ -207,6 +212,17 @@ def decode_table(
     codes: np.ndarray, domains: Mapping[str, ColumnDomain], schema: pa.Schema, rng
 ) -> pa.Table:
     """The synthetic table: each column decoded into its input type, in the input's order and
-    with the input's field metadata (roles)."""
+    with the input's roles in its field metadata, and nothing else of the input's schema: its
+    schema-level metadata is a fact about the private file (a pandas-written Parquet file
+    records its RangeIndex, whose ``stop`` is the exact row count) and is not carried over.
+
+    >>> import pyarrow as pa
+    >>> t = pa.table({"x": [1, 2, 3]}).replace_schema_metadata({"pandas": '{"stop": 3}'})
+    >>> d = {"x": ColumnDomain("x", pa.int64(), levels=(1, 2, 3))}
+    >>> out = decode_table(np.array([[0], [2]]), d, t.schema, np.random.default_rng(0))
+    >>> out.column("x").to_pylist(), out.schema.metadata
+    ([1, 3], None)
+    """
     arrays = [d.decode(codes[:, i], rng) for i, d in enumerate(domains.values())]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    fields = [pa.field(f.name, f.type, f.nullable) for f in schema]
+    return attach_roles(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), read_roles(schema))

@@ -1,6 +1,22 @@
-"""Report figures of the synthesis family: the selected tree drawn with each attribute's role,
-the fidelity of every marginal (TVD), the privacy ledger per phase against the budget, and
-demographic parity of each outcome before (input) and after (synthetic)."""
+"""Report figures of the synthesis family, public and owner-only.
+
+Public (``PUBLIC_FIGURES``, declared in ``components.synthesis.PUBLIC``; drawn for the shareable copy from the public manifest and the
+synthetic table alone, ``figures(public_manifest, outputs, None, {})``):
+
+- ``tree``: the selected tree (the public ``tree`` metric) with each attribute's declared role
+  (the synthetic table's field metadata);
+- ``ledger``: the privacy ledger per phase against the budget (``privacy.phases``, fixed by
+  the plan);
+- ``tvd_measured``: the synthetic table against the noisy measurements
+  (``measured_fidelity``);
+- ``fairness_synthetic``: demographic parity of each outcome in the synthetic table
+  (``fairness.synthetic``).
+
+Owner only (computed on the private input): ``tvd`` (the synthetic table against the input,
+``fidelity``) and ``fairness`` (parity in the input and in the synthetic table,
+``fairness.input``). Every figure reads only the metrics it names, so a public figure shows
+the same thing in the owner's report as in the shareable copy.
+"""
 
 from __future__ import annotations
 
@@ -11,9 +27,13 @@ import pyarrow as pa
 from components.core import plots
 from components.core.descriptor import Figure
 from components.core.plots import _line, _svg, _text, esc
+from components.synthesis import PUBLIC
 from schemas.roles import Role, read_roles
 
-__all__ = ["figures"]
+__all__ = ["figures", "PUBLIC_FIGURES", "OWNER_FIGURES", "tree_edges"]
+
+PUBLIC_FIGURES = PUBLIC.figures  # ("tree", "ledger", "tvd_measured", "fairness_synthetic")
+OWNER_FIGURES = ("tvd", "fairness")
 
 _ROLE_COLOUR = {
     Role.PROTECTED: "#c0392b",
@@ -29,12 +49,37 @@ _ROLE_NAME = {
 }
 
 
-def _tree(input_table: pa.Table | None, sidecars: dict) -> Figure | None:
-    tree = sidecars.get("tree")
-    if tree is None or input_table is None:
+def _metrics(man: dict) -> dict:
+    return man.get("metrics") or {}
+
+
+def tree_edges(tree: list[str], names: list[str]) -> list[tuple[str, str]]:
+    """The edges of the ``tree`` metric (``"a-b"`` per edge) as column pairs: each split at
+    the one hyphen that leaves two column names (an edge with no such split, or more than
+    one, is left out).
+
+    >>> tree_edges(["education-num-income", "age-sex"], ["age", "education-num", "sex", "income"])
+    [('education-num', 'income'), ('age', 'sex')]
+    """
+    known, out = set(names), []
+    for edge in tree:
+        splits = [
+            (edge[:k], edge[k + 1 :])
+            for k, ch in enumerate(edge)
+            if ch == "-" and edge[:k] in known and edge[k + 1 :] in known
+        ]
+        if len(splits) == 1:
+            out.append(splits[0])
+    return out
+
+
+def _tree(man: dict, outputs: dict) -> Figure | None:
+    data = outputs.get("data")
+    tree = _metrics(man).get("tree")
+    if data is None or not tree:
         return None
-    roles = read_roles(input_table)
-    names = input_table.column_names
+    roles = read_roles(data)
+    names = data.column_names
     n = len(names)
     w, h, r = 640, 460, 170
     cx, cy = w / 2, h / 2 + 10
@@ -46,9 +91,8 @@ def _tree(input_table: pa.Table | None, sidecars: dict) -> Figure | None:
         for i, v in enumerate(names)
     }
     parts = [_text(12, 22, "Selected tree (2-way marginals measured)", size=14, weight="bold")]
-    for a, b in zip(tree.column("a").to_pylist(), tree.column("b").to_pylist(), strict=True):
-        if a in pos and b in pos:
-            parts.append(_line(*pos[a], *pos[b], "#34495e", width=2))
+    for a, b in tree_edges(tree, names):
+        parts.append(_line(*pos[a], *pos[b], "#34495e", width=2))
     for v, (x, y) in pos.items():
         role = roles[v].role if v in roles else Role.IGNORED
         colour = _ROLE_COLOUR.get(role, "#7f8c8d")
@@ -74,40 +118,72 @@ def _tree(input_table: pa.Table | None, sidecars: dict) -> Figure | None:
     return Figure("tree", svg, cap)
 
 
-def _fidelity(man: dict) -> Figure | None:
-    fid = (man.get("metrics") or {}).get("fidelity") or {}
+def _tvd_chart(fid: dict, title: str) -> str | None:
     one, two = fid.get("one_way") or {}, fid.get("two_way") or {}
+    one = {k: v for k, v in one.items() if v is not None}
+    two = {k: v for k, v in two.items() if v is not None}
     if not one:
         return None
     worst = sorted(two.items(), key=lambda kv: -kv[1])[:15]
-    labels = [f"{k}" for k in one] + [k.replace("|", " x ") for k, _ in worst]
+    labels = list(one) + [k.replace("|", " x ") for k, _ in worst]
     values = list(one.values()) + [v for _, v in worst]
-    svg = plots.hbar_chart(
-        labels,
-        values,
-        title="TVD per marginal (synthetic vs input)",
-        x_label="total variation distance",
-    )
+    return plots.hbar_chart(labels, values, title=title, x_label="total variation distance")
+
+
+def _num(x, fmt: str = ".4f") -> str:
+    return format(x, fmt) if isinstance(x, int | float) else "n/a"
+
+
+def _fidelity_input(man: dict) -> Figure | None:
+    fid = _metrics(man).get("fidelity") or {}
+    svg = _tvd_chart(fid, "TVD per marginal (synthetic vs input)")
+    if svg is None:
+        return None
     cap = (
         "Total variation distance between the synthetic table and the input: every 1-way "
-        f"marginal (mean {fid.get('one_way_tvd', float('nan')):.4f}), then the 15 worst of the "
-        f"{len(two)} 2-way marginals (mean {fid.get('two_way_tvd', float('nan')):.4f}). An "
-        "evaluation against the private input, for the data owner: not covered by the DP "
-        "guarantee."
+        f"marginal (mean {_num(fid.get('one_way_tvd'))}), then the 15 worst of the "
+        f"{len(fid.get('two_way') or {})} 2-way marginals (mean "
+        f"{_num(fid.get('two_way_tvd'))}). An evaluation against the private input, for the "
+        "data owner only: it is not part of the shareable copy."
     )
     return Figure("tvd", svg, cap)
 
 
-def _ledger(man: dict, sidecars: dict) -> Figure | None:
-    ledger = sidecars.get("ledger")
-    if ledger is None or ledger.num_rows == 0:
+def _fidelity_measured(man: dict) -> Figure | None:
+    fid = _metrics(man).get("measured_fidelity") or {}
+    svg = _tvd_chart(fid, "TVD per measured marginal (synthetic vs noisy measurements)")
+    if svg is None:
         return None
-    rows = ledger.to_pylist()
-    phases = ["one_way", "select", "two_way"]
-    spent = [sum(r["rho"] for r in rows if r["phase"] == p) for p in phases]
-    counts = [sum(1 for r in rows if r["phase"] == p) for p in phases]
-    privacy = (man.get("metrics") or {}).get("privacy") or {}
-    cats = [f"{p} ({c} steps)" for p, c in zip(phases, counts, strict=True)]
+    cap = (
+        "Total variation distance between the synthetic table and the noisy marginals the "
+        "release measured (negative noisy counts set to 0): every 1-way marginal (mean "
+        f"{_num(fid.get('one_way_tvd'))}), then the {len(fid.get('two_way') or {})} 2-way "
+        f"marginals of the tree (mean {_num(fid.get('two_way_tvd'))}). Computed from the "
+        "differentially private measurements and the synthetic table only: it shows how "
+        "closely the model follows what was measured, not the distance to the input."
+    )
+    return Figure("tvd_measured", svg, cap)
+
+
+_PHASES = ("one_way", "select", "two_way")
+
+
+def _ledger(man: dict, sidecars: dict) -> Figure | None:
+    privacy = _metrics(man).get("privacy") or {}
+    phases = privacy.get("phases")
+    if phases:
+        names = [p for p in _PHASES if p in phases] + [p for p in phases if p not in _PHASES]
+        spent = [float(phases[p]["rho"]) for p in names]
+        counts = [int(phases[p]["steps"]) for p in names]
+    else:  # a manifest from before privacy.phases: the owner's ledger sidecar
+        ledger = sidecars.get("ledger")
+        if ledger is None or ledger.num_rows == 0:
+            return None
+        rows = ledger.to_pylist()
+        names = list(_PHASES)
+        spent = [sum(r["rho"] for r in rows if r["phase"] == p) for p in names]
+        counts = [sum(1 for r in rows if r["phase"] == p) for p in names]
+    cats = [f"{p} ({c} steps)" for p, c in zip(names, counts, strict=True)]
     svg = plots.bar_chart(
         cats,
         spent,
@@ -116,41 +192,83 @@ def _ledger(man: dict, sidecars: dict) -> Figure | None:
         value_fmt=lambda v: f"{v:.3g}",
     )
     cap = (
-        f"The {len(rows)} OpenDP steps of the release by phase (add/remove-one-record "
+        f"The {sum(counts)} OpenDP steps of the release by phase (add/remove-one-record "
         f"neighbours). Total rho = {sum(spent):.6g} of the budget "
-        f"{privacy.get('rho_budget', float('nan')):.6g}, which OpenDP converts to "
-        f"(epsilon = {privacy.get('epsilon', float('nan')):.6g}, delta = "
-        f"{privacy.get('delta', float('nan')):.3g})-DP."
+        f"{_num(privacy.get('rho_budget'), '.6g')}, which OpenDP converts to "
+        f"(epsilon = {_num(privacy.get('epsilon'), '.6g')}, delta = "
+        f"{_num(privacy.get('delta'), '.3g')})-DP."
     )
     return Figure("ledger", svg, cap)
 
 
-def _fairness(man: dict) -> Figure | None:
-    fair = (man.get("metrics") or {}).get("fairness") or {}
-    pairs = [(k, v) for k, v in fair.items() if v.get("input") and v.get("synthetic")]
-    if not pairs:
+def _fairness_sides(man: dict) -> tuple[dict, dict]:
+    """``(synthetic, input)``: per ``protected->outcome`` the fairness measures (or None)."""
+    fair = _metrics(man).get("fairness") or {}
+    if "synthetic" in fair or "input" in fair:
+        return fair.get("synthetic") or {}, fair.get("input") or {}
+    # a manifest from before the split: {pair: {"input": ..., "synthetic": ...}}
+    return (
+        {k: v.get("synthetic") for k, v in fair.items() if isinstance(v, dict)},
+        {k: v.get("input") for k, v in fair.items() if isinstance(v, dict)},
+    )
+
+
+_DP_AXIS = "|P(o=1 | s=1) - P(o=1 | s=0)|"
+
+
+def _fairness_before_after(man: dict) -> Figure | None:
+    syn, inp = _fairness_sides(man)
+    cats = [k for k in syn if syn.get(k) and inp.get(k)]
+    if not cats:
         return None
-    cats = [k for k, _ in pairs]
     series = [
-        ("input", [v["input"]["dp"] for _, v in pairs]),
-        ("synthetic", [v["synthetic"]["dp"] for _, v in pairs]),
+        ("input", [inp[k]["dp"] for k in cats]),
+        ("synthetic", [syn[k]["dp"] for k in cats]),
     ]
     svg = plots.grouped_bar_chart(
-        cats,
-        series,
-        title="Demographic parity, before and after",
-        y_label="|P(o=1 | s=1) - P(o=1 | s=0)|",
+        cats, series, title="Demographic parity, before and after", y_label=_DP_AXIS
     )
     cap = (
         "Demographic parity difference of each outcome between the protected group and the "
         "others, in the input and in the synthetic table (the conditional forms are in the "
         "metrics). PreFair's model makes each outcome independent of the protected attributes "
         "given the admissible ones; what remains is the dependence the admissible attributes "
-        "carry."
+        "carry. The input's side is computed on the private input, for the data owner only."
     )
     return Figure("fairness", svg, cap)
 
 
-def figures(man: dict, outputs: dict, input_table, sidecars: dict) -> list[Figure]:
-    out = [_tree(input_table, sidecars), _fidelity(man), _ledger(man, sidecars), _fairness(man)]
+def _fairness_synthetic(man: dict) -> Figure | None:
+    syn, _ = _fairness_sides(man)
+    cats = [k for k, v in syn.items() if v and v.get("dp") is not None]
+    if not cats:
+        return None
+    series = [
+        ("parity gap (dp)", [syn[k]["dp"] for k in cats]),
+        ("conditional (cdp)", [syn[k].get("cdp") or 0.0 for k in cats]),
+    ]
+    svg = plots.grouped_bar_chart(
+        cats, series, title="Demographic parity in the synthetic table", y_label=_DP_AXIS
+    )
+    cap = (
+        "Demographic parity difference of each outcome between the protected group and the "
+        "others in the synthetic table, and its conditional form given the admissible "
+        "attributes (cdp). Computed on the synthetic table alone."
+    )
+    return Figure("fairness_synthetic", svg, cap)
+
+
+def figures(man: dict, outputs: dict, input_table: pa.Table | None, sidecars: dict) -> list:
+    """Every figure the manifest ``man`` and ``outputs`` allow, public ones first. Called with
+    the public manifest, the public outputs, no input and no sidecars (the shareable copy),
+    it can draw only the public figures: the owner ones read metrics the public manifest
+    does not hold (and the release flow keeps only ``PUBLIC_FIGURES`` there anyway)."""
+    out = [
+        _tree(man, outputs or {}),
+        _ledger(man, sidecars or {}),
+        _fidelity_measured(man),
+        _fairness_synthetic(man),
+        _fidelity_input(man),
+        _fairness_before_after(man),
+    ]
     return [f for f in out if f is not None]

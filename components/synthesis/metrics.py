@@ -44,6 +44,9 @@ __all__ = [
 
 Model = Literal["logistic_regression", "random_forest", "linear_regression"]
 
+# Error messages name a column, the rule and a count, never a value or a row count read from
+# the data: the real table behind them is private.
+
 
 # --------------------------------------------------------------------------- marginals and TVD
 
@@ -64,8 +67,8 @@ def _codes(codes: Mapping[str, np.ndarray], sizes: Mapping[str, int], column: st
     if size < 1:
         raise InputError(column, "domain size must be >= 1", f"got {size}")
     if arr.size and (arr.min() < 0 or arr.max() >= size):
-        bad = int(np.flatnonzero((arr < 0) | (arr >= size))[0])
-        raise InputError(column, f"codes must lie in 0..{size - 1}", f"row {bad} is {arr[bad]}")
+        bad = int(((arr < 0) | (arr >= size)).sum())
+        raise InputError(column, f"codes must lie in 0..{size - 1}", f"{bad} rows outside")
     return arr
 
 
@@ -73,7 +76,7 @@ def _count(arrays: Sequence[np.ndarray], shape: tuple[int, ...]) -> np.ndarray:
     """Count table of validated code arrays: ``bincount`` of the mixed-radix (C order) index."""
     lengths = {len(a) for a in arrays}
     if len(lengths) > 1:
-        raise InputError(None, "columns must have the same length", f"lengths {sorted(lengths)}")
+        raise InputError(None, "columns must have the same length", f"{len(lengths)} lengths")
     index = np.ravel_multi_index(tuple(arrays), shape)
     return np.bincount(index, minlength=int(np.prod(shape))).reshape(shape)
 
@@ -304,7 +307,10 @@ def downstream_accuracy(
     train_X, test_X = np.asarray(train_X), np.asarray(test_X)
     if train_X.ndim != 2 or test_X.ndim != 2 or train_X.shape[1] != test_X.shape[1]:
         raise InputError(
-            None, "features must be 2-D with the same columns", f"{train_X.shape}, {test_X.shape}"
+            None,
+            "features must be 2-D with the same columns",
+            f"{train_X.ndim}-D with {_width(train_X)} and {test_X.ndim}-D with "
+            f"{_width(test_X)} columns",
         )
     train_y = _binary("train_y", train_y, len(train_X))
     test_y = _binary("test_y", test_y, len(test_X))
@@ -335,3 +341,8 @@ def downstream_accuracy(
         pred = np.clip(score, 0.0, 1.0) > 0.5
     accuracy = float(np.mean(pred == test_y)) if len(test_y) else float("nan")
     return {"accuracy": accuracy, "predictions": np.asarray(pred, dtype=bool)}
+
+
+def _width(x: np.ndarray) -> int | str:
+    """The number of columns of a feature matrix (not its shape: the row count is private)."""
+    return x.shape[1] if x.ndim == 2 else "?"

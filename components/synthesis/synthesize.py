@@ -46,6 +46,7 @@ from components.synthesis.selection import (
 from schemas.roles import Role, TableRoles
 
 __all__ = [
+    "measured_fidelity",
     "mst",
     "prefair",
     "synthesize",
@@ -197,6 +198,8 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
             model,
             compressions,
             clamped,
+            raw_one_way,
+            two_way,
         )
     )
     timings["metrics"] = time.perf_counter() - t
@@ -412,22 +415,27 @@ class _Run:
     model: object
     compressions: list
     clamped: dict
+    raw_one_way: list
+    two_way: list
 
 
 def _metrics(run: _Run) -> dict:
-    """The run's account for people (never used to validate). Fidelity and fairness compare
-    the synthetic table with the private input: they are an evaluation for the data owner,
-    outside the DP guarantee."""
+    """The run's account for people (never used to validate), in two parts.
+
+    Public (declared in ``components.synthesis.PUBLIC``): functions of the public parameters
+    and roles, of the noisy measurements and of the synthetic table only, so publishing them
+    is post-processing of the DP release: ``rows``, ``attributes``, ``selector``,
+    ``privacy`` (the plan), ``tree`` and ``fair_tree``, ``exact_search``,
+    ``compressed_sizes``, ``model`` (fitted to the noisy measurements), ``measured_fidelity``
+    (the synthetic table against the noisy measurements) and ``fairness.synthetic``.
+
+    Owner only: ``fidelity`` and ``fairness.input`` compare with the private input,
+    ``clamped`` counts its values and ``timings_s`` grow with its size; an evaluation for the
+    data owner, outside the DP guarantee.
+    """
     table, data, roles, idx, names = run.table, run.data, run.roles, run.idx, run.names
     codes, syn_codes, tree, comp, params = run.codes, run.syn_codes, run.tree, run.comp, run.params
-    sizes, rho, exact, model, compressions = (
-        run.sizes,
-        run.rho,
-        run.exact,
-        run.model,
-        run.compressions,
-    )
-    clamped = run.clamped
+    sizes, model, compressions = run.sizes, run.model, run.compressions
     real = {n: codes[:, i] for i, n in enumerate(names)}
     syn = {n: syn_codes[:, i] for i, n in enumerate(names)}
     size = dict(zip(names, sizes, strict=True))
@@ -443,16 +451,20 @@ def _metrics(run: _Run) -> dict:
             "epsilon_target": params.epsilon,
             "delta": params.delta,
             "rho": spent,
-            "rho_budget": rho,
+            "rho_budget": run.rho,
             "neighbouring": NEIGHBOURING,
             "conversion": "OpenDP make_zCDP_to_approxDP (Canonne, Kamath & Steinke 2020)",
             "steps": len(comp.ledger),
+            "phases": _phases(comp.ledger),
         },
         "tree": [f"{names[i]}-{names[j]}" for i, j in tree],
         "fair_tree": fair(tree, idx) if idx.admissible else None,
-        "exact_search": exact,
+        "exact_search": run.exact,
         "compressed_sizes": {n: c.size for n, c in zip(names, compressions, strict=True)},
         "model": {"iterations": model.iterations, "total": model.total, "loss": model.loss},
+        "measured_fidelity": measured_fidelity(
+            names, run.raw_one_way, tree, run.two_way, syn_codes, compressions
+        ),
         "fidelity": {
             "one_way_tvd": float(np.mean(list(one.values()))),
             "two_way_tvd": float(np.mean(list(two.values()))),
@@ -460,31 +472,107 @@ def _metrics(run: _Run) -> dict:
             "one_way": {k: round(v, 6) for k, v in one.items()},
             "two_way": {f"{a}|{b}": round(v, 6) for (a, b), v in two.items()},
         },
-        "fairness": _fairness(table, data, roles, real, syn, size),
+        "fairness": {
+            "synthetic": _fairness(data, roles, syn, size),
+            "input": _fairness(table, roles, real, size),
+        },
     }
-    if clamped:
-        out["clamped"] = clamped
+    if run.clamped:
+        out["clamped"] = run.clamped
     return out
 
 
-def _fairness(table, data, roles, real, syn, sizes) -> dict:
-    """Per (protected, outcome): demographic parity and its conditional form (strata: every
-    admissible attribute jointly), on the input and on the synthetic table."""
+def _phases(ledger: list[dict]) -> dict:
+    """Per phase of the ledger (in order): its steps, their mechanism and noise scale, and the
+    rho they spent. All fixed by the plan (params, d, selector), none read from the records."""
+    out: dict[str, dict] = {}
+    for r in ledger:
+        p = out.setdefault(
+            r["phase"], {"steps": 0, "mechanism": r["mechanism"], "scale": r["scale"], "rho": 0.0}
+        )
+        p["steps"] += 1
+        p["rho"] += r["rho"]
+    return out
+
+
+def measured_fidelity(
+    names: Sequence[str],
+    raw_one_way: Sequence[np.ndarray],
+    tree: Sequence[tuple[int, int]],
+    two_way: Sequence[Measurement],
+    syn_codes: np.ndarray,
+    compressions: Sequence[Compression],
+) -> dict:
+    """How closely the synthetic table follows what the release measured: the TVD of each
+    measured marginal of the synthetic table against the noisy answer (negative noisy counts
+    set to 0, then both normalised), and the ACD over the measured pairs.
+
+    A function of the noisy measurements and the synthetic table only (post-processing of the
+    DP release), so it may be published; unlike ``fidelity`` it says nothing exact about the
+    input. 1-way: every attribute over its declared domain; 2-way: the tree's edges over the
+    compressed codes. A marginal whose noisy counts are all <= 0 has no distribution: None.
+
+    >>> from components.synthesis.compression import Compression
+    >>> syn = np.array([[0, 0], [0, 1], [1, 1], [1, 1]])
+    >>> comp = [Compression.identity(2), Compression.identity(2)]
+    >>> two = [Measurement((0, 1), np.array([2.0, 1.0, -2.0, 1.0]), np.ones(4))]
+    >>> f = measured_fidelity(["a", "b"], [np.array([3.0, 1.0]), np.array([-1.0, 5.0])],
+    ...                       [(0, 1)], two, syn, comp)
+    >>> f["one_way"], f["two_way"], f["one_way_tvd"]
+    ({'a': 0.25, 'b': 0.25}, {'a|b': 0.25}, 0.25)
+    """
+    one: dict[str, float | None] = {}
+    for i, (name, y) in enumerate(zip(names, raw_one_way, strict=True)):
+        counts = np.bincount(syn_codes[:, i], minlength=len(y))
+        one[name] = _finite(M.tvd(np.clip(y, 0.0, None), counts))
+    two: dict[str, float | None] = {}
+    v_noisy, v_syn = [], []
+    for (i, j), m in zip(tree, two_way, strict=True):
+        ci, cj = compressions[i], compressions[j]
+        cells = ci.codes[syn_codes[:, i]] * cj.size + cj.codes[syn_codes[:, j]]
+        counts = np.bincount(cells, minlength=ci.size * cj.size)
+        noisy = np.clip(m.y, 0.0, None)
+        two[f"{names[i]}|{names[j]}"] = _finite(M.tvd(noisy, counts))
+        if noisy.sum() > 0:
+            v_noisy.append(M.cramers_v(noisy.reshape(ci.size, cj.size)))
+            v_syn.append(M.cramers_v(counts.reshape(ci.size, cj.size)))
+    acd = float(np.mean(np.abs(np.subtract(v_noisy, v_syn)))) if v_noisy else None
+    return {
+        "one_way_tvd": _mean(one.values()),
+        "two_way_tvd": _mean(two.values()),
+        "acd": acd,
+        "one_way": {k: _round(v) for k, v in one.items()},
+        "two_way": {k: _round(v) for k, v in two.items()},
+    }
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if np.isfinite(x) else None
+
+
+def _mean(values) -> float | None:
+    v = [x for x in values if x is not None]
+    return float(np.mean(v)) if v else None
+
+
+def _fairness(t: pa.Table, roles, codes: dict, sizes: dict) -> dict:
+    """Per (protected, outcome) of table ``t`` (``codes``: its columns as codes): demographic
+    parity and its conditional form (strata: every admissible attribute jointly); None when
+    one group is empty."""
     adm = [c.name for c in roles.with_role(Role.ADMISSIBLE)]
+    strata = _strata(codes, adm, sizes) if adm else None
     out = {}
     for p in roles.with_role(Role.PROTECTED):
         for o in roles.with_role(Role.LABEL):
-            row = {}
-            for which, t, codes in (("input", table, real), ("synthetic", data, syn)):
-                s = group_indicator(t.column(p.name), p)
-                y = outcome_indicator(t.column(o.name), o)
-                strata = _strata(codes, adm, sizes) if adm else None
-                if s.all() or not s.any():
-                    row[which] = None
-                    continue
-                f = M.fairness_measures(s, y, strata=strata)
-                row[which] = {k: _round(f.get(k)) for k in ("dp", "cdp", "cdp_reference")}
-            out[f"{p.name}->{o.name}"] = row
+            s = group_indicator(t.column(p.name), p)
+            y = outcome_indicator(t.column(o.name), o)
+            if s.all() or not s.any():
+                out[f"{p.name}->{o.name}"] = None
+                continue
+            f = M.fairness_measures(s, y, strata=strata)
+            out[f"{p.name}->{o.name}"] = {
+                k: _round(f.get(k)) for k in ("dp", "cdp", "cdp_reference")
+            }
     return out
 
 
