@@ -186,6 +186,11 @@ def _load_file(
             table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(None, f"cannot read {path.name} as {fmt}", str(e)) from None
+    # what the writer stored beside the data (pandas' index with its row count, field ids...)
+    # is not the user's data and must not travel into a release: only the columns are kept
+    table = pa.Table.from_arrays(
+        table.columns, schema=pa.schema([pa.field(f.name, f.type) for f in table.schema])
+    )
     names = table.column_names
     if len(set(names)) != len(names):
         _raise_duplicates(names)

@@ -133,9 +133,12 @@ def test_a_dp_export_leaves_no_trace_of_a_distinctive_input(algo, tmp_path: Path
     from pipelines.share import export
 
     table, params = resolve(algo.example)(0)
+    if "rows" in type(params).model_fields:  # a public row count: the noisy total could
+        params = params.model_copy(update={"rows": 5000})  # equal the input's by chance
     rng = np.random.default_rng(11)
     big = table.take(pa.array(rng.choice(table.num_rows, DISTINCTIVE_ROWS, replace=True)))
-    pq.write_table(big, tmp_path / "input.parquet")
+    # written by pandas, as users write files: its metadata records the row index's length
+    big.to_pandas().to_parquet(tmp_path / "input.parquet")
     spec_file = tmp_path / "spec.yaml"
     spec = _spec_of(algo, params, _columns_of(table))
     spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_defaults=True)))
@@ -163,8 +166,10 @@ def test_a_dp_export_leaves_no_trace_of_a_distinctive_input(algo, tmp_path: Path
     report = (dest / "report.html").read_text()
     meta = pq.read_schema(dest / "data.parquet").metadata or {}
     meta_text = " ".join(v.decode(errors="replace") for v in meta.values())
+    published_rows = pq.read_metadata(dest / "data.parquet").num_rows
     for where, text in (("manifest", man_text), ("report", report), ("metadata", meta_text)):
-        assert str(DISTINCTIVE_ROWS) not in _numbers(text), f"the input's row count in the {where}"
+        if published_rows != DISTINCTIVE_ROWS:  # a noisy total may be any count
+            assert str(DISTINCTIVE_ROWS) not in _numbers(text), f"the input's rows in the {where}"
     leaked = [
         x for x in _floats(json.loads(man_text)) for s in shares if math.isclose(x, s, abs_tol=1e-9)
     ]

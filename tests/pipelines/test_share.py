@@ -121,3 +121,23 @@ def test_a_rerun_publishes_nothing_new_and_the_copy_is_unchanged(release: Path):
     out = run_release(load_spec(GERMAN), release.parents[1])
     assert out.status == "exists" and Path(out.path) == release
     assert {p: p.read_bytes() for p in (release / "shared").iterdir()} == before
+
+
+def test_what_a_writer_stored_beside_the_data_is_not_ingested(tmp_path: Path):
+    """pandas records its index (with the input's row count) in the file's metadata; a release
+    built from the ingested table must not carry it, whatever the family."""
+    import pandas as pd
+
+    from pipelines.ingest import load_dataset
+    from schemas.spec import DatasetSpec
+
+    frame = pd.DataFrame({"x": range(12347), "y": [0, 1] * 6173 + [0]})
+    frame.index = frame.index + 7  # a RangeIndex pandas stores as metadata
+    frame.to_parquet(tmp_path / "t.parquet")
+    ds = DatasetSpec(
+        path=str(tmp_path / "t.parquet"),
+        columns={"x": {"role": "quasi_identifier"}, "y": {"role": "label", "kind": "binary"}},
+    )
+    table, _ = load_dataset(ds)
+    assert b"pandas" not in (table.schema.metadata or {})
+    assert "12347" not in str(table.schema.metadata) and "12354" not in str(table.schema)
