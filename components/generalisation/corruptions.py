@@ -43,6 +43,12 @@ def _set_column(data: pa.Table, name: str, values: list) -> pa.Table:
     return data.set_column(i, f, pa.array(values, type=f.type))
 
 
+def _row_ids(sidecars) -> np.ndarray:
+    """The input row of each published row (rows are published in an order of their values,
+    not in input order)."""
+    return sidecars["lineage"].column("row_id").to_numpy()
+
+
 def _classes(sidecars) -> np.ndarray:
     return sidecars["lineage"].column("class").to_numpy().copy()
 
@@ -56,10 +62,11 @@ def _with_classes(sidecars, classes: np.ndarray) -> dict:
 def break_truthful_generalisation(g: G.TruthfulGeneralisation, input_table, outputs, sidecars, rng):
     """Publish row 0 with another value of a PND attribute than its own."""
     prep, cur = _labels(input_table, outputs["data"])
+    row = _row_ids(sidecars)[0]
     for d in prep.domains:
         if d.name in g.attributes and d.size > 1:
             lo, hi = (x.copy() for x in cur[d.name])
-            other = (d.ranks[0] + 1) % d.size
+            other = (d.ranks[row] + 1) % d.size
             lo[0] = hi[0] = other
             return {**outputs, "data": _set_labels(outputs["data"], d, lo, hi)}, sidecars
     return None
@@ -78,10 +85,11 @@ def break_class_labels(g: G.ClassLabels, input_table, outputs, sidecars, rng):
             lo[rows], hi[rows] = 0, d.size - 1
             return {**outputs, "data": _set_labels(outputs["data"], d, lo, hi)}, sidecars
     # every label is already global: narrow one member's label to its own value
+    row = _row_ids(sidecars)[0]
     for d in prep.domains:
         lo, hi = (x.copy() for x in cur[d.name])
         if d.name in g.attributes and lo[0] < hi[0] and (classes == classes[0]).sum() > 1:
-            lo[0] = hi[0] = d.ranks[0]
+            lo[0] = hi[0] = d.ranks[row]
             return {**outputs, "data": _set_labels(outputs["data"], d, lo, hi)}, sidecars
     return None
 
@@ -115,7 +123,7 @@ def break_leaf_closeness(g: G.LeafCloseness, input_table, outputs, sidecars, rng
         return None
     cell = 0 if 1 - prep.p_minus > g.t_eff else 1
     classes = _classes(sidecars)
-    classes[prep.cell == cell] = classes.max() + 1
+    classes[prep.cell[_row_ids(sidecars)] == cell] = classes.max() + 1
     return outputs, _with_classes(sidecars, classes)
 
 
@@ -124,7 +132,7 @@ def break_bounded_discrimination(g: G.BoundedDiscrimination, input_table, output
     prep, neg, pos = _decisions(input_table)
     if g.t >= t_max(prep.p_minus) - 1e-9:
         return None
-    values = [neg if p else pos for p in prep.protected]
+    values = [neg if p else pos for p in prep.protected[_row_ids(sidecars)]]
     return {**outputs, "data": _set_column(outputs["data"], prep.decision, values)}, sidecars
 
 
@@ -134,10 +142,11 @@ def break_class_size(g: G.ClassSize, input_table, outputs, sidecars, rng):
         return None
     prep, cur = _labels(input_table, outputs["data"])
     keys = np.column_stack([np.column_stack(cur[d.name]) for d in prep.domains])
+    row_id = _row_ids(sidecars)
     for r in range(min(input_table.num_rows, 200)):
         new = keys.copy()
         for j, d in enumerate(prep.domains):
-            new[r, 2 * j] = new[r, 2 * j + 1] = d.ranks[r]
+            new[r, 2 * j] = new[r, 2 * j + 1] = d.ranks[row_id[r]]
         same = (new == new[r]).all(axis=1).sum()
         if same < g.k:
             data = outputs["data"]

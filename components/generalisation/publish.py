@@ -3,7 +3,10 @@ table, the ``lineage`` sidecar (row_id, class) and the run's metrics. Shared by 
 
 Every PND cell becomes its class's label ``[min, max]`` over the members' ranks (the original
 value where the class holds one); the PD attribute and the decision are copied unchanged and no
-row is added, dropped or reordered.
+row is added or dropped. The rows are published in canonical order
+(``components.core.order.published_order``: sorted by their published values), never in input
+order: whoever knows where a person sits in the input would read their decision and PD value at
+that position. The lineage's ``row_id`` maps each published row back to its input row.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from components.core.order import publish_in_order
 from components.core.result import ComponentResult
 from components.generalisation.inputs import Prepared
 from components.generalisation.measures import MEASURES, bounds
@@ -82,13 +86,14 @@ def release(
     for j, d in enumerate(prep.domains):
         i = table.schema.get_field_index(d.name)
         table = table.set_column(i, d.field(table.schema.field(i)), d.to_arrow(lo[:, j], hi[:, j]))
-    # one chunk per column: the bytes of a release must not depend on how the input was chunked
-    # (the orchestrators hand it over through Parquet, the CLI in memory)
-    table = table.combine_chunks()
     n = table.num_rows
     sidecar = pa.table(
         {"row_id": pa.array(np.arange(n), pa.int64()), "class": pa.array(classes, pa.int64())}
     )
+    # rows in an order of the published values alone, the lineage permuted with them; one
+    # chunk per column: the bytes of a release must not depend on how the input was chunked
+    # (the orchestrators hand it over through Parquet, the CLI in memory)
+    table, sidecar = publish_in_order(table, sidecar)
     t_eff = prep.t_eff(params.t)
     sizes = np.bincount(classes)
     generalised = (hi > lo).sum(axis=0)

@@ -25,6 +25,7 @@ from components.core.metrics import (
     positive_ratio,
     t_closeness_binary,
 )
+from components.core.order import publish_in_order
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import block_sizes, group_rows
@@ -272,8 +273,10 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     -------
     ComponentResult
         ``outputs["data"]``: the fairlets (QIs as group means with ``microaggregate``, one-hot
-        shares for nominal QIs), labels corrected; ``sidecars["lineage"]``: input row, group,
-        rank and seed flag of each published row.
+        shares for nominal QIs), labels corrected, rows in canonical order
+        (``components.core.order.published_order``: sorted by their published values, so the
+        order reveals neither the input's nor the grouping's); ``sidecars["lineage"]``: input
+        row, group, rank and seed flag of each published row.
 
     Raises
     ------
@@ -290,7 +293,8 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     Examples
     --------
     Toy A of the specification (section 1.9): five rows give two (1, 1)-fairlets; the leftover
-    favoured row is dropped and the unfavoured negative of the first fairlet is relabelled:
+    favoured row is dropped and the unfavoured negative of the first fairlet is relabelled (the
+    rows come sorted by their published values):
 
     >>> import pyarrow as pa
     >>> from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
@@ -302,9 +306,9 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     ...     "PA": ["F", "F", "F", "U", "U"], "y": [1, 0, 1, 0, 0]}), roles)
     >>> r = fair_mdav(t, FairMDAVParams(m=1, n=1, tau=1.0))
     >>> r.outputs["data"].column("X").to_pylist()
-    [0.99, 0.99, 0.04, 0.04]
+    [0.04, 0.04, 0.99, 0.99]
     >>> r.outputs["data"].column("y").to_pylist()
-    [1, 1, 0, 0]
+    [0, 0, 1, 1]
     """
     t0 = time.perf_counter()
     table, roles, warnings = prepare(table)
@@ -382,6 +386,12 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
         cols[c.name] = col
         out_roles.append(c)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
+    lineage = lineage_table(
+        order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
+    )
+    # published in an order of the published values alone, never in grouping order (which
+    # anyone who knows the QIs can replay); the lineage keeps the map
+    out, lineage = publish_in_order(out, lineage)
     t4 = time.perf_counter()
 
     p_dump = params.model_dump(mode="json")
@@ -418,9 +428,6 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     )
     metrics.update(summary)
     warnings += notes
-    lineage = lineage_table(
-        order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
-    )
     timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "correct_s": t3 - t2, "assemble_s": t4 - t3}
     return ComponentResult(
         "fair_mdav",

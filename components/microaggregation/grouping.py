@@ -71,8 +71,9 @@ def first_max(d: np.ndarray) -> int:
 
 @dataclass
 class Grouping:
-    """Groups in creation order. ``members[g]`` lists row positions in output order;
-    ``seeds[g]`` is the row the group was built around."""
+    """Groups in creation order. ``members[g]`` lists row positions in the order the group
+    took them (their ``rank`` in the lineage; the release itself is published sorted by its
+    values, ``components.core.order``); ``seeds[g]`` is the row the group was built around."""
 
     n_rows: int
     members: list[np.ndarray] = field(default_factory=list)

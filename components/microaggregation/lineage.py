@@ -1,5 +1,10 @@
 """The lineage sidecar of a microaggregation release (internal: input row positions are
-linkable, so it is never distributed with the data)."""
+linkable, so it is never distributed with the data).
+
+It is built in grouping order and then permuted with the published table
+(``components.core.order.publish_in_order``): lineage row i describes published row i, and
+``group`` (creation order) with ``rank`` (position in the group) keep the grouping order that
+the published rows no longer show."""
 
 from __future__ import annotations
 

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from components.core.inputs import require_rows
 from components.core.metrics import demographic_parity_difference, positive_ratio
+from components.core.order import publish_in_order
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import group_rows
@@ -78,7 +79,9 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     Returns
     -------
     ComponentResult
-        ``outputs["data"]``: QIs replaced by their group mean (one-hot shares for nominal QIs);
+        ``outputs["data"]``: QIs replaced by their group mean (one-hot shares for nominal QIs),
+        rows in canonical order (``components.core.order.published_order``: sorted by their
+        published values, so the order reveals neither the input's nor the grouping's);
         ``sidecars["lineage"]``: input row, group, rank and seed flag of each published row.
 
     Raises
@@ -143,6 +146,9 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     lineage = lineage_table(
         order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
     )
+    # published in an order of the published values alone, never in grouping order (which
+    # anyone who knows the QIs can replay); the lineage keeps the map
+    out, lineage = publish_in_order(out, lineage)
     timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "assemble_s": time.perf_counter() - t2}
     pass_names = tuple(c.name for c in passthrough)
     return ComponentResult(

@@ -213,7 +213,9 @@ def publish_qis(
     publish: str, table: pa.Table, enc: EncodedQIs, grouping: Grouping
 ) -> tuple[dict[str, pa.Array], list, dict]:
     """(published QI columns in grouping order, their roles, information loss). The
-    information loss is the paper's (Eq. 3), measured on the exact group means."""
+    information loss is the paper's (Eq. 3), measured on the exact group means. The caller
+    publishes the assembled table in canonical order (``components.core.order``), never in
+    grouping order, which anyone who knows the QIs can replay."""
     onehot = publish == "onehot"
     cols, il = microaggregate(enc, grouping, columns=onehot)
     if onehot:

@@ -52,7 +52,10 @@ def test_every_itemset_within_the_bounds_at_t_eff(case):
 @given(case=CASES)
 def test_structure(case):
     table, prep, t, k, result = _run(*case)
-    cls = result.sidecars["lineage"].column("class").to_numpy()
+    lineage = result.sidecars["lineage"]
+    # each input row's class (the rows are published in an order of their values)
+    cls = np.empty(table.num_rows, dtype=np.int64)
+    cls[lineage.column("row_id").to_numpy()] = lineage.column("class").to_numpy()
     sizes = np.bincount(cls)
     assert sizes.sum() == table.num_rows and (sizes > 0).all()  # I1: a partition
     assert sizes.min() >= max(k, 1)  # I4 / C7

@@ -270,11 +270,13 @@ def partition_no_drops(plain, **_) -> Case:
 
 
 def change_pa(fair, **_) -> Case:
-    """Flip the protected attribute of published row 0 (an unfavoured member of group 0)."""
-    assert fair.table.column("PA")[0].as_py() == 0
+    """Flip the protected attribute of an unfavoured member of group 0 (found through the
+    lineage: rows are published in an order of their values, not in grouping order)."""
+    rows = group_rows(fair, 0)
+    pos = int(rows[fair.table.column("PA").to_numpy()[rows] == 0][0])
 
     def f(df):
-        df.loc[0, "PA"] = 1
+        df.loc[pos, "PA"] = 1
 
     return Case(edit(fair.table, f), lineage_of(fair), [])
 
@@ -289,9 +291,10 @@ def fairlet_composition(fair, **_) -> Case:
 
 def fairlet_composition_moved_row(fair, **_) -> Case:
     """Move one row of group 0 into group 1 in the lineage sidecar."""
+    pos = int(group_rows(fair, 0)[0])
 
     def f(df):
-        df.loc[0, "group"] = 1
+        df.loc[pos, "group"] = 1
 
     return Case(
         fair.table,
@@ -387,9 +390,10 @@ def fairlet_count(fair, **_) -> Case:
 
 def group_size_range(plain, **_) -> Case:
     """Move one row of MDAV group 0 into group 1: group 0 has k-1 rows."""
+    pos = int(group_rows(plain, 0)[0])
 
     def f(df):
-        df.loc[0, "group"] = 1
+        df.loc[pos, "group"] = 1
 
     return Case(
         plain.table,

@@ -149,7 +149,10 @@ def random_table(seed: int, n_rows: int, ties: str | None) -> tuple[pa.Table, li
 
 
 def lineage_groups(result) -> tuple[list[list[int]], list[int]]:
-    lin = result.sidecars["lineage"].to_pandas()
+    """(members of each group, seed of each group), groups in creation order and members in
+    the order the group took them, as the lineage records them (``group``, ``rank``): the
+    published rows come in an order of their values, not in grouping order."""
+    lin = result.sidecars["lineage"].to_pandas().sort_values(["group", "rank"], kind="stable")
     groups = [list(g["row_id"]) for _, g in lin.groupby("group", sort=True)]
     seeds = list(lin.loc[lin["is_seed"], "row_id"])
     return groups, seeds
