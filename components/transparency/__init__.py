@@ -17,13 +17,44 @@ of ``decisions: model``, which is fitted on the records themselves (``cells`` mo
 ('transparency', ['atr'])
 """
 
-from components.core.descriptor import Algorithm, Family, KindCheck, Metric
+from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
 from components.transparency import guarantees as G
 from components.transparency.params import ATRParams
 
 __all__ = ["FAMILY", "ATR", "ATRParams"]
 
 _P = "components.transparency"
+
+# What a report's shareable copy holds besides its three tables: only what follows from the
+# announced mapping (the published tables) and the public parameters. The count of cells and
+# groups, the fidelity, beta*_global and the fairness rows are read off the published tables;
+# ``decisions`` says what made the decisions (its source, and a model's kind, target, features
+# and training share: parameters and column roles). With the owner stay everything computed
+# from the true rule D or the input: C* (the confidence under D), beta_min (a function of the
+# cell masses, which the tables do not publish), the solver's cases, the largest change of a
+# rule, the record count and the model card's sizes, accuracies and exact positive rate, and the
+# trade-off figure (beta*_g swept over the fidelity on D). Published together, C*, a sweep on D
+# and an exact positive rate give a group's true rules and the true parity back (issue 21;
+# tests/transparency/test_attack_true_rules.py).
+PUBLIC = Disclosure(
+    metrics=("cells", "groups", "fidelity_mode", "fidelity", "beta_global", "fairness",
+             "decisions"),
+    figures=("privacy_by_group", "fairness_intervals"),
+    covers=(
+        "For every data subject, decision and private value, an adversary who knows the "
+        "distribution of the cells and reads the announced rules as the true ones is at most "
+        "beta* confident about the subject's private attributes (per QID group, the smallest "
+        "confidence the stated fidelity allows); every announced rule is within that fidelity "
+        "of the true rule, and every fairness interval, computed from the announced rates and "
+        "the fidelity alone, holds the true value."
+    ),
+    does_not_cover=(
+        "A reader who also knows the mechanism reads the true rule of a cell announced at an "
+        "end of its fidelity interval (announced -+ (1 - delta)), which the optimum forces "
+        "in the beta_0, beta_1 and beta_p cases (spec L1); confidence about one of several "
+        "private attributes on its own (A3); several reports on the same data (L5)."
+    ),
+)  # fmt: skip
 
 ATR = Algorithm(
     name="atr",
@@ -46,7 +77,8 @@ ATR = Algorithm(
         Metric("max_abs_change", "largest change of an announced rule"),
         Metric("cases", "groups per optimum case"),
         Metric("fairness", "fairness measures (announced, interval of the true value)"),
-        Metric("model", "model that made the decisions"),
+        Metric("decisions", "what made the decisions"),
+        Metric("model", "model card (owner only: sizes, accuracies, positive rate)"),
     ),
     figures=f"{_P}.figures:figures",
     outputs=("decision_rules", "fairness", "privacy_summary"),
@@ -54,6 +86,7 @@ ATR = Algorithm(
     paper="Chen, Golubchik, Pal, Achieving Transparency Report Privacy in Linear Time, "
     "ACM JDIQ 14(2), 2022",
     row_level=False,
+    public=PUBLIC,
 )
 
 

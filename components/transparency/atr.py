@@ -1,18 +1,26 @@
 """The ATR privacy component (spec 7.3): cells, fidelity bounds, the corrected solver, the
 fairness measures, and the three public tables plus the internal audit tables.
 
-Public outputs (everything computed from the announced mapping D~, never from D):
+Public outputs (everything computed from the announced mapping D~, the cell populations the
+adversary is assumed to know, and the parameters; never from D):
 
 - ``decision_rules``: one row per cell, its key and the announced D~_1, D~_0 (and its
   population with ``include_population``);
 - ``fairness``: SP, CSP per stratum and the p%-rule, announced, with the fidelity's distortion
-  bound and an interval guaranteed to contain the true value;
+  bound and an interval that holds the true value, its ends computed from the announced rates
+  and the fidelity alone (``fairness.announced_rows`` is never given D);
 - ``privacy_summary``: beta*_g per QID group and beta*_global, the largest confidence an
-  adversary reading D~ as the true mapping can reach about a subject's private attributes.
+  adversary reading D~ as the true mapping can reach about a subject's private attributes,
+  recomputed from D~ (it equals the solver's optimum, C3).
 
 Internal sidecars (never published): ``audit_cells`` (true rule, bounds, confidences before
-and after), ``audit_groups`` (the solver's candidates and case), ``training`` (which records
-trained the model, with ``decisions: model``).
+and after), ``audit_groups`` (the solver's candidates and case), ``audit_fairness`` (the true
+values), ``training`` (which records trained the model, with ``decisions: model``).
+
+Metrics: the public ones (``ATR.public``) are read off the public tables or the parameters;
+``c_star_global``, ``beta_min_global``, ``cases``, ``max_abs_change``, ``unprotectable_groups``,
+``records`` and the model card (``model``) are computed from D or the input and stay with the
+owner.
 
 >>> from components.transparency.examples import golden_cells
 >>> r = atr(golden_cells(), ATRParams(delta=0.9, decisions="cells"))
@@ -30,13 +38,13 @@ import pyarrow as pa
 from components.core.result import ComponentResult
 from components.transparency.cells import Cells, build_cells
 from components.transparency.contract import contract
-from components.transparency.fairness import default_measures, measure_rows
+from components.transparency.fairness import announced_rows, default_measures, measure_rows
 from components.transparency.fidelity import fidelity_bounds
 from components.transparency.params import ATRParams
 from components.transparency.scheme import adversary_confidence, solve
 from schemas.errors import InputError
 
-__all__ = ["atr", "protect_cells", "NOTICE", "PUBLIC_FAIRNESS"]
+__all__ = ["atr", "protect_cells", "NOTICE", "PUBLIC_FAIRNESS", "PUBLIC_MODEL_FIELDS"]
 
 NOTICE = (
     "decision rules and measures are perturbed for privacy within the stated fidelity; "
@@ -48,6 +56,10 @@ PUBLIC_FAIRNESS = (
     "distortion_bound", "rate_bound", "true_value_lower", "true_value_upper", "pr_threshold_p",
     "pr_satisfied_announced",
 )  # fmt: skip
+
+
+PUBLIC_MODEL_FIELDS = ("kind", "target", "features", "train_fraction")
+"""The model card's fields that are parameters or column roles (``metrics.decisions``)."""
 
 
 def _confidences(group, p, d):
@@ -87,14 +99,13 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
         n: np.asarray(cells.keys.column(n).to_pylist(), dtype=object)
         for n in cells.keys.column_names
     }
+    measures = _measures(params, cells, keys)
+    # the published rows never see the true rule; the audit rows add the true values
+    public_rows = announced_rows(
+        measures, keys, cells.population, d_ann, params.fidelity, params.level
+    )
     rows = measure_rows(
-        _measures(params, cells, keys),
-        keys,
-        cells.population,
-        cells.d1,
-        d_ann,
-        params.fidelity,
-        params.level,
+        measures, keys, cells.population, cells.d1, d_ann, params.fidelity, params.level
     )
     n_cells = len(d_ann)
 
@@ -104,7 +115,7 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
     if params.include_population:
         rules["population"] = pa.array(cells.population, pa.float64())
     fairness = pa.Table.from_pylist(
-        [{k: r[k] for k in PUBLIC_FAIRNESS} for r in rows],
+        [{k: r[k] for k in PUBLIC_FAIRNESS} for r in public_rows],
         schema=pa.schema(
             [(k, pa.string()) for k in PUBLIC_FAIRNESS[:6]]
             + [(k, pa.float64()) for k in ("rate_group_1", "rate_group_2", "value")]
@@ -114,12 +125,16 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
             + [("pr_satisfied_announced", pa.bool_())]
         ),
     )  # fmt: skip
+    # beta*_g as published: the confidence recomputed from the announced mapping and P (equal
+    # to the solver's optimum within 1e-9, C3), so the summary is a function of what it states
+    achieved = adversary_confidence(cells.group, cells.p, d_ann, tol=1e-9)
+    beta_published = float(np.nanmax(achieved))
     first = np.zeros(len(sol.groups), dtype=np.int64)
     first[sol.cell_group[::-1]] = np.arange(n_cells)[::-1]
     summary = {
         "scope": ["group"] * len(sol.groups) + ["global"],
         **{n: [cells.keys.column(n)[int(i)].as_py() for i in first] + [None] for n in cells.public},
-        "max_adversary_confidence": [*map(float, sol.beta), float(sol.beta_global)],
+        "max_adversary_confidence": [*map(float, achieved), beta_published],
         "fidelity_mode": [params.fidelity] * (len(sol.groups) + 1),
         "fidelity_value": [params.level] * (len(sol.groups) + 1),
         "notice": [NOTICE] * (len(sol.groups) + 1),
@@ -144,7 +159,6 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
         }
     )
     c_star = adversary_confidence(cells.group, cells.p, cells.d1)
-    achieved = adversary_confidence(cells.group, cells.p, d_ann, tol=1e-9)
     audit_groups = pa.table(
         {
             "group": pa.array(np.arange(len(sol.groups)), pa.int64()),
@@ -194,7 +208,7 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
         "groups": len(sol.groups),
         "fidelity_mode": params.fidelity,
         "fidelity": params.level,
-        "beta_global": float(sol.beta_global),
+        "beta_global": beta_published,
         "c_star_global": float(np.nanmax(c_star)),
         "beta_min_global": float(np.nanmax(sol.betamin)),
         "unprotectable_groups": unprot,
@@ -204,10 +218,12 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
             f"{r['measure']}{'' if r['condition_value'] is None else ':' + r['condition_value']}": {
                 "announced": r["value"], "interval": [r["true_value_lower"], r["true_value_upper"]],
             }
-            for r in rows
+            for r in public_rows
         },
     }  # fmt: skip
-    if cells.model is not None:
+    metrics["decisions"] = {"source": params.decisions}
+    if cells.model is not None:  # the card's parameters and roles; its fit stays in "model"
+        metrics["decisions"] |= {k: cells.model[k] for k in PUBLIC_MODEL_FIELDS}
         metrics["model"] = cells.model
     return ComponentResult(
         component="atr",

@@ -45,11 +45,16 @@ def break_announced(g, input_table, outputs, sidecars, rng):
 
 
 def break_fidelity(g, input_table, outputs, sidecars, rng):
-    """Flip a cell's announced rule to the far end of [0, 1] (delta = 0 allows any rule)."""
-    if g.fidelity == "delta" and g.level <= 0:
+    """Announce the cell whose true rule is farthest from 1/2 at the end of [0, 1] farthest
+    from that rule (none breaks delta-fidelity when every true rule is within 1 - delta of
+    both ends: delta = 0, or every rule 1/2 at delta <= 1/2)."""
+    true = np.asarray(sidecars["audit_cells"].column("d1_true").to_pylist(), dtype=float)
+    far = np.maximum(true, 1.0 - true)
+    i = int(np.argmax(far))
+    if g.fidelity == "delta" and far[i] <= 1 - g.level + 1e-6:
         return None
     d1 = _announced(outputs)
-    d1[0] = 0.0 if d1[0] >= 0.5 else 1.0
+    d1[i] = 0.0 if true[i] >= 0.5 else 1.0
     return _rules(outputs, d1), sidecars
 
 

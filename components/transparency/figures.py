@@ -1,6 +1,15 @@
-"""Report figures of the transparency family: the privacy-fidelity trade-off per QID group
-(spec 5.1, Fig. 5: beta*_g against the fidelity level, recomputed in closed form from the input)
-and each published fairness measure with the interval that holds its true value."""
+"""Report figures of the transparency family.
+
+- ``privacy_by_group`` (public): beta*_g of the most exposed QID groups and beta*_global, read
+  off the published privacy summary;
+- ``fairness_intervals`` (public): each published fairness measure with the interval that holds
+  its true value, read off the published fairness table;
+- ``tradeoff`` (owner only): the privacy-fidelity trade-off per QID group (spec 5.1, Fig. 5:
+  beta*_g against the fidelity level, recomputed in closed form from the input). It is a sweep
+  over the true rule D: its curves, with C* at fidelity 1, give a group's true rules back, so
+  it is drawn only when the input table is given (the owner's report), never in the shareable
+  copy (``ATR.public.figures``).
+"""
 
 from __future__ import annotations
 
@@ -60,6 +69,37 @@ def _tradeoff(man: dict, outputs: dict, input_table: pa.Table | None) -> Figure 
     return Figure("tradeoff", svg, cap)
 
 
+MAX_BARS = 12
+_SUMMARY_FIELDS = ("scope", "max_adversary_confidence", "fidelity_mode", "fidelity_value", "notice")
+
+
+def _privacy(outputs: dict) -> Figure | None:
+    s = outputs.get("privacy_summary")
+    if s is None or s.num_rows == 0 or "max_adversary_confidence" not in s.column_names:
+        return None
+    keys = [c for c in s.column_names if c not in _SUMMARY_FIELDS]
+    rows = s.to_pylist()
+    groups = [r for r in rows if r.get("scope") == "group"]
+    glob = [r for r in rows if r.get("scope") == "global"]
+
+    def name(r: dict) -> str:
+        return ", ".join(f"{k} = {r[k]}" for k in keys) or "group"
+
+    top = sorted(groups, key=lambda r: (-r["max_adversary_confidence"], name(r)))[:MAX_BARS]
+    cats = [name(r) for r in top] + ["report (max over groups)" for _ in glob[:1]]
+    vals = [r["max_adversary_confidence"] for r in top + glob[:1]]
+    svg = plots.bar_chart(
+        cats, vals, title="Largest adversary confidence per QID group", y_label="beta*"
+    )
+    cap = (
+        f"beta*_g, the largest confidence an adversary who reads the announced rules as the "
+        f"true ones gets about a data subject's private attributes, for the "
+        f"{len(top)} most exposed of {len(groups)} QID groups, and beta* of the report; "
+        "recomputed from the published rules."
+    )
+    return Figure("privacy_by_group", svg, cap)
+
+
 def _fairness(outputs: dict) -> Figure | None:
     f = outputs.get("fairness")
     if f is None or f.num_rows == 0:
@@ -84,4 +124,7 @@ def _fairness(outputs: dict) -> Figure | None:
 
 
 def figures(man: dict, outputs: dict, input_table, sidecars: dict) -> list[Figure]:
-    return [f for f in (_tradeoff(man, outputs, input_table), _fairness(outputs)) if f is not None]
+    """The owner's figures; with ``input_table=None`` (the shareable copy) only those drawn
+    from the published tables."""
+    drawn = (_privacy(outputs), _fairness(outputs), _tradeoff(man, outputs, input_table))
+    return [f for f in drawn if f is not None]

@@ -3,7 +3,10 @@
 ``decide`` trains a scikit-learn classifier on a seeded share of the records (features: the
 ``quasi_identifier``, ``public`` and ``sensitive`` columns; target: the label) and lets it decide
 every record, as the company's model would. The model card (kind, features, split sizes and
-seed, accuracy on both parts) goes into the run's metrics and so into the manifest; which rows
+seed, accuracy on both parts, positive rate) goes into the run's metrics (``model``), which stay
+with the owner: its accuracies and exact positive rate are functions of the true decisions (the
+positive rate with the report's group rates gives the true parity back). Only its parameters
+and roles (kind, target, features, training share) are public (``decisions``); which rows
 trained it is the internal ``training`` sidecar.
 """
 

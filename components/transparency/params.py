@@ -46,7 +46,10 @@ class ATRParams(Params):
     delta: float = Field(0.9, ge=0.0, le=1.0, description="delta-fidelity level")
     alpha: float | None = Field(None, gt=0.0, le=1.0, description="alpha-fidelity level")
     allocation: Literal["paper", "nearest"] = Field(
-        "paper", description="ALLOCATE's start: the lower bounds (paper) or the true masses"
+        "paper",
+        description="ALLOCATE's start: the lower bounds (paper; the flat level in a beta_min "
+        "group) or the true masses (nearest: more cells keep their true rule, which a reader "
+        "who knows the mechanism then reads off the report)",
     )
     decisions: Literal["label", "model", "cells"] = Field(
         "label",

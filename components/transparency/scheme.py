@@ -34,20 +34,53 @@ and the optimum is ``beta*_g = max{beta_0, beta_1, beta_p, beta_min}``. The case
 ``beta = beta*`` a mapping is feasible iff each cell's joint mass lies in
 ``[lo_x(S), hi_x(S)]`` with ``lo_x(S) = max(P L, P - beta (N - S))`` and
 ``hi_x(S) = min(P H, beta S)`` and the masses add up to ``S``. ``S`` is ``S_hi = N - M0/beta``
-(case beta0), ``S_lo = M1/beta`` (cases beta1 and betap), or, when ``beta_min`` strictly
-dominates, the true positive mass ``sum P D_1`` clamped into the feasible range ``[g_l, f_r]``
-found by bisection (``SELECT_S``; the midpoint of the range when ``D_1`` is not given).
-ALLOCATE starts every cell at ``lo_x(S)`` (``alloc="paper"``, the paper's ALLOCATION) or at its
-true mass clamped into ``[lo_x(S), hi_x(S)]`` (``alloc="nearest"``), then fills (or drains) the
-residual greedily in input order. The residual is computed from masses, so a cell that is both
-``x^1`` and ``x^0`` is not counted twice (E2).
+(case beta0), ``S_lo = M1/beta`` (cases beta1 and betap), or the flat level's mass (case
+betamin, below). ALLOCATE starts every cell at ``lo_x(S)`` (``alloc="paper"``, the paper's
+ALLOCATION; in the betamin case at the flat level) or at its true mass clamped into
+``[lo_x(S), hi_x(S)]`` (``alloc="nearest"``), then fills (or drains) the residual greedily in
+input order. The residual is computed from masses, so a cell that is both ``x^1`` and ``x^0``
+is not counted twice (E2).
+
+**The betamin case: S from the bounds, never from D_1** (the paper does not reach this case;
+spec A6 leaves its choice open). When ``beta_min`` strictly dominates, a whole range
+``[g_l, f_r]`` of ``S`` is feasible (the ends found by bisection, ``SELECT_S``). The spec's
+reference takes the true mass ``sum P D_1`` clamped into it, which announces the group's true
+positive rate whenever that is feasible: a reader who sees a group's beta* equal its floor
+``max P / N`` reads the true rate off the report, and with any other true total (a model
+card's overall positive rate) the other groups' true rates and the true parity too. Here ``S``
+is ``clamp(c N, g_l, f_r)`` with the group's *flat level* ``c``: the level at which announcing
+every cell at ``clamp(c, L, H)`` gives the group the mass ``c N``. When the intervals have no
+common point, ``c`` is unique, a weighted mean of the ends at which cells are clamped; when
+they share ``[max L, min H]``, every level of it qualifies and ``c`` is the number with the
+fewest decimals in it (``_round_level``: it stays put when the bounds move a little). ALLOCATE
+starts every cell at ``clamp(P S / N, lo_x(S), hi_x(S))``. When ``c N`` is feasible that is the
+solution (residual 0), announced exactly as ``clamp(c, L, H)``: the P-maximal cells announce
+``S / N = c`` (Corollary 1), every cell whose interval holds the level announces the level, the
+others the end of their interval nearest to it; with a common part the whole group announces
+``c`` and every posterior equals its prior. When ``c N`` is not feasible (the level misses a
+P-maximal cell's interval, or a privacy cap binds), ``S`` is the nearer end of ``[g_l, f_r]``
+and the fill moves cells off the level.
+
+**What a reader who knows the mechanism learns** (spec section 8, L1; outside the guarantee,
+which bounds the confidence of a reader who takes ``D~`` for ``D``). The announced mapping is
+a function of ``(P, L, H)`` only. In delta mode ``L`` and ``H`` are ``D_1 -+ (1 - delta)``
+clipped to [0, 1], so a cell announced at an unclipped end of its interval gives its true rule
+away (``D~ +- (1 - delta)``). The paper's optimum forces such cells: case beta0 announces every
+cell at ``max(L, 1 - M0/P)`` and ``x^0`` at ``H``, case beta1 every cell at ``min(H, M1/P)``
+and ``x^1`` at ``L`` (both solutions are unique), case betap ``x^1`` at ``L`` and ``x^0`` at
+``H``. In the betamin case only the cells whose interval misses the flat level sit at an end.
+A cell announced at the level strictly inside its interval is announced the same for every
+true rule that keeps the level inside: its rule, and the group's true rate, are known only to
+within ``1 - delta`` of the level. ``alloc="nearest"`` announces the true rule of every cell it
+does not move: it buys fidelity with exactly this exposure.
 
 **Vectorisation.** Cells are stably sorted by group (skipped when ``group`` is already sorted),
 so the cell order within a group is the input order. Every per-group quantity is a segment
 reduction (``np.add.reduceat``, ``np.maximum.reduceat``; the first argmax is a
 ``np.minimum.reduceat`` over positions), ALLOCATE's greedy fill is a segment cumulative sum
 (in input order, in exact fixed-point arithmetic, reset at every group),
-and the ``SELECT_S`` bisection runs for all the groups that need it at once, for at most
+and the bisections of the betamin case (the flat level, ``SELECT_S``'s ``f_r`` and ``g_l``)
+each run for all the groups that need them at once, for at most
 ``BISECTION_ITERATIONS`` steps (it stops early only at a fixed point, which does not change the
 result). Cost: O(number of cells) plus the sort, and a bounded number of extra passes over the
 cells of ``beta_min`` groups.
@@ -273,13 +306,20 @@ class _Cells:
         return np.add.reduceat(u0, self.starts) - T
 
 
-def _subset(sel: np.ndarray, P, L, H, beta, N, counts) -> _Cells:
-    """The cells of the groups ``sel`` (indices into the populated groups), compacted."""
+def _segments(sel: np.ndarray, counts: np.ndarray):
+    """(positions of the cells of the groups ``sel``, their segment starts, their counts), the
+    groups ``sel`` (ascending indices into the populated groups) compacted in their order."""
     keep = np.zeros(counts.shape[0], dtype=bool)
     keep[sel] = True
     cells = np.flatnonzero(np.repeat(keep, counts))
     sub_counts = counts[sel]
     sub_starts = np.concatenate(([0], np.cumsum(sub_counts)[:-1]))
+    return cells, sub_starts, sub_counts
+
+
+def _subset(sel: np.ndarray, P, L, H, beta, N, counts) -> _Cells:
+    """The cells of the groups ``sel`` (indices into the populated groups), compacted."""
+    cells, sub_starts, sub_counts = _segments(sel, counts)
     return _Cells(P[cells], L[cells], H[cells], beta[sel], N[sel], sub_starts, sub_counts)
 
 
@@ -307,31 +347,86 @@ def _bisect_left_end(cells: _Cells, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return _bisect(lambda c: ~(cells.G(c) >= 0), a, b)[1]
 
 
+def _round_level(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Per pair, a level in ``[a, b]`` chosen from the interval alone: the number with the
+    fewest decimals in it and strictly inside (0, 1), the one nearest the interval's midpoint
+    when several have as few; ``a`` when ``a = b``; the midpoint when no decimal of up to 17
+    digits fits. It does not move when ``a`` and ``b`` move a little (unless an end crosses
+    the chosen number), so it tells a reader no more than that it lies in ``[a, b]``.
+
+    >>> _round_level(np.array([0.0, 0.0, 0.9, 0.23, 0.4]), np.array([1.0, 0.1, 1.0, 0.27, 0.4]))
+    array([0.5 , 0.1 , 0.9 , 0.25, 0.4 ])
+    """
+    mid = (a + b) / 2
+    out = np.where(a < b, mid, a)
+    todo = np.flatnonzero(a < b)
+    for k in range(1, 18):
+        if not todo.shape[0]:
+            break
+        scale = 10.0**k
+        x = mid[todo] * scale
+        near = np.rint(x)
+        pick = np.full(todo.shape[0], np.nan)
+        for n in (near + np.where(x >= near, 1.0, -1.0), near):  # the nearest is tried last
+            q = n / scale
+            ok = (q >= a[todo]) & (q <= b[todo]) & (q > 0.0) & (q < 1.0)
+            pick = np.where(ok, q, pick)
+        found = ~np.isnan(pick)
+        out[todo[found]] = pick[found]
+        todo = todo[~found]
+    return out
+
+
+def _flat_level(P, L, H, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Per group (contiguous populated cells), the level ``c`` at which announcing every cell
+    at ``clamp(c, L, H)`` puts the group's announced positive mass at ``c N``.
+
+    ``phi(c) = sum_x P (clamp(c, L, H) - c)`` is non-increasing, positive below ``min H`` when
+    ``max L > min H`` and negative above ``max L``. When ``max L <= min H`` every level of
+    ``[max L, min H]`` is a root (every cell's interval holds it): the level is then
+    ``_round_level`` of that interval. Otherwise the root is unique and found by bisection on
+    ``[min H, max L]``; it is a weighted mean of the ends at which the other cells are clamped
+    (``sum_clamped P bound / sum_clamped P``), so it depends on no rule of a cell announced at
+    the level itself.
+    """
+    a = np.maximum.reduceat(L, starts)
+    b = np.minimum.reduceat(H, starts)
+    level = np.empty(a.shape[0])
+    flat = a <= b
+    level[flat] = _round_level(a[flat], b[flat])
+    rest = np.flatnonzero(~flat)
+    if rest.shape[0]:
+        cells, s2, c2 = _segments(rest, counts)
+        Pr, Lr, Hr = P[cells], L[cells], H[cells]
+
+        def above(c: np.ndarray) -> np.ndarray:  # phi(c) > 0: the root lies above c
+            cc = np.repeat(c, c2)
+            up = np.add.reduceat(Pr * np.maximum(Lr - cc, 0.0), s2)
+            down = np.add.reduceat(Pr * np.maximum(cc - Hr, 0.0), s2)
+            return up > down
+
+        level[rest] = _bisect(above, b[rest], a[rest])[1]
+    return level
+
+
 def _select_s(
-    sel: np.ndarray,
-    S_true: np.ndarray | None,
-    S_lo: np.ndarray,
-    S_hi: np.ndarray,
-    cells_of,
+    sel: np.ndarray, target: np.ndarray, S_lo: np.ndarray, S_hi: np.ndarray, cells_of
 ) -> np.ndarray:
-    """``SELECT_S`` for the groups ``sel`` (where ``beta_min`` strictly dominates).
+    """``S`` for the groups ``sel`` (where ``beta_min`` strictly dominates): ``target`` (one
+    per group of ``sel``) clamped into the feasible range ``[g_l, f_r]``.
 
     ``f_r`` is ``S_hi`` if ``F(S_hi) >= 0``, else the bisection end on ``[S_lo, S_hi]``; ``g_l``
-    likewise with ``G`` from the left. The result is ``clamp(S_true, g_l, f_r)``, or
-    ``(g_l + f_r) / 2`` without ``D_1``. ``f_r`` (``g_l``) is only computed for the groups whose
-    ``S_true`` lies above it (below it), which gives the same clamp.
+    likewise with ``G`` from the left. ``f_r`` (``g_l``) is only computed for the groups whose
+    target lies above it (below it), which gives the same clamp.
     """
     lo, hi = S_lo[sel], S_hi[sel]
-    if S_true is None:
-        need_fr = need_gl = np.ones(sel.shape[0], dtype=bool)
-    else:
-        t = S_true[sel]
-        need_fr, need_gl = t >= hi, t <= lo
-        inner = np.flatnonzero(~need_fr & ~need_gl)
-        if inner.shape[0]:
-            cells = cells_of(sel[inner])
-            need_fr[inner] = cells.F(t[inner]) < 0
-            need_gl[inner] = cells.G(t[inner]) < 0
+    t = target
+    need_fr, need_gl = t >= hi, t <= lo
+    inner = np.flatnonzero(~need_fr & ~need_gl)
+    if inner.shape[0]:
+        cells = cells_of(sel[inner])
+        need_fr[inner] = cells.F(t[inner]) < 0
+        need_gl[inner] = cells.G(t[inner]) < 0
     fr = np.full(sel.shape[0], np.inf)
     gl = np.full(sel.shape[0], -np.inf)
     for need, is_right in ((need_fr, True), (need_gl, False)):
@@ -352,9 +447,7 @@ def _select_s(
             if bis.shape[0]:
                 end[bis] = _bisect_left_end(cells_of(sel[idx[bis]]), a[bis], b[bis])
             gl[idx] = end
-    if S_true is None:
-        return (gl + fr) / 2
-    return np.minimum(np.maximum(S_true[sel], gl), fr)
+    return np.minimum(np.maximum(t, gl), fr)
 
 
 # ------------------------------------------------------------------------------------ solver
@@ -418,11 +511,12 @@ def solve(
 ) -> Solution:
     """Announced mapping with the smallest worst-case adversary confidence, per QID group.
 
-    Implements spec section 3.7 (``SOLVE_GROUP`` for every group at once):
+    Implements spec section 3.7 (``SOLVE_GROUP`` for every group at once), the betamin case
+    excepted:
     ``beta*_g = max{beta_0, beta_1, beta_p, beta_min}`` (Theorem 1 with the ``beta_min`` term,
     E1; ``beta_a = 0`` when ``M_a = 0``, E3), ``S = S_hi``, ``S_lo`` or ``SELECT_S()`` by case,
-    then ``ALLOCATE(S)`` with the mass-based residual (E2). See the module docstring for the
-    formulas.
+    then ``ALLOCATE(S)`` with the mass-based residual (E2); in the betamin case ``S`` is the
+    flat level's mass, never the true mass. See the module docstring for the formulas.
 
     Parameters
     ----------
@@ -436,9 +530,9 @@ def solve(
         Fidelity interval ``L(x) <= D~_1(x) <= H(x)`` per cell, ``0 <= L <= H <= 1``
         (``components.transparency.fidelity.fidelity_bounds``).
     d1
-        True rule ``D_1(x)`` per cell, optional: it sets ``S`` in the ``beta_min`` case (the
-        true positive mass, clamped), the ``"nearest"`` allocation, and what ``P = 0`` cells
-        announce.
+        True rule ``D_1(x)`` per cell, optional: it sets the ``"nearest"`` allocation and what
+        ``P = 0`` cells announce. Nothing else reads it: with ``alloc="paper"`` the populated
+        cells' announcement is a function of ``(p, lo, hi)`` alone (the betamin case included).
     alloc
         ``"paper"`` (start every cell at its lower bound, the paper's ALLOCATION; default) or
         ``"nearest"`` (start at the true mass clamped into the cell's range; needs ``d1``,
@@ -519,13 +613,15 @@ def solve(
     S_hi = N - mx0 / beta
     S = np.where(code == 0, S_hi, S_lo)
     sel = np.flatnonzero(code == 3)
-    if sel.shape[0]:
-        S_true = None if Dc is None else np.add.reduceat(Pc * Dc, s)
+    if sel.shape[0]:  # beta_min: the flat level, never the true mass (module docstring)
+        cells, s_sel, c_sel = _segments(sel, cnt)
+        level = _flat_level(Pc[cells], Lc[cells], Hc[cells], s_sel, c_sel)
+        del cells
 
         def cells_of(groups_idx: np.ndarray) -> _Cells:
             return _subset(groups_idx, Pc, Lc, Hc, beta, N, cnt)
 
-        S[sel] = _select_s(sel, S_true, S_lo, S_hi, cells_of)
+        S[sel] = _select_s(sel, N[sel] * level, S_lo, S_hi, cells_of)
 
     # ---- ALLOCATE(S): start at lo (or the clamped true mass), greedy fill/drain in input order
     # lo_k(S) = max(P L, b_k + beta S) with Theorem 1's slack b_k = P_k - beta N. When beta is
@@ -544,7 +640,14 @@ def solve(
     hk = np.minimum(PH, beta_s, out=beta_s)  # hi_k(S), never below lo_k(S) (rounding guard)
     np.maximum(hk, lk, out=hk)
     nearest = alloc == "nearest" and Dc is not None
-    mass = np.minimum(np.maximum(Pc * Dc, lk), hk) if nearest else lk
+    if nearest:
+        mass = np.minimum(np.maximum(Pc * Dc, lk), hk)
+    elif sel.shape[0]:  # beta_min groups start flat: every cell at the group's level S / N
+        flat_start = np.minimum(np.maximum(Pc * np.repeat(S / N, cnt), lk), hk)
+        mass = np.where(np.repeat(code == 3, cnt), flat_start, lk)
+        del flat_start
+    else:
+        mass = lk
     r = S - np.add.reduceat(mass, s)
     # fill (r > 0) up to hk or drain (r < 0) down to lk, cell by cell in input order: cell k
     # moves by min(cap_k, max(0, |r| - sum of the caps before it)); r = 0 moves nothing
@@ -566,6 +669,16 @@ def solve(
             f"{grp.labels[gpop[worst]]!r} (mass {N[worst]!r}): contract C7 broken"
         )
     d1_pop = np.minimum(np.maximum(mass / Pc, Lc), Hc)
+    if sel.shape[0] and not nearest:
+        # where S = c N was feasible (not clamped), the flat mapping clamp(c, L, H) is the
+        # solution: announce it exactly, without the rounding residue of S / N and of the fill
+        flat = np.zeros(N.shape[0], dtype=bool)
+        flat[sel[S[sel] == N[sel] * level]] = True
+        if flat.any():
+            lv = np.zeros(N.shape[0])
+            lv[sel] = level
+            fc = np.repeat(flat, cnt)
+            d1_pop[fc] = np.minimum(np.maximum(np.repeat(lv, cnt)[fc], Lc[fc]), Hc[fc])
 
     # ---- per-cell output in input order
     d1_tilde = L.copy() if D is None else np.minimum(np.maximum(D, L), H)

@@ -1,6 +1,8 @@
 """Transparency reports through the pipeline: the shipped Adult and Australian specs publish
 three public tables with every guarantee passing, the model card and training split are in the
-manifest, no public table carries an internal field, and a tampered report fails validation."""
+owner's manifest, no public table carries an internal field, the shareable copy holds only the
+declared metrics and figures (no C*, no exact positive rate, no trade-off sweep on the true
+rules), and a tampered report fails validation."""
 
 from __future__ import annotations
 
@@ -44,7 +46,7 @@ def test_report_published_with_every_guarantee(published):
 def test_public_tables_carry_no_internal_field(published):
     path, _ = published
     for name in ("decision_rules", "fairness", "privacy_summary"):
-        cols = set(pq.read_schema(path / f"{name}.parquet").names)
+        cols = set(pq.read_schema(path / "shared" / f"{name}.parquet").names)
         assert not cols & INTERNAL, name
 
 
@@ -56,12 +58,37 @@ def test_a_tampered_report_fails_validation(published, tmp_path):
     path, _ = published
     copy = tmp_path / "release"
     shutil.copytree(path, copy)
-    rules = pq.read_table(copy / "decision_rules.parquet")
+    rules = pq.read_table(copy / "shared" / "decision_rules.parquet")
     d1 = rules.column("announced_d1").to_pylist()
     d1[0] = 1.0 - d1[0] if d1[0] not in (0.0, 1.0) else 0.5
     i = rules.schema.get_field_index("announced_d1")
     pq.write_table(
-        rules.set_column(i, rules.schema.field(i), pa.array(d1)), copy / "decision_rules.parquet"
+        rules.set_column(i, rules.schema.field(i), pa.array(d1)),
+        copy / "shared" / "decision_rules.parquet",
     )
     v = revalidate(copy)
     assert not v.passed
+
+
+OWNER_METRICS = ("c_star_global", "beta_min_global", "cases", "max_abs_change", "records",
+                 "unprotectable_groups", "model", "positive_rate", "accuracy_train",
+                 "accuracy_test", "train_rows", "test_rows")  # fmt: skip
+
+
+def test_the_shareable_copy_holds_only_what_follows_from_the_announced_mapping(published):
+    """Its manifest carries the declared metrics (none computed from the true rules or the
+    input), its report the declared figures (no trade-off sweep over the true rules)."""
+    from components.transparency import ATR
+
+    path, _ = published
+    pub = json.loads((path / "shared" / "manifest.json").read_text())
+    assert set(pub["metrics"]) == set(ATR.public.metrics)
+
+    def keys(d: dict) -> set[str]:
+        return {k for k, v in d.items() for k in (k, *(keys(v) if isinstance(v, dict) else ()))}
+
+    assert not keys(pub["metrics"]) & set(OWNER_METRICS)
+    report = (path / "shared" / "report.html").read_text()
+    assert 'id="fig-privacy_by_group"' in report and 'id="fig-fairness_intervals"' in report
+    assert 'id="fig-tradeoff"' not in report
+    assert 'id="fig-tradeoff"' in (path / "report.html").read_text()  # the owner's report
