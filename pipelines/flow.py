@@ -56,10 +56,12 @@ from schemas import contracts as C
 from schemas.errors import (
     ContractViolation,
     DataSourceError,
+    InputError,
     PrivfairError,
     SpecError,
     StoreError,
 )
+from schemas.roles import read_roles
 from schemas.spec import PipelineSpec
 
 SIDECAR_DIR = "internal"
@@ -182,8 +184,19 @@ class ReleasePlan:
                 published_qis = g.quasi_identifiers
                 break
         known = set(input_table.column_names) | set(published_qis)
+        roles = read_roles(input_table)
         out = []
         for i, g in enumerate(self.spec.demands):
+            if g.row_level and not self.algo.row_level:
+                raise SpecError(
+                    f"guarantees.{i}.kind",
+                    f"{g.kind} is checked on the input rows a release keeps; {self.algo.name} "
+                    "publishes new rows, not the input's",
+                )
+            try:
+                g = g.completed(input_table)
+            except (C.GuaranteeError, InputError) as e:
+                raise SpecError(f"guarantees.{i}", str(e)) from None
             for f in g.column_fields:
                 value = getattr(g, f)
                 for name in (value,) if isinstance(value, str) else value:
@@ -193,9 +206,7 @@ class ReleasePlan:
                             f"no column '{name}' in the input of '{self.spec.name}'",
                         )
             if isinstance(g, C.KAnonymity) and not g.quasi_identifiers:
-                from schemas.roles import read_roles
-
-                qis = published_qis or tuple(read_roles(input_table).quasi_identifiers)
+                qis = published_qis or tuple(roles.quasi_identifiers)
                 g = g.model_copy(update={"quasi_identifiers": qis})
             out.append(g)
         return out

@@ -19,9 +19,13 @@ import json
 from collections.abc import Iterable
 from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+import pyarrow as pa
+import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from schemas.errors import PrivfairError
+from schemas.numbers import finite
+from schemas.roles import ColumnRole, Role, TableRoles, read_roles
 
 __all__ = [
     "Guarantee",
@@ -30,6 +34,8 @@ __all__ = [
     "AttributesPreserved",
     "ColumnsAbsent",
     "Partition",
+    "ParityGap",
+    "Retention",
     "register_kind",
     "guarantee_kinds",
     "parse_guarantee",
@@ -51,9 +57,21 @@ class Guarantee(BaseModel):
     column_fields: ClassVar[tuple[str, ...]] = ()
     id: str = ""
 
+    @field_validator("*", mode="after")
+    @classmethod
+    def _finite(cls, value: Any) -> Any:
+        return finite(value)
+
+    row_level: ClassVar[bool] = False  # only row-level releases can be checked for it
+
     @property
     def title(self) -> str:
         return f"{self.id} {self.kind}".strip()  # type: ignore[attr-defined]
+
+    def completed(self, table: pa.Table) -> Guarantee:
+        """The guarantee with its unset fields taken from the input ``table``'s roles (a demand
+        may leave the columns a kind needs to the roles); most kinds need none."""
+        return self
 
     def referenced_columns(self) -> list[str]:
         """Every column name this guarantee refers to ('*' placeholders excluded)."""
@@ -122,6 +140,86 @@ class Partition(Guarantee):
     allow_drops: bool = True
 
 
+class ParityGap(Guarantee):
+    """On the published table, |P(label positive | protected group) − P(label positive |
+    favoured group)| ≤ ``max`` (demographic parity of the label itself).
+
+    The protected group is the rows whose ``protected`` value is in ``unfavoured`` (when the
+    role declares it) or else not in ``favoured``; the favoured group is the rest. A release
+    with no published row in one of the groups fails: its gap is undefined. Unset fields are
+    taken from the input's roles (``completed``): the one ``protected`` column with its
+    favoured/unfavoured values, the one ``label`` with its positive values."""
+
+    kind: Literal["parity_gap"] = "parity_gap"
+    column_fields: ClassVar[tuple[str, ...]] = ("protected", "label")
+    max: float = Field(ge=0, le=1)
+    protected: str = ""
+    label: str = ""
+    favoured: tuple[str | int | float | bool, ...] = ()
+    unfavoured: tuple[str | int | float | bool, ...] = ()
+    positive: tuple[str | int | float | bool, ...] = ()
+
+    def completed(self, table: pa.Table) -> ParityGap:
+        roles = read_roles(table)
+        if (self.protected and self.protected not in roles) or (
+            self.label and self.label not in roles
+        ):
+            return self  # the demand's column check names the missing column
+        prot = roles[self.protected] if self.protected else _only(roles, Role.PROTECTED, self)
+        label = roles[self.label] if self.label else _only(roles, Role.LABEL, self)
+        return self.model_copy(
+            update={
+                "protected": prot.name,
+                "label": label.name,
+                "favoured": self.favoured or _favoured(table, prot, label, self.positive),
+                "unfavoured": self.unfavoured or tuple(prot.unfavoured or ()),
+                "positive": self.positive or tuple(label.positive or (1,)),
+            }
+        )
+
+
+class Retention(Guarantee):
+    """Each value of the ``protected`` column keeps at least ``min_share`` of its input rows in
+    the release (read from the lineage: which input rows were published). For row-level
+    releases only. An unset ``protected`` is the input's one protected column."""
+
+    kind: Literal["retention"] = "retention"
+    column_fields: ClassVar[tuple[str, ...]] = ("protected",)
+    row_level: ClassVar[bool] = True  # needs the lineage of a row-level release
+    min_share: float = Field(ge=0, le=1)
+    protected: str = ""
+
+    def completed(self, table: pa.Table) -> Retention:
+        if self.protected:
+            return self
+        roles = read_roles(table)
+        return self.model_copy(update={"protected": _only(roles, Role.PROTECTED, self).name})
+
+
+def _favoured(table: pa.Table, prot: ColumnRole, label: ColumnRole, positive: tuple) -> tuple:
+    """The protected column's declared favoured values; for ``favoured: auto`` (or none
+    declared, without unfavoured values), the value whose rows have the highest positive rate
+    in the input (the group the data favour)."""
+    declared = tuple(v for v in (prot.favoured or ()) if v != "auto")
+    if declared or prot.unfavoured:
+        return declared
+    pos = pc.is_in(table.column(label.name), pa.array(list(positive or label.positive or (1,))))
+    frame = pa.table({"v": table.column(prot.name), "p": pc.cast(pos, pa.int64())})
+    rates = frame.group_by("v").aggregate([("p", "mean")]).sort_by([("p_mean", "descending")])
+    return (rates.column("v")[0].as_py(),)
+
+
+def _only(roles: TableRoles, role: Role, g: Guarantee) -> ColumnRole:
+    found = roles.with_role(role)
+    if len(found) != 1:
+        names = ", ".join(c.name for c in found) or "none"
+        raise GuaranteeError(
+            (role.value,),
+            f"{g.kind} needs the {role.value} column named: the input has {len(found)} ({names})",
+        )
+    return found[0]
+
+
 # --- the registry -------------------------------------------------------------------------------
 _KINDS: dict[str, type[Guarantee]] = {}
 
@@ -155,7 +253,15 @@ def register_kind(model: type[Guarantee]) -> type[Guarantee]:
     return model
 
 
-for _m in (KAnonymity, TCloseness, AttributesPreserved, ColumnsAbsent, Partition):
+for _m in (
+    KAnonymity,
+    TCloseness,
+    AttributesPreserved,
+    ColumnsAbsent,
+    Partition,
+    ParityGap,
+    Retention,
+):
     register_kind(_m)
 
 

@@ -266,6 +266,76 @@ def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) ->
     )
 
 
+def _groups(g: C.ParityGap, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(protected-group mask, favoured-group mask) of a protected column's values."""
+    v = values.astype(object)
+    if g.unfavoured:
+        prot = v.isin(list(g.unfavoured)).to_numpy()
+    else:
+        prot = ~v.isin(list(g.favoured)).to_numpy()
+    fav = v.isin(list(g.favoured)).to_numpy() if g.favoured else ~prot
+    return prot, fav
+
+
+def check_parity_gap(g: C.ParityGap, published: pd.DataFrame) -> CheckResult:
+    """|P(label in positive | protected group) - P(label in positive | favoured group)| <= max,
+    over the published rows; a group without published rows fails (its rate is undefined)."""
+    missing = [c for c in (g.protected, g.label) if c not in published.columns]
+    if missing:
+        return make_result(g, False, None, g.max, f"not published: {', '.join(missing)}")
+    prot, fav = _groups(g, published[g.protected])
+    pos = published[g.label].astype(object).isin(list(g.positive)).to_numpy()
+    sizes = {"protected": int(prot.sum()), "favoured": int(fav.sum())}
+    empty = [k for k, n in sizes.items() if n == 0]
+    if empty:
+        return make_result(
+            g, False, None, g.max, f"no published row in the {' and '.join(empty)} group"
+        )
+    rates = {"protected": float(pos[prot].mean()), "favoured": float(pos[fav].mean())}
+    gap = abs(rates["protected"] - rates["favoured"])
+    ok = gap <= g.max + 1e-12
+    return make_result(
+        g,
+        ok,
+        {"gap": gap, **{f"rate_{k}": v for k, v in rates.items()}},
+        g.max,
+        f"positive rate of '{g.label}': {rates['protected']:.4f} (protected) vs "
+        f"{rates['favoured']:.4f} (favoured) on '{g.protected}': gap {gap:.4f} "
+        f"{'<=' if ok else '>'} {g.max}",
+        []
+        if ok
+        else [{"group": k, "rows": sizes[k], "positive_rate": v} for k, v in rates.items()],
+    )
+
+
+def check_retention(g: C.Retention, audit: pd.DataFrame) -> CheckResult:
+    """Every value of the protected column keeps at least ``min_share`` of its input rows
+    (``__retained`` of the audit frame, i.e. the lineage)."""
+    col = f"__in_col__{g.protected}"
+    if col not in audit.columns:
+        return make_result(
+            g, False, None, g.min_share, f"'{g.protected}' is not an audited input column"
+        )
+    values = audit[col].astype(object).where(audit[col].notna(), None)
+    kept = audit["__retained"].to_numpy()
+    frame = pd.DataFrame({"value": values, "kept": kept})
+    shares = frame.groupby("value", dropna=False)["kept"].agg(["mean", "size", "sum"])
+    bad = shares[shares["mean"] < g.min_share - 1e-12]
+    worst = float(shares["mean"].min())
+    return make_result(
+        g,
+        bad.empty,
+        worst,
+        g.min_share,
+        f"smallest share of a '{g.protected}' group kept: {worst:.4f} over {len(shares)} "
+        f"groups; {len(bad)} below {g.min_share}",
+        [
+            {"value": k, "kept": int(r["sum"]), "rows": int(r["size"]), "share": float(r["mean"])}
+            for k, r in bad.iterrows()
+        ],
+    )
+
+
 SHARED_KINDS: tuple[KindCheck, ...] = (
     KindCheck(
         C.KAnonymity,
@@ -296,6 +366,18 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "components.core.checks:check_attributes_preserved",
         "audit",
         "components.core.corruptions:break_attributes_preserved",
+    ),
+    KindCheck(
+        C.ParityGap,
+        "components.core.checks:check_parity_gap",
+        "published",
+        "components.core.corruptions:break_parity_gap",
+    ),
+    KindCheck(
+        C.Retention,
+        "components.core.checks:check_retention",
+        "audit",
+        "components.core.corruptions:break_retention",
     ),
 )
 

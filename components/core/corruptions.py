@@ -21,6 +21,8 @@ __all__ = [
     "break_t_closeness",
     "break_attributes_preserved",
     "break_columns_absent",
+    "break_parity_gap",
+    "break_retention",
 ]
 
 
@@ -111,3 +113,34 @@ def break_columns_absent(g: C.ColumnsAbsent, input_table, outputs, sidecars, rng
     c = g.columns[0]
     values = pa.array([f"{c}-{i}" for i in range(table.num_rows)])
     return {**outputs, name: table.append_column(c, values)}, sidecars
+
+
+def break_parity_gap(g: C.ParityGap, input_table, outputs, sidecars, rng):
+    """Give every protected-group row the positive label and every favoured row another one:
+    a gap of 1."""
+    if g.max >= 1 or not g.positive:
+        return None
+    name, table = next(iter(outputs.items()))
+    if g.protected not in table.column_names or g.label not in table.column_names:
+        return None
+    from components.core.checks import _groups
+
+    prot, fav = _groups(g, table.column(g.protected).to_pandas())
+    if not prot.any() or not fav.any():
+        return None
+    negative = _different(table, g.label, g.positive[0])
+    table = set_cells(table, g.label, np.flatnonzero(prot), g.positive[0])
+    table = set_cells(table, g.label, np.flatnonzero(fav), negative)
+    return {**outputs, name: table}, sidecars
+
+
+def break_retention(g: C.Retention, input_table, outputs, sidecars, rng):
+    """Drop every published row of the first protected value (and its lineage)."""
+    if g.min_share <= 0 or "lineage" not in sidecars:
+        return None
+    name, table = next(iter(outputs.items()))
+    lin = sidecars["lineage"]
+    values = input_table.column(g.protected).take(lin.column("row_id"))
+    first = values[0]
+    keep = pc.invert(pc.equal(values, first)) if first.is_valid else pc.is_valid(values)
+    return {**outputs, name: table.filter(keep)}, {**sidecars, "lineage": lin.filter(keep)}

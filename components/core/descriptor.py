@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 
 from schemas.contracts import Guarantee, kind_of
+from schemas.numbers import finite
 
 __all__ = [
     "Params",
@@ -38,9 +39,15 @@ __all__ = [
 
 
 class Params(BaseModel):
-    """Base of every algorithm's parameters: frozen, unknown keys refused."""
+    """Base of every algorithm's parameters: frozen, unknown keys refused, every number finite
+    (``schemas.numbers.finite``: NaN and ±inf are refused, naming the parameter)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _finite(cls, value: Any) -> Any:
+        return finite(value)
 
 
 def resolve(ref: str | Callable) -> Callable:
