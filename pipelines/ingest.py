@@ -24,7 +24,7 @@ from pipelines.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_
 from schemas.datasets import DATASETS
 from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from schemas.spec import ColumnSpec, DatasetSpec
+from schemas.spec import ColumnSpec, DatasetSpec, Impute
 
 
 def load_dataset(
@@ -59,6 +59,7 @@ def load_dataset(
         table, label, digests = _load_file(ds, base_dir, data_dir)
     table = _select(table, ds, label)
     table, dropped = _apply_policies(table, ds)
+    table, nulls = apply_null_policy(table, ds)
     validate_table(table)
     record = {
         "dataset": label,
@@ -67,7 +68,130 @@ def load_dataset(
         "rows": table.num_rows,
         "dropped_columns": dropped,
     }
+    if nulls:
+        record["nulls"] = nulls
     return table, record
+
+
+# --- types ---------------------------------------------------------------------------------------
+def normalise_type(t: pa.DataType) -> pa.DataType:
+    """The type privfair works in for a column read as ``t``: dictionaries (a pandas
+    Categorical) by their values, large and view strings, binaries and lists by their plain
+    forms, timestamps with a zone as UTC timestamps without one; every other type as it is.
+
+    >>> normalise_type(pa.dictionary(pa.int8(), pa.large_string(), ordered=True))
+    DataType(string)
+    >>> normalise_type(pa.timestamp("ms", "Europe/Paris"))
+    TimestampType(timestamp[ms])
+    """
+    if pa.types.is_dictionary(t):
+        return normalise_type(t.value_type)
+    if pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.binary()
+    if pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return pa.list_(normalise_type(t.value_type))
+    if pa.types.is_list(t):
+        return pa.list_(normalise_type(t.value_type))
+    if pa.types.is_timestamp(t) and t.tz is not None:
+        return pa.timestamp(t.unit)  # Arrow stores UTC: the instants are unchanged
+    return t
+
+
+def normalise_types(table: pa.Table) -> tuple[pa.Table, dict[str, list]]:
+    """``table`` with every column in its ``normalise_type`` and without the metadata the
+    writer stored beside the data (pandas records its index, with the input's row count);
+    also the categories of each ordered dictionary column (a pandas ordered Categorical), in
+    their order, for a role that needs a domain order and declares none."""
+    fields, columns, orders = [], [], {}
+    for f, col in zip(table.schema, table.columns, strict=True):
+        t = normalise_type(f.type)
+        if pa.types.is_dictionary(f.type) and f.type.ordered and col.num_chunks:
+            cats = col.chunk(0).dictionary.cast(t).to_pylist()
+            if all(c.dictionary.equals(col.chunk(0).dictionary) for c in col.chunks):
+                orders[f.name] = cats
+        if t != f.type:
+            try:
+                col = col.cast(t)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+                raise InputError(f.name, f"cannot read a column of type {f.type}", str(e)) from None
+        fields.append(pa.field(f.name, t))
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields)), orders
+
+
+# --- nulls ---------------------------------------------------------------------------------------
+def _impute_value(table: pa.Table, name: str, rule: Impute):
+    col = table.column(name)
+    if rule.impute == "value":
+        try:
+            return pa.scalar(rule.value).cast(col.type).as_py()
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise SpecError(
+                f"dataset.columns.{name}.nulls.value",
+                f"{rule.value!r} is not a value of the column's type {col.type}",
+            ) from None
+    numeric = pa.types.is_integer(col.type) or pa.types.is_floating(col.type)
+    if rule.impute in ("median", "mean") and not numeric:
+        raise SpecError(
+            f"dataset.columns.{name}.nulls",
+            f"impute: {rule.impute} needs a numeric column; '{name}' is {col.type} (use mode "
+            "or value)",
+        )
+    if rule.impute == "median":
+        v = pc.quantile(col, q=0.5, interpolation="lower")[0].as_py()
+    elif rule.impute == "mean":
+        v = pc.mean(col).as_py()
+        if pa.types.is_integer(col.type) and v is not None:
+            v = round(v)
+    else:
+        counts = pa.table({"v": col}).group_by("v").aggregate([([], "count_all")])
+        counts = counts.filter(pc.is_valid(counts["v"]))
+        if counts.num_rows:
+            top = pc.max(counts["count_all"]).as_py()
+            v = pc.min(counts.filter(pc.equal(counts["count_all"], top))["v"]).as_py()
+        else:
+            v = None
+    if v is None:
+        raise InputError(name, f"every value is null: nothing to impute the {rule.impute} from")
+    return v
+
+
+def apply_null_policy(table: pa.Table, ds: DatasetSpec) -> tuple[pa.Table, dict[str, dict]]:
+    """``table`` after the spec's null policy (``DatasetSpec.nulls``, or a column's own
+    ``nulls``), and what was done per column with nulls: ``{column: {"policy", "nulls",
+    "imputed_with"?}}``; ``drop`` removes the rows with a null in any such column (their count
+    is ``{"dropped_rows": n}`` under ``"*"``). Recorded in the owner's manifest only: the
+    counts and imputed values are statistics of the input."""
+    columns = ds.columns or {}
+    out: dict[str, dict] = {}
+    drop_mask = None
+    for name in table.column_names:
+        spec = columns.get(name)
+        policy = spec.nulls if spec is not None and spec.nulls is not None else ds.nulls
+        n = table.column(name).null_count
+        if policy == "keep" or n == 0:
+            continue
+        if policy == "refuse":
+            raise InputError(
+                name, "has nulls and the spec refuses them (nulls: refuse)", f"{n} null rows"
+            )
+        if policy == "drop":
+            nulls = pc.is_null(table.column(name))
+            drop_mask = nulls if drop_mask is None else pc.or_(drop_mask, nulls)
+            out[name] = {"policy": "drop", "nulls": n}
+            continue
+        value = _impute_value(table, name, policy)
+        i = table.schema.get_field_index(name)
+        filled = pc.fill_null(table.column(name), pa.scalar(value, table.column(name).type))
+        table = table.set_column(i, table.schema.field(i), filled)
+        out[name] = {"policy": f"impute {policy.impute}", "nulls": n, "imputed_with": value}
+    if drop_mask is not None:
+        before = table.num_rows
+        table = table.filter(pc.invert(drop_mask))
+        out["*"] = {"policy": "drop", "dropped_rows": before - table.num_rows}
+    return table, out
 
 
 def _load_builtin(name: str, data_dir: str | Path | None) -> tuple[pa.Table, str, dict[str, str]]:
@@ -186,11 +310,7 @@ def _load_file(
             table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(None, f"cannot read {path.name} as {fmt}", str(e)) from None
-    # what the writer stored beside the data (pandas' index with its row count, field ids...)
-    # is not the user's data and must not travel into a release: only the columns are kept
-    table = pa.Table.from_arrays(
-        table.columns, schema=pa.schema([pa.field(f.name, f.type) for f in table.schema])
-    )
+    table, orders = normalise_types(table)
     names = table.column_names
     if len(set(names)) != len(names):
         _raise_duplicates(names)
@@ -198,6 +318,8 @@ def _load_file(
     for col, spec in ds.columns.items():
         if col not in names:
             raise InputError(col, f"not a column of {path.name}", f"columns: {', '.join(names)}")
+        if spec.domain is None and spec.kind is Kind.ORDINAL and col in orders:
+            spec = spec.model_copy(update={"domain": orders[col]})  # the Categorical's order
         roles.append(_column_role(col, spec))
     # a column the spec does not list is unlabelled: the dataset's `unlabelled` policy decides
     roles += [

@@ -41,10 +41,27 @@ class _Model(BaseModel):
 _Value = str | int | float | bool
 
 
+class Impute(_Model):
+    """Fill a column's nulls: with its ``median`` or ``mean`` (numeric columns), its ``mode``
+    (the most frequent value; ties go to the smallest), or a given ``value``."""
+
+    impute: Literal["median", "mean", "mode", "value"]
+    value: _Value | None = None
+
+    @model_validator(mode="after")
+    def _value_given(self) -> Impute:
+        if (self.impute == "value") != (self.value is not None):
+            raise ValueError("give 'value' with 'impute: value', and only then")
+        return self
+
+
+NullPolicy = Literal["keep", "refuse", "drop"] | Impute
+
+
 class ColumnSpec(_Model):
     """The role of one column. ``favoured``, ``unfavoured`` and ``positive`` take one value or a
     list of values (a protected attribute's favoured or protected values, a label's desirable
-    values)."""
+    values). ``nulls`` overrides the dataset's null policy for this column."""
 
     role: Role
     kind: Kind = Kind.NUMERIC
@@ -52,6 +69,7 @@ class ColumnSpec(_Model):
     unfavoured: _Value | list[_Value] | None = None
     positive: _Value | list[_Value] | None = None
     domain: list[str | int | float] | None = None
+    nulls: NullPolicy | None = None
 
 
 class DatasetSpec(_Model):
@@ -70,6 +88,13 @@ class DatasetSpec(_Model):
       ``columns`` does not list, are ``refuse``-d (the default), ``drop``-ped or ``keep``-t
       (then they pass through the algorithm unchanged, a guarantee it declares and the
       validator checks cell by cell).
+
+    ``nulls`` is what happens to a null, for every column (a column's own ``nulls`` overrides
+    it): ``keep`` (the default: the algorithm's own rules decide, most refuse a null where they
+    cannot take one), ``refuse`` (the run stops, naming the column and the count), ``drop``
+    (rows with a null there are not released) or ``{impute: median|mean|mode}`` /
+    ``{impute: value, value: V}``. What was done is recorded in the owner's manifest
+    (``input.nulls``) and report.
     """
 
     name: str | None = None
@@ -80,6 +105,7 @@ class DatasetSpec(_Model):
     exclude: list[str] = Field(default_factory=list)
     private: Literal["refuse", "drop"] = "refuse"
     unlabelled: Literal["refuse", "drop", "keep"] = "refuse"
+    nulls: NullPolicy = "keep"
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSpec:

@@ -81,3 +81,20 @@ def pixel_stats(browser, png: bytes) -> dict:
         return page.evaluate(PIXELS_PROBE, url)
     finally:
         page.close()
+
+
+def columns_of(table) -> dict:
+    """The spec ``columns`` that give ``table`` (an example with roles attached) its roles."""
+    from schemas.roles import read_roles
+
+    out = {}
+    for c in read_roles(table):
+        spec: dict = {"role": c.role.value, "kind": c.kind.value}
+        for name in ("favoured", "unfavoured", "positive"):
+            v = getattr(c, name)
+            if v is not None:
+                spec[name] = list(v)
+        if c.domain is not None:
+            spec["domain"] = list(c.domain)
+        out[c.name] = spec
+    return out
