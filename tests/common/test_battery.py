@@ -186,3 +186,71 @@ def test_every_kind_has_a_checker_and_a_corruption_or_a_reason():
         k for k, kc in kind_checks().items() if kc.corrupt is None and not kc.unbreakable
     ]
     assert not unexplained
+
+
+def _numeric_fields(params) -> list[str]:
+    """The parameters whose value in the example is a plain number (not a flag)."""
+    return [
+        k
+        for k, v in params.model_dump().items()
+        if isinstance(v, int | float) and not isinstance(v, bool)
+    ]
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS, ids=IDS)
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")], ids=str)
+def test_every_numeric_parameter_refuses_non_finite_values(algo, bad):
+    """NaN compares false with everything and an infinite budget never calibrates: every
+    numeric parameter refuses them, naming itself."""
+    from pydantic import ValidationError
+
+    _, params = resolve(algo.example)(0)
+    fields = _numeric_fields(params)
+    assert fields, f"{algo.name}'s example sets no numeric parameter"
+    for name in fields:
+        with pytest.raises(ValidationError) as e:
+            type(params).model_validate({**params.model_dump(), name: bad})
+        assert name in str(e.value)
+
+
+def _degenerate(table: pa.Table, how: str) -> pa.Table:
+    """The example made degenerate but still of the same schema and roles."""
+    roles = read_roles(table)
+    if how == "tiny":
+        return table.slice(0, max(2, table.num_rows // 8))
+    target = {"constant_label": "label", "constant_protected": "protected"}.get(how)
+    names = [c.name for c in roles if c.role.value == target] if target else []
+    if how == "constant_first_column":
+        names = [table.column_names[0]]
+    for n in names:
+        i = table.schema.get_field_index(n)
+        col = table.column(n)
+        first = col.drop_null()[0] if col.null_count < len(col) else None
+        if first is None:
+            continue
+        table = table.set_column(
+            i, table.schema.field(i), pa.array([first.as_py()] * table.num_rows, col.type)
+        )
+    return table
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS, ids=IDS)
+@pytest.mark.parametrize(
+    "how", ["tiny", "constant_label", "constant_protected", "constant_first_column"]
+)
+def test_no_checker_raises_on_a_degenerate_input(algo, how):
+    """On an input the algorithm accepts, however degenerate (a handful of rows, one label,
+    one protected value, a constant column), every checker returns a verdict: a checker that
+    raises would be an error of the run, never a verdict. An input the algorithm refuses is
+    refused with an InputError naming what is wrong."""
+    for seed in (0, 1):
+        table, params = resolve(algo.example)(seed)
+        bad = _degenerate(table, how)
+        try:
+            result = algo(bad, params)
+        except InputError:
+            continue  # refused up front, with a named rule: fine
+        frames = _frames(algo, bad, params, result.outputs, result.sidecars)
+        frames.setdefault("published", next(iter(result.outputs.values())).to_pandas())
+        for r in check_contract(result.contract, frames):
+            assert r.kind  # a verdict, pass or fail
