@@ -103,6 +103,7 @@ def _released(man: dict) -> str:
         ("Input files (sha256)", files_html),
         ("Input fingerprint", f"<code>{esc(inp.get('fingerprint', '—'))}</code>"),
         ("Input rows", esc(fmt_value(inp.get("rows")))),
+        ("Nulls (dataset.nulls)", _nulls(inp.get("nulls") or {})),
         ("Published rows", esc(published or "—")),
         ("Internal sidecars (not for distribution)", esc(internal or "none")),
         (
@@ -119,6 +120,23 @@ def _released(man: dict) -> str:
         ("Created (UTC)", esc(man.get("published_at", "?"))),
     ]
     return _kv_table(rows, "release")
+
+
+def _nulls(nulls: dict) -> str:
+    """What the spec's null policy did, column by column (owner report only: counts and
+    imputed values are statistics of the input)."""
+    if not nulls:
+        return "none handled (nulls: keep, or no nulls)"
+    parts = []
+    for col, d in sorted(nulls.items()):
+        if col == "*":
+            parts.append(f"{fmt_value(d.get('dropped_rows'))} rows dropped")
+        else:
+            what = f"{col}: {fmt_value(d.get('nulls'))} nulls, {d.get('policy')}"
+            if "imputed_with" in d:
+                what += f" ({fmt_value(d['imputed_with'])})"
+            parts.append(what)
+    return "<br>".join(esc(p) for p in parts)
 
 
 def _offenders(r: dict) -> str:
