@@ -123,14 +123,17 @@ def rounded_means(x: np.ndarray, sizes: np.ndarray, decimals: int) -> np.ndarray
 
 
 def _mode_codes(codes: np.ndarray, gid: np.ndarray, n_groups: int, levels: int) -> np.ndarray:
-    """Per group, the most frequent code (-1 = missing counts as a value); ties go to the
-    lowest level, a present value before a missing one."""
+    """Per group, the most frequent of its members' non-null codes (ties to the lowest level);
+    -1 (a null) only for a group whose members are all null. A member with a value is never
+    published as a null, however many of its group's members have none."""
+    if not levels:  # every value of the column is null
+        return np.full(n_groups, -1, dtype=np.int64)
+    present = codes >= 0
     counts = np.bincount(
-        gid * (levels + 1) + np.where(codes >= 0, codes, levels), minlength=n_groups * (levels + 1)
-    )
-    counts = counts.reshape(n_groups, levels + 1)
-    best = counts.argmax(axis=1)  # first maximum: lowest level, missing (last slot) only if alone
-    return np.where(best == levels, -1, best)
+        gid[present] * levels + codes[present], minlength=n_groups * levels
+    ).reshape(n_groups, levels)
+    best = counts.argmax(axis=1)  # first maximum: the lowest level
+    return np.where(counts[np.arange(n_groups), best] > 0, best, -1)
 
 
 def representatives(
@@ -138,8 +141,10 @@ def representatives(
 ) -> dict[str, pa.Array]:
     """Published QI columns in the input's schema, in grouping order: numeric QIs as the group
     mean rounded to ``decimals`` (integer columns stay integers), ordinal QIs as the group's
-    lower median on the declared domain, nominal QIs as the group's mode (``_mode_codes``).
-    Every member of a group gets the same values, so the table is k-anonymous over them."""
+    lower median on the declared domain, nominal QIs as the group's mode over its non-null
+    values (``_mode_codes``: a null only where every member's value is null, so a null is
+    published only where the input had one). Every member of a group gets the same values, so
+    the table is k-anonymous over them."""
     order = grouping.row_order()
     sizes = grouping.sizes()
     gid = grouping.group_ids()
