@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from components.microaggregation.columns import levels_as
 from components.microaggregation.encoding import EncodedQIs
 from components.microaggregation.grouping import Grouping
 from schemas.errors import InputError
@@ -159,7 +160,7 @@ def representatives(
             ranks = np.lexsort((x, gid))
             lower = np.concatenate([[0], np.cumsum(sizes)[:-1]]) + (sizes - 1) // 2
             med = x[ranks][lower].astype(np.int64) if n_groups else np.zeros(0, np.int64)
-            cols[name] = _levels_at(tuple(domain), np.repeat(med, sizes), t)
+            cols[name] = levels_as(tuple(domain), np.repeat(med, sizes), t, table.column(name))
             continue
         values = np.repeat(rounded_means(x, sizes, decimals[name]), sizes)
         if pa.types.is_integer(t) or pa.types.is_boolean(t):
@@ -173,21 +174,13 @@ def representatives(
             if n_groups
             else np.zeros(0, np.int64)
         )
-        cols[attr.name] = _levels_at(
-            attr.levels, np.repeat(mode, sizes), table.schema.field(attr.name).type
+        cols[attr.name] = levels_as(
+            attr.levels,
+            np.repeat(mode, sizes),
+            table.schema.field(attr.name).type,
+            table.column(attr.name),
         )
     return {name: cols[name] for name in [r.name for r in enc.roles]}
-
-
-def _levels_at(levels: tuple, codes: np.ndarray, t: pa.DataType) -> pa.Array:
-    """``pa.array([levels[c] if c >= 0 else None for c in codes], type=t)``, by an Arrow take
-    for the plain types (a dictionary type keeps the list form: its dictionary order is the
-    order of first appearance)."""
-    if pa.types.is_dictionary(t) or not len(codes):
-        return pa.array([levels[c] if c >= 0 else None for c in codes], type=t)
-    missing = codes < 0
-    index = pa.array(codes, mask=missing) if missing.any() else pa.array(codes)
-    return pa.array(list(levels), type=t).take(index)
 
 
 def qi_contract(publish: str, k: int, table: pa.Table | None, enc: EncodedQIs | None) -> list:
