@@ -120,7 +120,7 @@ FAMILY = Family(
     kinds=(
         _kind(G.GroupSizeRange, "check_group_size_range", "break_group_size_range"),
         _kind(G.GroupMeans, "check_group_means", "break_qi_values"),
-        _kind(G.GroupRepresentatives, "check_group_representatives", "break_qi_values"),
+        _kind(G.GroupRepresentatives, "check_group_representatives", "break_representatives"),
         _kind(G.QIsUnchanged, "check_qis_unchanged", "break_qi_values"),
         _kind(G.MeanPreservation, "check_mean_preservation", "break_sums"),
         _kind(G.FairletComposition, "check_fairlet_composition", "break_fairlet_composition"),

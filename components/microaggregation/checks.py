@@ -152,8 +152,9 @@ def check_group_means(g: G.GroupMeans, audit: pd.DataFrame) -> CheckResult:
 
 def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) -> CheckResult:
     """Members share one published QI vector: per numeric QI the input mean rounded to
-    ``g.decimals``, per ordinal QI the lower median, per nominal QI the mode (recomputed from
-    the input's one-hot columns; ties to the lowest level, a value before a missing one)."""
+    ``g.decimals``, per ordinal QI the lower median, per nominal QI the mode of the members'
+    non-null values (recomputed from the input's one-hot columns; ties to the lowest level),
+    a null only for a group whose members are all null."""
     r = retained(audit)
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
@@ -199,14 +200,19 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
         hot_out = np.column_stack(
             [first_rows(r[o].to_numpy(dtype=np.float64), gid, n_groups) for o, _ in pairs]
         )
-        counts = np.zeros((n_groups, len(pairs) + 1))
-        np.add.at(counts, gid, np.hstack([hot_in, (hot_in.sum(axis=1) == 0)[:, None]]))
+        # the mode over the members' non-null values (ties to the lowest level); an all-zero
+        # one-hot row (a null) only for a group none of whose members has a value
+        counts = np.zeros((n_groups, len(pairs)))
+        np.add.at(counts, gid, hot_in)
         mode = counts.argmax(axis=1)
-        want = np.zeros((n_groups, len(pairs) + 1))
-        want[np.arange(n_groups), mode] = 1.0
-        bad = (hot_out != want[:, :-1]).any(axis=1)
+        valued = counts[np.arange(n_groups), mode] > 0
+        want = np.zeros((n_groups, len(pairs)))
+        want[np.flatnonzero(valued), mode[valued]] = 1.0
+        bad = (hot_out != want).any(axis=1)
+        null_out = valued & (hot_out.sum(axis=1) == 0)
         for k in np.flatnonzero(bad):
-            reasons.setdefault(int(groups[k]), f"{attr}: not the mode")
+            why = "a null where members have values" if null_out[k] else "not the mode"
+            reasons.setdefault(int(groups[k]), f"{attr}: {why} (the mode of its non-null values)")
         wrong |= bad
     for k in np.flatnonzero(wrong):
         reasons.setdefault(int(groups[k]), "members differ")

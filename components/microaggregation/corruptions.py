@@ -16,6 +16,7 @@ from schemas.roles import Role, read_roles
 __all__ = [
     "break_group_size_range",
     "break_qi_values",
+    "break_representatives",
     "break_sums",
     "break_fairlet_composition",
     "break_fairlet_count",
@@ -61,6 +62,25 @@ def break_qi_values(g, input_table, outputs, sidecars, rng):
         **outputs,
         "data": set_cells(data, q, np.array([0]), v + 0.5 if isinstance(v, float) else v + 1),
     }, sidecars
+
+
+def break_representatives(g: G.GroupRepresentatives, input_table, outputs, sidecars, rng):
+    """Publish a null for a whole group one of whose members has a value in a nominal QI (the
+    members still agree: only the rule "a null only where every member is null" catches it);
+    a release without such a group gets a numeric cell shifted (``break_qi_values``)."""
+    data = outputs["data"]
+    roles = read_roles(input_table)
+    lin = sidecars["lineage"]
+    row_id = lin.column("row_id").to_numpy()
+    grp = lin.column("group").to_numpy()
+    for q in g.quasi_identifiers or roles.quasi_identifiers:
+        if q in g.decimals or q in g.ordinal or q not in data.column_names:
+            continue
+        valued = input_table.column(q).is_valid().to_numpy(zero_copy_only=False)[row_id]
+        if valued.any():
+            rows = np.flatnonzero(grp == grp[np.flatnonzero(valued)[0]])
+            return {**outputs, "data": set_cells(data, q, rows, None)}, sidecars
+    return break_qi_values(g, input_table, outputs, sidecars, rng)
 
 
 def break_sums(g: G.MeanPreservation, input_table, outputs, sidecars, rng):

@@ -23,6 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from components.core.inputs import absent_value
+from components.microaggregation.columns import plain
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
 
@@ -162,6 +163,8 @@ def encode_qis(
         if r.name not in table.column_names:
             raise InputError(r.name, "quasi-identifier is not a column of the table")
         col = table.column(r.name)
+        if not _is_numeric(col.type):
+            col = plain(col)  # a dictionary's values, a view's offset form (columns.py)
         as_number = r.kind is Kind.NUMERIC or (r.kind is Kind.BINARY and _is_numeric(col.type))
         if r.kind is Kind.ORDINAL:
             domain = (
@@ -215,7 +218,7 @@ def encode_qis(
 
 def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, list]:
     """The column's values and its two distinct values, or an error naming the column."""
-    col = table.column(name)
+    col = plain(table.column(name))
     if col.null_count:
         raise InputError(
             name,

@@ -25,10 +25,10 @@ from components.core.metrics import (
     positive_ratio,
     t_closeness_binary,
 )
-from components.core.order import publish_in_order
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import block_sizes, group_rows
+from components.microaggregation.columns import levels_as, publish_order_typed, take
 from components.microaggregation.correction import correct_fairness
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
 from components.microaggregation.inputs import AUTO, binary_roles, prepare
@@ -369,9 +369,9 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
             "sse": 0.0,
             "per_attribute": dict.fromkeys(roles.quasi_identifiers, 0.0),
         }
-        take = pa.array(order)
+        rows = pa.array(order)
         for q in roles.quasi_identifiers:
-            cols[q] = table.column(q).take(take)
+            cols[q] = take(table.column(q), rows)
             out_roles.append(roles[q])
     lab_values = table.column(lab.name).to_numpy(zero_copy_only=False)
     positive_value = lab_values[np.argmax(y == 1)]
@@ -379,10 +379,16 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     for c in roles:
         if c.role is Role.QUASI_IDENTIFIER:
             continue
-        col = table.column(c.name).take(pa.array(order))
         if c.name == lab.name:
-            corrected = np.where(y_out == 1, positive_value, negative_value)
-            col = pa.array(corrected, type=col.type)
+            # the corrected label in the input's type (a dictionary keeps its categories)
+            col = levels_as(
+                (_py(negative_value), _py(positive_value)),
+                y_out,
+                table.schema.field(c.name).type,
+                table.column(c.name),
+            )
+        else:
+            col = take(table.column(c.name), pa.array(order))
         cols[c.name] = col
         out_roles.append(c)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
@@ -391,7 +397,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     )
     # published in an order of the published values alone, never in grouping order (which
     # anyone who knows the QIs can replay); the lineage keeps the map
-    out, lineage = publish_in_order(out, lineage)
+    out, lineage = publish_order_typed(out, lineage)
     t4 = time.perf_counter()
 
     p_dump = params.model_dump(mode="json")

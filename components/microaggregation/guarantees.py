@@ -49,8 +49,9 @@ class GroupRepresentatives(Guarantee):
     """Every group's published QI values are identical across members and are the group's
     representative of its members' input values: for a numeric QI the mean rounded to
     ``decimals[column]`` decimals (``rtol`` for float noise), for an ``ordinal`` QI the lower
-    median on its domain, for a nominal QI the mode (ties to the lowest level, a value before
-    a missing one)."""
+    median on its domain, for a nominal QI the mode of the members' non-null values (ties to
+    the lowest level), a null only for a group whose members are all null: a row whose input
+    has a value is never published with a null."""
 
     kind: Literal["group_representatives"] = "group_representatives"
     quasi_identifiers: tuple[str, ...] = ()

@@ -14,10 +14,10 @@ import pyarrow as pa
 
 from components.core.inputs import require_rows
 from components.core.metrics import demographic_parity_difference, positive_ratio
-from components.core.order import publish_in_order
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import group_rows
+from components.microaggregation.columns import publish_order_typed, take
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
 from components.microaggregation.inputs import prepare
 from components.microaggregation.lineage import lineage_table
@@ -116,9 +116,9 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     gid = grouping.group_ids()
     cols, out_roles, il = publish_qis(params.publish, table, enc, grouping)
     passthrough = [c for c in roles if c.role is not Role.QUASI_IDENTIFIER]
-    take = pa.array(order)
+    rows = pa.array(order)
     for c in passthrough:
-        cols[c.name] = table.column(c.name).take(take)
+        cols[c.name] = take(table.column(c.name), rows)
         out_roles.append(c)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
     metrics: dict = {
@@ -148,7 +148,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     )
     # published in an order of the published values alone, never in grouping order (which
     # anyone who knows the QIs can replay); the lineage keeps the map
-    out, lineage = publish_in_order(out, lineage)
+    out, lineage = publish_order_typed(out, lineage)
     timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "assemble_s": time.perf_counter() - t2}
     pass_names = tuple(c.name for c in passthrough)
     return ComponentResult(

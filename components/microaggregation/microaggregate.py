@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
+from components.microaggregation.columns import levels_as
 from components.microaggregation.encoding import EncodedQIs
 from components.microaggregation.grouping import Grouping
 from schemas.errors import InputError
@@ -123,14 +124,17 @@ def rounded_means(x: np.ndarray, sizes: np.ndarray, decimals: int) -> np.ndarray
 
 
 def _mode_codes(codes: np.ndarray, gid: np.ndarray, n_groups: int, levels: int) -> np.ndarray:
-    """Per group, the most frequent code (-1 = missing counts as a value); ties go to the
-    lowest level, a present value before a missing one."""
+    """Per group, the most frequent of its members' non-null codes (ties to the lowest level);
+    -1 (a null) only for a group whose members are all null. A member with a value is never
+    published as a null, however many of its group's members have none."""
+    if not levels:  # every value of the column is null
+        return np.full(n_groups, -1, dtype=np.int64)
+    present = codes >= 0
     counts = np.bincount(
-        gid * (levels + 1) + np.where(codes >= 0, codes, levels), minlength=n_groups * (levels + 1)
-    )
-    counts = counts.reshape(n_groups, levels + 1)
-    best = counts.argmax(axis=1)  # first maximum: lowest level, missing (last slot) only if alone
-    return np.where(best == levels, -1, best)
+        gid[present] * levels + codes[present], minlength=n_groups * levels
+    ).reshape(n_groups, levels)
+    best = counts.argmax(axis=1)  # first maximum: the lowest level
+    return np.where(counts[np.arange(n_groups), best] > 0, best, -1)
 
 
 def representatives(
@@ -138,8 +142,10 @@ def representatives(
 ) -> dict[str, pa.Array]:
     """Published QI columns in the input's schema, in grouping order: numeric QIs as the group
     mean rounded to ``decimals`` (integer columns stay integers), ordinal QIs as the group's
-    lower median on the declared domain, nominal QIs as the group's mode (``_mode_codes``).
-    Every member of a group gets the same values, so the table is k-anonymous over them."""
+    lower median on the declared domain, nominal QIs as the group's mode over its non-null
+    values (``_mode_codes``: a null only where every member's value is null, so a null is
+    published only where the input had one). Every member of a group gets the same values, so
+    the table is k-anonymous over them."""
     order = grouping.row_order()
     sizes = grouping.sizes()
     gid = grouping.group_ids()
@@ -154,7 +160,7 @@ def representatives(
             ranks = np.lexsort((x, gid))
             lower = np.concatenate([[0], np.cumsum(sizes)[:-1]]) + (sizes - 1) // 2
             med = x[ranks][lower].astype(np.int64) if n_groups else np.zeros(0, np.int64)
-            cols[name] = _levels_at(tuple(domain), np.repeat(med, sizes), t)
+            cols[name] = levels_as(tuple(domain), np.repeat(med, sizes), t, table.column(name))
             continue
         values = np.repeat(rounded_means(x, sizes, decimals[name]), sizes)
         if pa.types.is_integer(t) or pa.types.is_boolean(t):
@@ -168,21 +174,13 @@ def representatives(
             if n_groups
             else np.zeros(0, np.int64)
         )
-        cols[attr.name] = _levels_at(
-            attr.levels, np.repeat(mode, sizes), table.schema.field(attr.name).type
+        cols[attr.name] = levels_as(
+            attr.levels,
+            np.repeat(mode, sizes),
+            table.schema.field(attr.name).type,
+            table.column(attr.name),
         )
     return {name: cols[name] for name in [r.name for r in enc.roles]}
-
-
-def _levels_at(levels: tuple, codes: np.ndarray, t: pa.DataType) -> pa.Array:
-    """``pa.array([levels[c] if c >= 0 else None for c in codes], type=t)``, by an Arrow take
-    for the plain types (a dictionary type keeps the list form: its dictionary order is the
-    order of first appearance)."""
-    if pa.types.is_dictionary(t) or not len(codes):
-        return pa.array([levels[c] if c >= 0 else None for c in codes], type=t)
-    missing = codes < 0
-    index = pa.array(codes, mask=missing) if missing.any() else pa.array(codes)
-    return pa.array(list(levels), type=t).take(index)
 
 
 def qi_contract(publish: str, k: int, table: pa.Table | None, enc: EncodedQIs | None) -> list:

@@ -230,6 +230,27 @@ def group_representatives_not_the_mode(fair_schema, **_) -> Case:
     )
 
 
+def group_representatives_null_for_a_value(fair_schema, table, **_) -> Case:
+    """A whole group's nominal QI published as null though members have a value (the members
+    still agree): a null only where every member's input is null."""
+    row_id = lin(fair_schema)["row_id"].to_numpy()
+    c_in = np.asarray(table.column("c").to_pylist(), dtype=object)[row_id]
+    grp = lin(fair_schema)["group"].to_numpy()
+    nulls = pd.isna(c_in)
+    g = next(int(x) for x in np.unique(grp) if 0 < nulls[grp == x].sum() < (grp == x).sum())
+    rows = np.flatnonzero(grp == g)
+
+    def f(df):
+        df.loc[rows, "c"] = None
+
+    return Case(
+        edit(fair_schema.table, f),
+        lineage_of(fair_schema),
+        of_kind(fair_schema, "group_representatives"),
+        offender=lambda off: [o["group"] for o in off] == [g] and "null" in off[0]["reason"],
+    )
+
+
 def qis_unchanged(fair_raw, **_) -> Case:
     def f(df):
         df.loc[4, "z"] += 1.0
@@ -571,6 +592,7 @@ CORRUPTIONS: dict[str, list[Callable[..., Case]]] = {
     "group_representatives": [
         group_representatives_members_differ,
         group_representatives_not_the_mode,
+        group_representatives_null_for_a_value,
     ],
     "qis_unchanged": [qis_unchanged],
     "mean_preservation": [mean_preservation],
@@ -623,7 +645,7 @@ def test_valid_releases_pass(table, fair, fair_schema, fair_raw, plain):
 )
 def test_corruption_fails_its_check(table, fair, fair_schema, fair_raw, plain, corrupt):
     kind, fn = corrupt
-    case = fn(fair=fair, fair_schema=fair_schema, fair_raw=fair_raw, plain=plain)
+    case = fn(fair=fair, fair_schema=fair_schema, fair_raw=fair_raw, plain=plain, table=table)
     assert case.guarantees and all(g.kind == kind for g in case.guarantees)
     results = run_checks(table, case)
     for r in results:
