@@ -25,12 +25,18 @@ DEFAULT_STORE = os.environ.get("PRIVFAIR_STORE", "releases")
 
 
 def _overrides(pairs: list[str]) -> dict:
+    from schemas.errors import SpecError
+
     out = {}
     for p in pairs:
         if "=" not in p:
             raise PrivfairError(f"--set expects key=value, got '{p}'")
         k, v = p.split("=", 1)
-        out[k] = yaml.safe_load(v)
+        try:
+            out[k] = yaml.safe_load(v)
+        except yaml.YAMLError as e:
+            why = getattr(e, "problem", None) or type(e).__name__
+            raise SpecError("--set", f"'{p}': the value is not YAML ({why})") from None
     return out
 
 
@@ -177,27 +183,53 @@ def cmd_promote(args: argparse.Namespace) -> int:
     return 0
 
 
+def _writable_folder(folder: Path, what: str) -> None:
+    """``StoreError`` unless ``folder`` is a folder this process can write, or can be created
+    (checked before a long run, not after it)."""
+    from schemas.errors import StoreError
+
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise StoreError(str(probe), f"not a folder: {what} cannot be written there")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise StoreError(str(probe), f"this user cannot write there: {what}")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from pipelines.catalogue import load_spec
-    from pipelines.evaluate import evaluate, parse_grid, write
+    from pipelines.evaluate import check_options, evaluate, parse_grid, write
     from pipelines.flow import ingest
     from pipelines.settings import resolve_evaluations
+    from schemas.errors import StoreError
 
+    classifiers = [c.strip() for c in args.classifiers.split(",") if c.strip()]
+    check_options(args.folds, args.seed, classifiers)  # before the input is read
+    grid = parse_grid(args.grid)
     spec = load_spec(args.spec)
+    folder = resolve_evaluations(args.out) / spec.name
+    _writable_folder(folder, "the evaluation's folder (--out or $PRIVFAIR_EVALUATIONS)")
     ing = ingest(spec, args.data_dir)
     table = ing.table
     ev = evaluate(
         spec,
         table,
-        grid=parse_grid(args.grid),
+        grid=grid,
         folds=args.folds,
         seed=args.seed,
-        classifiers=[c.strip() for c in args.classifiers.split(",") if c.strip()],
+        classifiers=classifiers,
         drop_protected=args.drop_protected,
         protect_test=args.protect_test,
         input_fingerprint=ing.input["fingerprint"],
     )
-    paths = write(ev, resolve_evaluations(args.out) / spec.name)
+    try:
+        paths = write(ev, folder)
+    except OSError as e:
+        raise StoreError(
+            str(getattr(e, "filename", None) or folder),
+            f"cannot write the evaluation: {e.strerror or e} (--out or $PRIVFAIR_EVALUATIONS)",
+        ) from None
     for r in ev.summary.to_pylist():
         if r["metric"] in ("accuracy", "dpar"):
             print(
