@@ -1,7 +1,9 @@
 """``privfair`` command line: run, validate, export, verify, list and promote releases.
 
 Exit codes: 0 success; 1 a guarantee failed (nothing published); 2 bad spec, input, data or
-store (the store path is a file, a folder cannot be written, an unknown URI scheme...).
+store (the store path is a file, a folder cannot be written, an unknown URI scheme...), an option
+out of its range (``evaluate --folds 1``), a Spark master that is malformed or cannot be reached,
+and a checker that raised instead of giving a verdict (nothing published or quarantined).
 
 ``latest`` names the version the most recent run of a pipeline produced (a re-run moves it,
 also to a version that already existed); ``privfair promote`` points it at any complete release.
@@ -284,7 +286,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--master",
         default=None,
-        help="Spark master URL with --engine spark (default: local[<cores>])",
+        help="Spark master URL with --engine spark (default: local[<cores>]): local[N], "
+        "spark://HOST:PORT, yarn, k8s://...; a spark:// master must accept a connection "
+        "within 5 s and register the run within $PRIVFAIR_SPARK_CONNECT_TIMEOUT seconds "
+        "(default 30)",
     )
     r.add_argument(
         "--workers",
@@ -298,7 +303,7 @@ def parser() -> argparse.ArgumentParser:
         help="the cost of protection: classifiers on protected vs raw training folds",
         description="Stratified folds; the component runs on the training folds only; "
         "classifiers trained on the protected and on the raw training fold are scored on the "
-        "untouched test fold (accuracy, precision, recall, dPar, eOdds; mean and 95%% interval).",
+        "untouched test fold (accuracy, precision, recall, dPar, eOdds; mean and 95% interval).",
     )
     ev.add_argument("spec", help="pipeline spec (YAML)")
     ev.add_argument(
@@ -308,12 +313,19 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY=V1,V2",
         help="parameter values to sweep (each combination is evaluated)",
     )
-    ev.add_argument("--folds", type=int, default=5)
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument(
+        "--folds",
+        type=int,
+        default=5,
+        help="stratified folds: at least 2, at most the rows of the smaller label class "
+        "(default: %(default)s)",
+    )
+    ev.add_argument("--seed", type=int, default=0, help="0 to 2147483647 (default: 0)")
     ev.add_argument(
         "--classifiers",
         default="lr,rf,sgd,gnb",
-        help="comma-separated: lr, rf, sgd (hinge), gnb, dt, ada, mlp",
+        help="comma-separated, at least one, each once: lr, rf, sgd (hinge), gnb, dt, ada, "
+        "mlp (default: %(default)s)",
     )
     ev.add_argument(
         "--out",
