@@ -1,7 +1,9 @@
 """``privfair`` command line: run, validate, export, verify, list and promote releases.
 
 Exit codes: 0 success; 1 a guarantee failed (nothing published); 2 bad spec, input, data or
-store (the store path is a file, a folder cannot be written, an unknown URI scheme...).
+store (the store path is a file, a folder cannot be written, an unknown URI scheme...), an option
+out of its range (``evaluate --folds 1``), a Spark master that is malformed or cannot be reached,
+and a checker that raised instead of giving a verdict (nothing published or quarantined).
 
 ``latest`` names the version the most recent run of a pipeline produced (a re-run moves it,
 also to a version that already existed); ``privfair promote`` points it at any complete release.
@@ -25,12 +27,18 @@ DEFAULT_STORE = os.environ.get("PRIVFAIR_STORE", "releases")
 
 
 def _overrides(pairs: list[str]) -> dict:
+    from schemas.errors import SpecError
+
     out = {}
     for p in pairs:
         if "=" not in p:
             raise PrivfairError(f"--set expects key=value, got '{p}'")
         k, v = p.split("=", 1)
-        out[k] = yaml.safe_load(v)
+        try:
+            out[k] = yaml.safe_load(v)
+        except yaml.YAMLError as e:
+            why = getattr(e, "problem", None) or type(e).__name__
+            raise SpecError("--set", f"'{p}': the value is not YAML ({why})") from None
     return out
 
 
@@ -177,27 +185,53 @@ def cmd_promote(args: argparse.Namespace) -> int:
     return 0
 
 
+def _writable_folder(folder: Path, what: str) -> None:
+    """``StoreError`` unless ``folder`` is a folder this process can write, or can be created
+    (checked before a long run, not after it)."""
+    from schemas.errors import StoreError
+
+    probe = folder
+    while not probe.exists() and probe.parent != probe:
+        probe = probe.parent
+    if not probe.is_dir():
+        raise StoreError(str(probe), f"not a folder: {what} cannot be written there")
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise StoreError(str(probe), f"this user cannot write there: {what}")
+
+
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from pipelines.catalogue import load_spec
-    from pipelines.evaluate import evaluate, parse_grid, write
+    from pipelines.evaluate import check_options, evaluate, parse_grid, write
     from pipelines.flow import ingest
     from pipelines.settings import resolve_evaluations
+    from schemas.errors import StoreError
 
+    classifiers = [c.strip() for c in args.classifiers.split(",") if c.strip()]
+    check_options(args.folds, args.seed, classifiers)  # before the input is read
+    grid = parse_grid(args.grid)
     spec = load_spec(args.spec)
+    folder = resolve_evaluations(args.out) / spec.name
+    _writable_folder(folder, "the evaluation's folder (--out or $PRIVFAIR_EVALUATIONS)")
     ing = ingest(spec, args.data_dir)
     table = ing.table
     ev = evaluate(
         spec,
         table,
-        grid=parse_grid(args.grid),
+        grid=grid,
         folds=args.folds,
         seed=args.seed,
-        classifiers=[c.strip() for c in args.classifiers.split(",") if c.strip()],
+        classifiers=classifiers,
         drop_protected=args.drop_protected,
         protect_test=args.protect_test,
         input_fingerprint=ing.input["fingerprint"],
     )
-    paths = write(ev, resolve_evaluations(args.out) / spec.name)
+    try:
+        paths = write(ev, folder)
+    except OSError as e:
+        raise StoreError(
+            str(getattr(e, "filename", None) or folder),
+            f"cannot write the evaluation: {e.strerror or e} (--out or $PRIVFAIR_EVALUATIONS)",
+        ) from None
     for r in ev.summary.to_pylist():
         if r["metric"] in ("accuracy", "dpar"):
             print(
@@ -252,7 +286,10 @@ def parser() -> argparse.ArgumentParser:
     r.add_argument(
         "--master",
         default=None,
-        help="Spark master URL with --engine spark (default: local[<cores>])",
+        help="Spark master URL with --engine spark (default: local[<cores>]): local[N], "
+        "spark://HOST:PORT, yarn, k8s://...; a spark:// master must accept a connection "
+        "within 5 s and register the run within $PRIVFAIR_SPARK_CONNECT_TIMEOUT seconds "
+        "(default 30)",
     )
     r.add_argument(
         "--workers",
@@ -266,7 +303,7 @@ def parser() -> argparse.ArgumentParser:
         help="the cost of protection: classifiers on protected vs raw training folds",
         description="Stratified folds; the component runs on the training folds only; "
         "classifiers trained on the protected and on the raw training fold are scored on the "
-        "untouched test fold (accuracy, precision, recall, dPar, eOdds; mean and 95%% interval).",
+        "untouched test fold (accuracy, precision, recall, dPar, eOdds; mean and 95% interval).",
     )
     ev.add_argument("spec", help="pipeline spec (YAML)")
     ev.add_argument(
@@ -276,12 +313,19 @@ def parser() -> argparse.ArgumentParser:
         metavar="KEY=V1,V2",
         help="parameter values to sweep (each combination is evaluated)",
     )
-    ev.add_argument("--folds", type=int, default=5)
-    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument(
+        "--folds",
+        type=int,
+        default=5,
+        help="stratified folds: at least 2, at most the rows of the smaller label class "
+        "(default: %(default)s)",
+    )
+    ev.add_argument("--seed", type=int, default=0, help="0 to 2147483647 (default: 0)")
     ev.add_argument(
         "--classifiers",
         default="lr,rf,sgd,gnb",
-        help="comma-separated: lr, rf, sgd (hinge), gnb, dt, ada, mlp",
+        help="comma-separated, at least one, each once: lr, rf, sgd (hinge), gnb, dt, ada, "
+        "mlp (default: %(default)s)",
     )
     ev.add_argument(
         "--out",

@@ -50,6 +50,8 @@ from schemas.roles import Role, read_roles
 __all__ = [
     "CLASSIFIERS",
     "parse_grid",
+    "check_options",
+    "check_folds",
     "Features",
     "evaluate",
     "Evaluation",
@@ -60,15 +62,86 @@ METRICS = ("accuracy", "precision", "recall", "dpar", "eodds", "tprb", "tnrb")
 CONDITIONAL = ("cdp", "ctprb", "ctnrb", "cdp_reference", "ctprb_reference", "ctnrb_reference")
 
 
+MAX_SEED = 2**31 - 1  # a classifier's seed is ``seed + fold``: within NumPy's 2**32 - 1
+
+
 def parse_grid(pairs: Iterable[str]) -> dict[str, list]:
-    """``["k=5,10", ...]`` as ``{"k": [5, 10]}`` (each value read as YAML)."""
+    """``["k=5,10", ...]`` as ``{"k": [5, 10]}`` (each value read as YAML; ``null`` for None).
+
+    Raises ``SpecError`` (key ``--grid``) for a pair without ``=`` or a key, an empty value, a
+    key given twice or a value listed twice (each would evaluate one setting twice)."""
     grid: dict[str, list] = {}
     for p in pairs:
-        if "=" not in p:
+        key, eq, values = p.partition("=")
+        key = key.strip()
+        if not eq or not key:
             raise SpecError("--grid", f"expects key=v1,v2,..., got '{p}'")
-        key, values = p.split("=", 1)
-        grid[key.strip()] = [yaml.safe_load(v) for v in values.split(",")]
+        if key in grid:
+            raise SpecError("--grid", f"'{key}' is given twice; list its values once: {key}=v1,v2")
+        parsed: list = []
+        for v in values.split(","):
+            if not v.strip():
+                raise SpecError("--grid", f"'{p}' has an empty value for '{key}' (null for none)")
+            try:
+                value = yaml.safe_load(v)
+            except yaml.YAMLError as e:
+                why = getattr(e, "problem", None) or type(e).__name__
+                raise SpecError(
+                    "--grid", f"'{p}': the value '{v.strip()}' is not YAML ({why})"
+                ) from None
+            if value in parsed:
+                raise SpecError("--grid", f"'{p}' lists {key}={v.strip()} twice")
+            parsed.append(value)
+        grid[key] = parsed
     return grid
+
+
+def check_options(folds: int, seed: int, classifiers: Sequence[str]) -> None:
+    """Refuse what no data can fix: fewer than 2 folds, a seed outside 0..``MAX_SEED``, no
+    classifier, an unknown or repeated one (``SpecError`` naming the option and the value)."""
+    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
+        raise SpecError(
+            "--folds",
+            f"must be a whole number of at least 2 (each fold is the test part once and "
+            f"training data otherwise), got {folds!r}",
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise SpecError("--seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
+    if not classifiers:
+        raise SpecError(
+            "--classifiers", f"names no classifier; give one or more of {', '.join(CLASSIFIERS)}"
+        )
+    seen: set[str] = set()
+    for c in classifiers:
+        if c not in CLASSIFIERS:
+            raise SpecError(
+                "--classifiers", f"unknown classifier '{c}'; known: {', '.join(CLASSIFIERS)}"
+            )
+        if c in seen:
+            raise SpecError("--classifiers", f"names '{c}' twice")
+        seen.add(c)
+
+
+def check_folds(folds: int, y: np.ndarray, label: str) -> None:
+    """Every test fold must hold rows of both label classes: ``folds`` at most the rows of the
+    smaller class (``SpecError`` naming ``--folds``); a label with one class is an
+    ``InputError``."""
+    n = len(y)
+    n_pos = int(np.sum(y))
+    smaller, which = min((n_pos, "positive"), (n - n_pos, "negative"))
+    if smaller == 0:
+        only = "negative" if n_pos == 0 else "positive"
+        raise InputError(
+            label,
+            f"evaluation needs rows of both label classes (accuracy, dPar and eOdds compare "
+            f"them); all {n} rows are {only}",
+        )
+    if folds > smaller:
+        raise SpecError(
+            "--folds",
+            f"{folds} folds need at least {folds} rows of each class of the label '{label}' "
+            f"(every test fold holds both); it has {smaller} {which} rows (of {n})",
+        )
 
 
 def _classifier(name: str, seed: int):
@@ -292,6 +365,8 @@ def evaluate(
 
     t0 = time.perf_counter()
     say = progress or (lambda m: print(m, file=sys.stderr))
+    classifiers = list(classifiers)
+    check_options(folds, seed, classifiers)  # before any work
     algo = algorithm_of(spec)
     if "data" not in algo.outputs:
         raise InputError(
@@ -307,13 +382,12 @@ def evaluate(
         )
     label, prot = _groups(table)
     y_all = outcome_indicator(table.column(label.name), label)
+    check_folds(folds, y_all, label.name)
     s_all = group_indicator(table.column(prot.name), prot)
     a_all = _strata(table)
     features = [
         c for c in table.column_names if c != label.name and not (drop_protected and c == prot.name)
     ]
-    for c in classifiers:
-        _classifier(c, seed)  # unknown names fail before any work
     keys = list((grid or {}).keys())
     points = [
         dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(grid or {}).values())
@@ -483,6 +557,11 @@ def cost_of_protection(
         out |= {
             "status": "not applicable",
             "reason": reason + (f" ({e.detail})" if e.detail and e.column is None else ""),
+        }
+    except SpecError as e:  # the input is too small for the hold-out (``check_folds``)
+        out |= {
+            "status": "not applicable",
+            "reason": f"the hold-out is one fold of {HOLDOUT_FOLDS}: {e.rule}",
         }
     else:
         arms: dict[str, dict[str, float]] = {}

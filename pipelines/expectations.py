@@ -50,7 +50,7 @@ from great_expectations.render import (
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
-from components.core.checks import CheckResult, check_guarantee
+from components.core.checks import CheckerError, CheckResult, check_guarantee, describe_error
 from components.core.registry import families, kind_checks
 from schemas.contracts import Guarantee, kind_of, parse_guarantee
 from schemas.errors import PrivfairError
@@ -107,7 +107,11 @@ class GuaranteeMetric(TableMetricProvider):
         g = parse_guarantee(json.loads(metric_value_kwargs["guarantee"]))
         # the batch is the frame the guarantee's checker reads
         frame = kind_checks()[g.kind].frame
-        return _jsonable(check_guarantee(g, {frame: df}).to_dict())
+        try:
+            result = check_guarantee(g, {frame: df})
+            return _jsonable(result.to_dict())
+        except Exception as e:  # no verdict: ``to_check_result`` raises ``CheckerError``
+            return {"raised": describe_error(e), "id": g.id, "kind": g.kind}
 
 
 # --- the generic guarantee expectation --------------------------------------------------------
@@ -215,6 +219,16 @@ class GuaranteeExpectation(BatchExpectation):
 
     def _validate(self, metrics: dict, runtime_configuration=None, execution_engine=None) -> dict:
         r = metrics[GUARANTEE_METRIC]
+        if "raised" in r:  # the checker raised: no verdict (see ``to_check_result``)
+            return {
+                "success": False,
+                "result": {
+                    "raised": r["raised"],
+                    "message": f"the checker raised {r['raised']}",
+                    "guarantee_id": r["id"],
+                    "kind": r["kind"],
+                },
+            }
         return {
             "success": bool(r["passed"]),
             "result": {
@@ -487,16 +501,19 @@ def new_context() -> AbstractDataContext:
 
 
 # --- results back to CheckResults -------------------------------------------------------------
-def _error(evr: ExpectationValidationResult) -> str:
+def _error(evr: ExpectationValidationResult, typed: bool = False) -> str:
     """The exception message GX recorded for ``evr`` ('' if none). GX 1.x keys
-    ``exception_info`` by metric id when a metric raised, or holds one flat record."""
+    ``exception_info`` by metric id when a metric raised, or holds one flat record. ``typed``:
+    the traceback's last line (``KeyError: 'x'``) where GX recorded one."""
     info = evr.exception_info or {}
     records = [info] if "raised_exception" in info else list(info.values())
-    messages = [
-        str(r.get("exception_message"))
-        for r in records
-        if isinstance(r, dict) and r.get("raised_exception")
-    ]
+    messages = []
+    for r in records:
+        if not (isinstance(r, dict) and r.get("raised_exception")):
+            continue
+        lines = str(r.get("exception_traceback") or "").strip().splitlines()
+        last = lines[-1].strip() if typed and lines else ""
+        messages.append(last if ":" in last else str(r.get("exception_message")))
     return "; ".join(dict.fromkeys(messages))
 
 
@@ -511,15 +528,18 @@ def _distinct(values: list) -> list:
 def to_check_result(evr: ExpectationValidationResult, guarantee=None) -> CheckResult:
     """A GX expectation result as a ``CheckResult``: guarantee expectations carry the checker's
     fields; built-ins get id ``schema``, their expectation type as kind and a message built from
-    GX's result (or the exception GX recorded)."""
+    GX's result (or the exception GX recorded).
+
+    A guarantee expectation whose checker raised (or that holds no result) has no verdict:
+    ``CheckerError`` is raised, never a failed ``CheckResult``."""
     cfg = evr.expectation_config
     res = dict(evr.result or {})
-    error = _error(evr)
     if cfg.type in GUARANTEE_TYPES:
         gid = guarantee.id if guarantee is not None else cfg.kwargs.get("guarantee_id", "")
         kind = GUARANTEE_TYPES[cfg.type]
-        if error or not res:
-            return CheckResult(gid, kind, False, message=f"checker raised: {error or 'no result'}")
+        raised = res.get("raised") or _error(evr, typed=True) or ("" if res else "no result")
+        if raised:
+            raise CheckerError([(gid, kind, raised)])
         return CheckResult(
             res.get("guarantee_id", gid),
             res.get("kind", kind),
@@ -531,6 +551,7 @@ def to_check_result(evr: ExpectationValidationResult, guarantee=None) -> CheckRe
             int(res.get("n_offending") or 0),
         )
 
+    error = _error(evr)
     kw = {k: v for k, v in cfg.kwargs.items() if k not in ("batch_id", "result_format")}
     column = kw.pop("column", None)
     where = f"column '{column}': " if column else ""

@@ -19,17 +19,22 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from components.core.checks import CheckResult
+from components.core.checks import CheckerError, CheckResult, describe_error
 from components.core.descriptor import Algorithm, Params, resolve
 from pipelines.catalogue import check_keys
 from schemas.contracts import Guarantee
-from schemas.errors import InputError
+from schemas.errors import InputError, PrivfairError
 
 RESULTS_FILE = "validation/ge_results.json"
 DATA_DOCS_DIR = "validation/data_docs"
 DATA_DOCS_SITE = "privfair_release"
 SCHEMA_ID = "schema"
 DECLARED_ID = "declared"
+
+
+class EvidenceError(PrivfairError):
+    """The algorithm's evidence builder raised (other than ``InputError``, the files not fitting
+    together): an error of the run, never a verdict."""
 
 
 @dataclass
@@ -145,7 +150,9 @@ def validate_release(
 
     With ``out_dir``, the GX results and Data Docs are written under ``out_dir/validation/``.
     Raises ``PrivfairError`` if a compiled suite lost guarantee expectations (see
-    ``pipelines.expectations.round_trip``)."""
+    ``pipelines.expectations.round_trip``), ``CheckerError`` if a checker raised (naming each
+    guarantee and its error) and ``EvidenceError`` if the evidence builder did: a checker
+    that raises gives no verdict, so the release is neither passed nor failed."""
     import great_expectations as gx
     from great_expectations.core.run_identifier import RunIdentifier
 
@@ -170,6 +177,11 @@ def validate_release(
         frames = resolve(algo.evidence)(input_table, outputs, sidecars, params)
     except InputError as e:  # the files do not fit together: every guarantee fails
         evidence_error = str(e)
+    except Exception as e:  # the builder broke: no verdict can be given
+        raise EvidenceError(
+            f"the evidence of '{algo.name}' could not be built, so the release cannot be "
+            f"validated: {describe_error(e)}"
+        ) from e
 
     published = next(iter(outputs.values()))
     ctx = E.new_context()
@@ -199,6 +211,7 @@ def validate_release(
         )
 
     builtins: list[CheckResult] = []
+    raised: list[tuple[str, str, str]] = []
     for run in runs.values():
         for evr in run.results:
             idx = E.contract_index(evr)
@@ -206,7 +219,12 @@ def validate_release(
                 builtins.append(E.to_check_result(evr))
             else:
                 pos = supported[idx]
-                results[pos] = E.to_check_result(evr, contract[pos])
+                try:
+                    results[pos] = E.to_check_result(evr, contract[pos])
+                except CheckerError as e:
+                    raised += e.raised
+    if raised:  # an error of the run, never a verdict: nothing to publish or quarantine
+        raise CheckerError(raised)
     for i, g in enumerate(contract):
         if results[i] is None:
             why = f"evidence could not be built: {evidence_error}" if evidence_error else "not run"

@@ -23,9 +23,12 @@ import pandas as pd
 
 from components.core.descriptor import KindCheck, resolve
 from schemas import contracts as C
+from schemas.errors import PrivfairError
 
 __all__ = [
     "CheckResult",
+    "CheckerError",
+    "describe_error",
     "make_result",
     "check_guarantee",
     "check_contract",
@@ -68,6 +71,26 @@ class CheckResult:
     @classmethod
     def failed(cls, g: C.Guarantee, message: str) -> CheckResult:
         return cls(g.id, g.kind, False, message=message)  # type: ignore[attr-defined]
+
+
+class CheckerError(PrivfairError):
+    """A guarantee's checker raised instead of returning a verdict: an error of the run (its
+    code or its evidence is at fault), never a failed guarantee. ``raised``: one
+    ``(guarantee id, kind, error)`` per checker that raised."""
+
+    def __init__(self, raised: list[tuple[str, str, str]]) -> None:
+        self.raised = list(raised)
+        what = "; ".join(f"guarantee {gid} ({kind}): {error}" for gid, kind, error in raised)
+        super().__init__(
+            f"a checker raised instead of giving a verdict, so the release cannot be "
+            f"validated: {what}"
+        )
+
+
+def describe_error(e: BaseException) -> str:
+    """``Type: message`` of an exception (a ``KeyError``'s message alone is just the key)."""
+    text = str(e)
+    return f"{type(e).__name__}: {text}" if text else type(e).__name__
 
 
 def make_result(
@@ -383,7 +406,8 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
 
 
 def check_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> CheckResult:
-    """Run ``g``'s checker on the evidence frame its kind reads."""
+    """Run ``g``'s checker on the evidence frame its kind reads. A checker that raises is not a
+    verdict: the exception propagates (validation turns it into ``CheckerError``)."""
     from components.core.registry import kind_check
 
     kc = kind_check(g.kind)  # type: ignore[attr-defined]

@@ -31,9 +31,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
+import re
 import shutil
+import socket
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -44,7 +47,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from schemas.errors import PrivfairError
+from schemas.errors import PrivfairError, SpecError
 
 __all__ = [
     "Engine",
@@ -53,6 +56,7 @@ __all__ = [
     "current_engine",
     "using",
     "make_engine",
+    "master_endpoints",
     "split_by_key",
     "worker_python",
 ]
@@ -173,14 +177,129 @@ def _in_block(fn: BlockFn, schema: pa.Schema) -> BlockFn:
     return run
 
 
+MASTER_FORMS = (
+    "local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT"
+    "[,HOST:PORT...], yarn, k8s://[https://]HOST:PORT"
+)
+"""The Spark master URLs ``SparkEngine`` takes (those Spark itself parses)."""
+
+PROBE_TIMEOUT = 5.0
+"""Seconds to open a TCP connection to a standalone master before the session starts."""
+
+CONNECT_TIMEOUT_ENV = "PRIVFAIR_SPARK_CONNECT_TIMEOUT"
+DEFAULT_CONNECT_TIMEOUT = 30.0
+"""Seconds a session on a standalone master (``spark://``) may take to start and register
+(``$PRIVFAIR_SPARK_CONNECT_TIMEOUT``); Spark alone retries an unresponsive master for a
+minute."""
+
+_LOCAL = re.compile(r"local(\[\s*([0-9]+|\*)\s*(,\s*[0-9]+\s*)?\])?")
+_LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[0-9]+\s*\]")
+_HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
+
+
+def _master_error(master: str, rule: str) -> SpecError:
+    return SpecError("execution.master", f"'{master}' is not a Spark master URL: {rule}")
+
+
+def master_endpoints(master: str) -> list[tuple[str, int]]:
+    """The ``(host, port)`` of each master of a standalone cluster URL (``spark://h1:p1,h2:p2``),
+    ``[]`` for the other forms Spark takes (``MASTER_FORMS``). Raises ``SpecError`` (key
+    ``execution.master``) naming the URL when it is none of them.
+
+    >>> master_endpoints("spark://10.0.0.5:7077,backup:7077")
+    [('10.0.0.5', 7077), ('backup', 7077)]
+    >>> master_endpoints("local[2]")
+    []
+    """
+    m = _LOCAL.fullmatch(master)
+    if m:
+        if m.group(2) == "0":
+            raise _master_error(master, "local[0] runs no thread; give local[N] with N >= 1")
+        return []
+    if _LOCAL_CLUSTER.fullmatch(master) or master == "yarn":
+        return []
+    if master.startswith("k8s://") and len(master) > len("k8s://"):
+        return []
+    if master.startswith("spark://"):
+        out = []
+        for part in master.removeprefix("spark://").split(","):
+            hp = _HOST_PORT.fullmatch(part.strip())
+            if hp is None:
+                raise _master_error(
+                    master, f"'{part}' is not HOST:PORT (a standalone master is spark://HOST:PORT)"
+                )
+            port = int(hp.group(2))
+            if not 0 < port < 65536:
+                raise _master_error(master, f"port {port} is not between 1 and 65535")
+            out.append((hp.group(1).strip("[]"), port))
+        return out
+    raise _master_error(master, f"Spark takes {MASTER_FORMS}")
+
+
+def _unreachable(host: str, port: int, timeout: float) -> str | None:
+    """Why no TCP connection to ``host:port`` opens within ``timeout`` seconds (the name
+    lookup included), or None when one does."""
+    why: list[str | None] = []
+
+    def probe() -> None:
+        try:
+            with socket.create_connection((host, port), timeout=timeout):
+                why.append(None)
+        except socket.gaierror as e:
+            why.append(f"the host name does not resolve ({e.strerror or e})")
+        except ConnectionRefusedError:
+            why.append("nothing listens on that port (connection refused)")
+        except TimeoutError:
+            why.append(f"no answer within {timeout:g} s")
+        except OSError as e:
+            why.append(e.strerror or str(e))
+
+    t = threading.Thread(target=probe, name="privfair-spark-probe", daemon=True)
+    t.start()
+    t.join(timeout)
+    return why[0] if why else f"no answer within {timeout:g} s"
+
+
+def _connect_timeout() -> float:
+    raw = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return DEFAULT_CONNECT_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not value > 0:
+        raise PrivfairError(f"${CONNECT_TIMEOUT_ENV}: a number of seconds above 0, got '{raw}'")
+    return value
+
+
+def _spark_message(e: BaseException) -> str:
+    """The line of a (Java) error that says what went wrong, without the stack."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    useful = [
+        ln.removeprefix(": ")
+        for ln in lines
+        if not ln.startswith(("at ", "An error occurred", "JVM stacktrace"))
+    ]
+    return (useful or lines or [type(e).__name__])[0]
+
+
 class SparkEngine(Engine):
     """Blocks run through Spark's Arrow-native grouped map (``groupBy(key).applyInArrow``), the
     input and the results exchanged as Parquet in a scratch folder; group-by counts are Spark's.
 
-    ``master``: a Spark master URL (``local[2]``, ``spark://host:7077``...); ``conf``: extra
-    Spark settings. Spark's Python workers are pointed at this interpreter (``PYSPARK_PYTHON``,
-    unless already set): by default they start the system ``python3``, which has none of
-    privfair's dependencies.
+    ``master``: a Spark master URL (``local[2]``, ``spark://host:7077``... see
+    ``MASTER_FORMS``); ``conf``: extra Spark settings. Spark's Python workers are pointed at
+    this interpreter (``PYSPARK_PYTHON``, unless already set): by default they start the system
+    ``python3``, which has none of privfair's dependencies.
+
+    A master URL Spark would not parse is refused here (``SpecError``, key
+    ``execution.master``), before any JVM starts; so is a standalone master
+    (``spark://HOST:PORT``) that no TCP connection reaches within ``PROBE_TIMEOUT`` seconds
+    (``PrivfairError`` naming the URL). A session on a standalone master that has not started
+    and registered within ``connect_timeout`` seconds (default
+    ``$PRIVFAIR_SPARK_CONNECT_TIMEOUT``, else ``DEFAULT_CONNECT_TIMEOUT``) is given up with a
+    ``PrivfairError``, as is a session Spark fails to start.
     """
 
     name = "spark"
@@ -190,7 +309,9 @@ class SparkEngine(Engine):
         master: str = "local[2]",
         conf: dict[str, str] | None = None,
         scratch: str | Path | None = None,
+        connect_timeout: float | None = None,
     ) -> None:
+        self._endpoints = master_endpoints(master)
         try:
             from pyspark.sql import SparkSession
         except ImportError:  # pragma: no cover - pyspark is in the lock, as the 'spark' extra
@@ -206,6 +327,19 @@ class SparkEngine(Engine):
         warnings.filterwarnings(
             "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
         )
+        if self._endpoints:
+            problems = [
+                f"{host}:{port}: {why}"
+                for host, port in self._endpoints
+                if (why := _unreachable(host, port, PROBE_TIMEOUT)) is not None
+            ]
+            if len(problems) == len(self._endpoints):
+                raise PrivfairError(
+                    f"execution.master: cannot reach the Spark master at '{master}' "
+                    f"({'; '.join(problems)}); a standalone master must accept connections "
+                    "before a run starts"
+                )
+        self.connect_timeout = connect_timeout if connect_timeout else _connect_timeout()
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         self.master = master
@@ -214,6 +348,7 @@ class SparkEngine(Engine):
             .appName("privfair")
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.ui.enabled", "false")
+            .config("spark.log.level", "ERROR")
             .config("spark.ui.showConsoleProgress", "false")
             .config("spark.sql.shuffle.partitions", "8")
             .config("spark.driver.memory", "4g")
@@ -236,11 +371,58 @@ class SparkEngine(Engine):
         if self._session is None:
             from pyspark.sql import SparkSession
 
-            self._owned = SparkSession.getActiveSession() is None
-            self._session = self._builder.getOrCreate()
+            owned = SparkSession.getActiveSession() is None
+            session = self._start() if owned and self._endpoints else self._create()
+            self._owned = owned
+            self._session = session
             self._session.sparkContext.setLogLevel("ERROR")
             self.workers = self._session.sparkContext.defaultParallelism
         return self._session
+
+    def _create(self):
+        try:
+            return self._builder.getOrCreate()
+        except Exception as e:
+            raise PrivfairError(
+                f"execution.master: no Spark session on '{self.master}': {_spark_message(e)}"
+            ) from e
+
+    def _start(self):
+        """``_create`` on a standalone master, given up after ``connect_timeout`` seconds: Spark
+        retries an unresponsive master for a minute. A session that starts after that is
+        stopped at once (nobody waits for it any more)."""
+        box: dict = {}
+        lock = threading.Lock()
+        done = threading.Event()
+
+        def start() -> None:
+            try:
+                session = self._create()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                box["error"] = e
+            else:
+                with lock:
+                    if box.get("abandoned"):
+                        session.stop()
+                    else:
+                        box["session"] = session
+            finally:
+                done.set()
+
+        threading.Thread(target=start, name="privfair-spark-start", daemon=True).start()
+        finished = done.wait(self.connect_timeout)
+        with lock:
+            if not finished and "session" not in box:
+                box["abandoned"] = True
+                raise PrivfairError(
+                    f"execution.master: no Spark session on '{self.master}' within "
+                    f"{self.connect_timeout:g} s: the master accepts connections but did not "
+                    f"register this application (is it a Spark master? raise "
+                    f"${CONNECT_TIMEOUT_ENV} for a slow cluster)"
+                )
+        if "error" in box:
+            raise box["error"]
+        return box["session"]
 
     def describe(self) -> dict:
         return {"engine": self.name, "master": self.master, "workers": self.workers}
