@@ -61,9 +61,12 @@ NO_RETRY = ExceptionRetryPolicy(
                 "schemas.errors.ContractViolation",
                 "schemas.errors.SpecError",
                 "schemas.errors.InputError",
+                "components.core.checks.CheckerError",
+                "pipelines.validate.EvidenceError",
             ],
             action=RetryAction.FAIL,
-            reason="a broken guarantee, spec or input fails the same way on every try",
+            reason="a broken guarantee, spec or input, or a checker that "
+            "cannot read its evidence fails the same way on every try",
         )
     ]
 )
