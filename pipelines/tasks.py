@@ -84,6 +84,7 @@ class IngestRecord(Record):
     dataset: str | None
     fingerprint: str
     data_dir: str | None = None
+    spec_dir: str | None = None  # where a relative dataset.path is read (the spec file's folder)
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,7 @@ class ProtectRecord(Record):
     guarantees: int
     fingerprint: str = ""
     data_dir: str | None = None
+    spec_dir: str | None = None
     reused: str | None = None
     rebuilt: str | None = None  # why a published folder of this version was quarantined
 
@@ -172,6 +174,12 @@ def _store(store: Store | str | Path) -> Store:
     return store if isinstance(store, Store) else Store.open(store)
 
 
+def spec_of(rec: IngestRecord | ProtectRecord) -> PipelineSpec:
+    """The spec a task wrote (``spec.json``), located in its spec file's folder again."""
+    spec = as_spec(rec.spec)
+    return spec.located(rec.spec_dir) if rec.spec_dir else spec
+
+
 def as_spec(spec: PipelineSpec | str | Path) -> PipelineSpec:
     """A resolved spec from an object, a YAML spec file or a ``spec.json`` written by a task."""
     if isinstance(spec, PipelineSpec):
@@ -234,6 +242,7 @@ def ingest_task(
         dataset=ing.input.get("dataset"),
         fingerprint=ing.input["fingerprint"],
         data_dir=plan.data_dir,
+        spec_dir=str(spec.spec_dir) if spec.spec_dir is not None else None,
     )
 
 
@@ -257,6 +266,8 @@ def protect_task(
     algorithm would give. An incomplete one is quarantined (``rebuilt`` says why)."""
     spec = with_execution(as_spec(spec), **(execution or {}))
     ing_rec = IngestRecord.of(ingested)
+    if spec.spec_dir is None and ing_rec.spec_dir:
+        spec = spec.located(ing_rec.spec_dir)
     work = Path(work_dir)
     info = _read_json(ing_rec.input)
     plan = plan_of(spec, data_dir=ing_rec.data_dir)
@@ -314,6 +325,7 @@ def protect_task(
         guarantees=len(contract),
         fingerprint=info["fingerprint"],
         data_dir=ing_rec.data_dir,
+        spec_dir=str(spec.spec_dir) if spec.spec_dir is not None else ing_rec.spec_dir,
         reused=str(published) if published is not None else None,
         rebuilt=existing.message if existing is not None else None,
     )
@@ -334,7 +346,7 @@ def validate_task(
     is raised; otherwise the record says ``passed=False``. When ``protect_task`` reused a
     published release, that release's files are validated again (nothing is staged)."""
     rec = ProtectRecord.of(protected)
-    spec = as_spec(rec.spec)
+    spec = spec_of(rec)
     plan = plan_of(spec, store, rec.data_dir)
     ing = load_ingested(plan, rec)
     result = load_result(rec)
@@ -398,7 +410,7 @@ def publish_task(
     rec = ProtectRecord.of(protected)
     val = ValidateRecord.of(validated) if validated is not None else None
     st = _store(store)
-    plan = plan_of(as_spec(rec.spec), st, rec.data_dir)
+    plan = plan_of(spec_of(rec), st, rec.data_dir)
     name, version = rec.pipeline, rec.version
     if val is not None and not val.passed:
         results = _read_json(val.results).get("results", [])
@@ -456,7 +468,7 @@ def evaluate_task(
     from pipelines.settings import resolve_evaluations
 
     rec = IngestRecord.of(ingested)
-    spec = as_spec(rec.spec)
+    spec = spec_of(rec)
     if isinstance(grid, str):
         grid = parse_grid(grid.split())
     if isinstance(classifiers, str):

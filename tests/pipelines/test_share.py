@@ -141,3 +141,45 @@ def test_what_a_writer_stored_beside_the_data_is_not_ingested(tmp_path: Path):
     table, _ = load_dataset(ds)
     assert b"pandas" not in (table.schema.metadata or {})
     assert "12347" not in str(table.schema.metadata) and "12354" not in str(table.schema)
+
+
+def test_a_relative_dataset_path_is_read_again_by_every_task_and_by_validate(tmp_path: Path):
+    """No task keeps a copy of the input: validate and publish read it again, from the spec
+    file's folder, as ``privfair validate`` does later."""
+    import numpy as np
+    import yaml
+    from _shared import TOY_COLUMNS
+
+    from pipelines import tasks
+    from pipelines.catalogue import load_spec
+    from pipelines.cli import main
+
+    rng = np.random.default_rng(1)
+    n = 60
+    rows = ["x,c,PA,y"] + [
+        f"{rng.integers(0, 50)},{'abc'[i % 3]},{i % 2},{rng.integers(0, 2)}" for i in range(n)
+    ]
+    folder = tmp_path / "specs"
+    folder.mkdir()
+    (folder / "toy.csv").write_text("\n".join(rows) + "\n")
+    spec_file = folder / "toy.yaml"
+    spec_file.write_text(
+        yaml.safe_dump(
+            {
+                "name": "toy_relative",
+                "dataset": {"path": "toy.csv", "columns": TOY_COLUMNS},
+                "component": {"name": "mdav", "params": {"k": 5}},
+            }
+        )
+    )
+    spec = load_spec(spec_file)
+    work, store = tmp_path / "work", tmp_path / "store"
+    ing = tasks.ingest_task(spec, work / "raw")
+    prot = tasks.protect_task(tasks.as_spec(ing.spec), ing.as_dict(), work / "prot", store)
+    val = tasks.validate_task(prot.as_dict(), store)
+    out = tasks.publish_task(prot.as_dict(), val.as_dict(), store)
+    assert out.status == "published"
+    assert not list(work.rglob("*.parquet")) or all(
+        "raw" not in p.parts for p in work.rglob("*.parquet")
+    )
+    assert main(["validate", out.path]) == 0
