@@ -116,9 +116,9 @@ def check_pd_groups(g: G.PublishedGroups, audit: pd.DataFrame) -> CheckResult:
         f"{n_values} published values of '{g.attribute}', one per group, each row publishing {form}"
         if ok
         else f"'{g.attribute}' is not published at the granularity of the bound: "
-        f"{n_values} published values for 2 groups ({groups_split} groups under several values, "
-        f"{values_of_both} values in both groups); {int(wrong.sum())} of {len(r)} rows do not "
-        f"publish {form}"
+        f"{n_values} published values for 2 groups ({groups_split} of 2 groups published under "
+        f"several values, {values_of_both} values published for both groups); "
+        f"{int(wrong.sum())} of {len(r)} rows do not publish {form}"
     )
     return make_result(g, ok, n_values, 2, msg, off)
 

@@ -5,10 +5,11 @@ Every PND cell becomes its class's label ``[min, max]`` over the members' ranks 
 value where the class holds one); the decision is copied unchanged and no row is added or
 dropped. The PD attribute is published at the granularity of the bound: unchanged when its two
 values are the two groups, otherwise as each row's group (``group_column``), so that every
-q-block a reader forms from the published columns is one the guarantees cover. The rows are published in canonical order
-(``components.core.order.published_order``: sorted by their published values), never in input
-order: whoever knows where a person sits in the input would read their decision and PD value at
-that position. The lineage's ``row_id`` maps each published row back to its input row.
+q-block a reader forms from the published columns is one the guarantees cover. The rows are
+published in canonical order (``components.core.order.published_order``: sorted by their
+published values), never in input order: whoever knows where a person sits in the input would
+read their decision and PD group at that position. The lineage's ``row_id`` maps each published
+row back to its input row.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.core.order import publish_in_order
 from components.core.result import ComponentResult
@@ -45,7 +47,7 @@ def group_column(protected: np.ndarray) -> pa.Array:
     >>> group_column(np.array([True, False])).to_pylist()
     ['protected', 'unprotected']
     """
-    return pa.array(np.where(protected, PROTECTED, UNPROTECTED).tolist(), pa.string())
+    return pc.if_else(pa.array(protected, pa.bool_()), PROTECTED, UNPROTECTED)
 
 
 def group_field(base: pa.Field, role: ColumnRole) -> pa.Field:
