@@ -54,14 +54,17 @@ def group_field(base: pa.Field, role: ColumnRole) -> pa.Field:
     """The published field of a PD attribute published as its groups: ``base``'s name and
     other metadata, type ``string``, the role rewritten so that its protected value is
     ``"protected"`` (a reader applying the role to the published column finds the groups), the
-    form ``groups`` under ``privfair.generalised``, and under ``privfair.pd_groups`` the
-    declaration the groups come from (the spec's ``unfavoured`` values are the protected ones,
-    or every value outside its ``favoured`` values is).
+    form ``groups`` under ``privfair.generalised``, and under ``privfair.pd_groups`` (JSON) the
+    values the column may hold (``published_values``) and the declaration the groups come from
+    (the spec's ``unfavoured`` values are the protected ones, or every value outside its
+    ``favoured`` values is).
 
     >>> r = ColumnRole("race", Role.PROTECTED, Kind.NOMINAL, favoured=("White",))
     >>> f = group_field(pa.field("race", pa.string(), metadata=r.to_metadata()), r)
     >>> ColumnRole.from_field(f).unfavoured, json.loads(f.metadata[GROUPS_META])["favoured"]
     (('protected',), ['White'])
+    >>> json.loads(f.metadata[GROUPS_META])["published_values"]
+    ['protected', 'unprotected']
     """
     meta = {
         k: v for k, v in (base.metadata or {}).items() if k not in (META_FAVOURED, META_UNFAVOURED)
@@ -81,6 +84,7 @@ def group_field(base: pa.Field, role: ColumnRole) -> pa.Field:
             "unprotected": "the favoured values",
             "favoured": list(role.favoured or ()),
         }
+    declared["published_values"] = [PROTECTED, UNPROTECTED]
     meta[GROUPS_META] = json.dumps(declared, sort_keys=True).encode()
     return pa.field(base.name, pa.string(), metadata=meta)
 

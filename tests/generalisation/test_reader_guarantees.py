@@ -14,6 +14,8 @@ PD value the bound does not cover fails.
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -77,6 +79,9 @@ def test_adult_race_q_blocks_over_the_published_columns_are_t_close(adult, adult
     assert set(result.table.column("race").to_pylist()) == {"protected", "unprotected"}
     role = read_roles(result.table)["race"]
     assert role.unfavoured == ("protected",) and role.favoured is None
+    meta = json.loads(result.table.schema.field("race").metadata[b"privfair.pd_groups"])
+    assert meta["favoured"] == ["White"]
+    assert meta["published_values"] == ["protected", "unprotected"]
     protected = np.array(result.table.column("race").to_pylist()) == "protected"
     raw = np.array(adult.column("race").to_pylist())[
         result.sidecars["lineage"].column("row_id").to_numpy()
