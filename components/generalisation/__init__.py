@@ -2,9 +2,14 @@
 discrimination (Ruggieri, "Using t-closeness anonymity to control for non-discrimination",
 Transactions on Data Privacy 7(2), 2014).
 
-A release of either algorithm keeps every row, its PD attribute and its decision, and replaces
-each PND value by its class's label; it is t_eff-close (t_eff = max{t, tau(R)}) and therefore
-bd_f(t_eff)-protective for every discrimination measure f (RD, ED, RR, ER, RC, EC, OR).
+A release of either algorithm keeps every row and its decision, replaces each PND value by its
+class's label, and publishes the PD attribute at the granularity its bound covers: unchanged when
+its two values are the two groups, otherwise as each row's group ("protected" / "unprotected").
+Every q-block a reader forms from the published columns (PND labels and PD value) is then
+t_eff-close (t_eff = max{t, tau(R)}), so the release is bd_f(t_eff)-protective for every
+discrimination measure f (RD, ED, RR, ER, RC, EC, OR); with k, every such q-block has at least k
+rows (``k_over: classes``: every class, the paper's k). A t below tau(R) (one class) is refused
+unless the spec accepts it (``single_class: allow``).
 
 >>> FAMILY.name, [a.name for a in FAMILY.algorithms]
 ('generalisation', ['dmondrian', 'dsabre'])
@@ -41,9 +46,9 @@ _PAPER = (
     "Transactions on Data Privacy 7(2):99-129, 2014"
 )
 
-# The PD attribute and the decision are published unchanged and each class is a set of equal
-# labels, so these follow from the published table and the parameters; the count-query error
-# is measured against the input and stays with the owner.
+# The decision and the PD group are published and each class is a set of equal labels, so these
+# follow from the published table and the parameters (LM also from the active domains' sizes,
+# as before); the count-query error is measured against the input and stays with the owner.
 _PUBLIC_METRICS = (
     "rows",
     "p_minus",
@@ -56,20 +61,27 @@ _PUBLIC_METRICS = (
     "generalised_cells",
     "information_loss.lm_norm",
     "information_loss.lm_sum",
+    "pd_published_as",
 )
 
 
 def _public(*extra: str) -> Disclosure:
     return Disclosure(
         metrics=(*_PUBLIC_METRICS, *extra),
-        covers="Within every class of rows sharing the published labels, the share of negative "
-        "decisions is within t_eff of the table's, so every discrimination measure (RD, ED, RR, "
-        "ER, RC, EC, OR) of every itemset of the published columns is bounded by bd_f(t_eff); "
-        "rows are published in an order that is a function of the published values only.",
-        does_not_cover="The PD attribute and the decision are published exactly, row by row: "
-        "the bound is on decision rates within classes, not on what a reader who knows a "
-        "person's quasi-identifiers learns of that person's own decision (at most the class's "
-        "decision mix) or PD value; it is not k-anonymity unless the spec sets k.",
+        covers="Every q-block of the published columns (rows sharing the published PND labels and "
+        "PD value) has a share of negative decisions within t_eff of the table's, so every "
+        "discrimination measure (RD, ED, RR, ER, RC, EC, OR) between the two PD groups in every "
+        "itemset of the published columns is bounded by bd_f(t_eff); the PD attribute is "
+        "published at that granularity: its two values when they are the groups, else each "
+        "row's group ('protected' / 'unprotected'); with k, every such q-block has at least k "
+        "rows (every class, when the spec sets k_over: classes); rows are published in an order "
+        "that is a function of the published values only.",
+        does_not_cover="The decision and the PD group are published exactly, row by row: the "
+        "bound is on decision rates within q-blocks, not on what a reader who knows a person's "
+        "quasi-identifiers learns of that person's own decision (at most their q-block's "
+        "decision mix); it says nothing of the PD attribute's values within a group (a many-"
+        "valued one is published only as its groups), nor of groups other than the declared "
+        "two; it is not k-anonymity unless the spec sets k.",
     )
 
 
@@ -140,6 +152,7 @@ FAMILY = Family(
     package=_P,
     algorithms=(DMONDRIAN, DSABRE),
     kinds=(
+        _kind(G.PublishedGroups, "pd_groups"),
         _kind(G.TruthfulGeneralisation, "truthful_generalisation"),
         _kind(G.ClassLabels, "class_labels"),
         _kind(G.DecisionCloseness, "decision_closeness"),

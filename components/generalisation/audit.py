@@ -6,7 +6,12 @@ only (nothing the algorithm reported about itself). Columns:
     __row_id, __retained, __out_count, __class     from the shared lineage audit
     __in_col__<c>, __out_col__<c>                  raw PD and decision values, input / published
     __protected, __negative                        input row in the protected group / negative
-    __protected_out, __negative_out                the same read from the published row (-1: none)
+    __protected_out, __negative_out                the same read from the published row (-1: not
+                                                   published, or a value naming no group /
+                                                   decision of the input)
+    __pd_out                                       the published PD value as a dense code (equal
+                                                   codes: equal published values; -1: none), what
+                                                   a reader's q-blocks are keyed on
     __rank__<A>                                    input rank of PND attribute A (active domain)
     __lo__<A>, __hi__<A>                           published label of A read back into ranks
                                                    (-1: not a label over A's domain)
@@ -14,6 +19,11 @@ only (nothing the algorithm reported about itself). Columns:
 
 ``original_audit`` builds the same frame for the unreleased input (every label the original
 value, one class per distinct PND vector): the positive control of the C6 audit.
+
+The published PD value is read in the form the contract expects (``Prepared.pd_as_groups``):
+"protected" / "unprotected" for a PD attribute published as its groups, the input's values
+otherwise. Columns of any ordinary Arrow type are read (dictionary through its values, view
+types as their ordinary types).
 """
 
 from __future__ import annotations
@@ -21,36 +31,74 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.core.evidence import lineage_audit, published_positions
-from components.core.inputs import member
-from components.generalisation.inputs import negative_values, prepare, protected_values
+from components.generalisation.domains import plain
+from components.generalisation.inputs import (
+    PROTECTED,
+    UNPROTECTED,
+    is_member,
+    negative_values,
+    ordinary,
+    prepare,
+    protected_values,
+)
+from components.generalisation.publish import group_column, group_field
 
 __all__ = ["as_labels", "build_audit", "evidence", "original_audit", "pnd_columns"]
 
 
-def _published_flag(published: pa.Table, name: str, accepted: set, retained, pos) -> np.ndarray:
+def _published_flag(published: pa.Table, name: str, yes: set, no: set, retained, pos) -> np.ndarray:
+    """Per input row, 1 where its published value is one of ``yes``, 0 where one of ``no``,
+    -1 where it is neither or the row or column is not published."""
     out = np.full(len(retained), -1, dtype=np.int8)
     if name in published.column_names:
-        out[retained] = member(published.column(name), accepted)[pos].astype(np.int8)
+        col = published.column(name)
+        flag = np.where(is_member(col, yes), 1, np.where(is_member(col, no), 0, -1))
+        out[retained] = flag[pos].astype(np.int8)
+    return out
+
+
+def _published_codes(published: pa.Table, name: str, retained, pos) -> np.ndarray:
+    """Per input row, a dense code of its published value of ``name`` (equal values, equal
+    codes; a null is a value of its own); -1 where the row or column is not published, or the
+    column's type is not one of values (a tampered struct or list column)."""
+    out = np.full(len(retained), -1, dtype=np.int64)
+    if name in published.column_names and published.num_rows:
+        col = plain(published.column(name)).combine_chunks()
+        try:
+            codes = pc.dictionary_encode(col, null_encoding="encode").indices
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+            return out
+        out[retained] = codes.to_numpy(zero_copy_only=False).astype(np.int64)[pos]
     return out
 
 
 def build_audit(input_table: pa.Table, published: pa.Table, classes: pa.Table) -> pd.DataFrame:
     """The audit frame (module docstring) of a release of ``input_table``."""
     prep = prepare(input_table, None)
+    input_table = prep.table  # view types read as their ordinary types
+    published = ordinary(published)
     n = input_table.num_rows
     _, retained, pos = published_positions(n, classes, published.num_rows)
     frame = lineage_audit(input_table, published, classes, [prep.pd, prep.decision])
-    pd_present = sorted(set(input_table.column(prep.pd).to_pylist()), key=str)
-    dec_present = sorted(set(input_table.column(prep.decision).to_pylist()), key=str)
+    pd_present = sorted(pc.unique(plain(input_table.column(prep.pd))).to_pylist(), key=str)
+    dec_present = sorted(pc.unique(plain(input_table.column(prep.decision))).to_pylist(), key=str)
     prot = protected_values(prep.roles[prep.pd], pd_present)
     neg = negative_values(prep.roles[prep.decision], dec_present)
+    if prep.pd_as_groups:
+        prot_out, unprot_out = {PROTECTED}, {UNPROTECTED}
+    else:
+        prot_out, unprot_out = prot, set(pd_present) - prot
     cols: dict[str, np.ndarray] = {
         "__protected": prep.protected.astype(np.int8),
         "__negative": prep.negative.astype(np.int8),
-        "__protected_out": _published_flag(published, prep.pd, prot, retained, pos),
-        "__negative_out": _published_flag(published, prep.decision, neg, retained, pos),
+        "__protected_out": _published_flag(published, prep.pd, prot_out, unprot_out, retained, pos),
+        "__negative_out": _published_flag(
+            published, prep.decision, neg, set(dec_present) - neg, retained, pos
+        ),
+        "__pd_out": _published_codes(published, prep.pd, retained, pos),
     }
     for d in prep.domains:
         lo = np.full(n, -1, dtype=np.int64)
@@ -66,15 +114,20 @@ def build_audit(input_table: pa.Table, published: pa.Table, classes: pa.Table) -
 
 
 def as_labels(input_table: pa.Table) -> pa.Table:
-    """``input_table`` in the published form with every PND label its original value."""
+    """``input_table`` in the published form with every PND label its original value (and the
+    PD attribute as its groups where a release publishes it so)."""
     prep = prepare(input_table, None)
     ranks = prep.ranks
-    table = input_table
+    table = prep.table
     for j, d in enumerate(prep.domains):
         i = table.schema.get_field_index(d.name)
         table = table.set_column(
             i, d.field(table.schema.field(i)), d.to_arrow(ranks[:, j], ranks[:, j])
         )
+    if prep.pd_as_groups:
+        i = table.schema.get_field_index(prep.pd)
+        field = group_field(table.schema.field(i), prep.roles[prep.pd])
+        table = table.set_column(i, field, group_column(prep.protected))
     return table
 
 

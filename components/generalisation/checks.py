@@ -3,6 +3,8 @@
 
 p- and tau(R) are recomputed here from the input's decision and PD columns of the frame; the
 class structure comes from the ``lineage`` sidecar (row_id, class), the labels from the published table.
+A q-block is what a reader of the published columns forms: the rows sharing every published PND
+label and the published PD value (``__pd_out``), whatever that value is.
 """
 
 from __future__ import annotations
@@ -20,7 +22,9 @@ from components.generalisation.measures import bounds, four_fold, tau
 __all__ = [
     "labels_of",
     "label_keys",
+    "q_block_keys",
     "p_minus_of",
+    "check_pd_groups",
     "check_truthful_generalisation",
     "check_class_labels",
     "check_decision_closeness",
@@ -66,6 +70,57 @@ def label_keys(r: pd.DataFrame, attributes) -> np.ndarray:
         [r[f"__{e}__{a}"].to_numpy(np.int64) for a in attributes for e in ("lo", "hi")]
     )
     return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
+
+
+def q_block_keys(r: pd.DataFrame, attributes) -> np.ndarray:
+    """A dense id per q-block a reader forms: the published labels over ``attributes`` and the
+    published PD value (its code ``__pd_out``)."""
+    keys = np.column_stack([label_keys(r, attributes), r["__pd_out"].to_numpy(np.int64)])
+    return np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+
+
+def check_pd_groups(g: G.PublishedGroups, audit: pd.DataFrame) -> CheckResult:
+    """C1 (PD attribute): each published PD value stands for one group and each group for one
+    value, and each row publishes its own (its group's name, or its value when the PD attribute
+    is published unchanged)."""
+    r = retained(audit)
+    out_col, in_col = f"__out_col__{g.attribute}", f"__in_col__{g.attribute}"
+    if out_col not in r.columns or in_col not in r.columns:
+        return make_result(
+            g, False, None, None, f"the PD attribute '{g.attribute}' is not published"
+        )
+    out = r[out_col].to_numpy(dtype=object)
+    protected = r["__protected"].to_numpy().astype(bool)
+    if g.groups:
+        want = np.where(protected, "protected", "unprotected").astype(object)
+        form = "its group ('protected' / 'unprotected')"
+    else:
+        want = r[in_col].to_numpy(dtype=object)
+        form = "its input value"
+    wrong = out != want
+    code = r["__pd_out"].to_numpy(np.int64)
+    pairs = np.unique(np.column_stack([code, protected]), axis=0)
+    # a published value seen with both groups, or a group published under several values
+    mixed = np.unique(pairs[:, 0], return_counts=True)
+    split = np.unique(pairs[:, 1], return_counts=True)
+    values_of_both = int((mixed[1] > 1).sum())
+    groups_split = int((split[1] > 1).sum())
+    n_values = len(mixed[0])
+    ok = not wrong.any() and values_of_both == 0 and groups_split == 0
+    off = []
+    if not ok:
+        vals, counts = np.unique(out[wrong].astype(str), return_counts=True)
+        order = np.argsort(-counts, kind="stable")
+        off = [{"published": str(vals[i]), "rows": int(counts[i])} for i in order]
+    msg = (
+        f"{n_values} published values of '{g.attribute}', one per group, each row publishing {form}"
+        if ok
+        else f"'{g.attribute}' is not published at the granularity of the bound: "
+        f"{n_values} published values for 2 groups ({groups_split} of 2 groups published under "
+        f"several values, {values_of_both} values published for both groups); "
+        f"{int(wrong.sum())} of {len(r)} rows do not publish {form}"
+    )
+    return make_result(g, ok, n_values, 2, msg, off)
 
 
 def check_truthful_generalisation(g: G.TruthfulGeneralisation, audit: pd.DataFrame) -> CheckResult:
@@ -139,7 +194,8 @@ def check_class_labels(g: G.ClassLabels, audit: pd.DataFrame) -> CheckResult:
 
 
 def check_decision_closeness(g: G.DecisionCloseness, audit: pd.DataFrame) -> CheckResult:
-    """C4: every q-block (published labels + PD value) has |neg_rate - p-| <= t."""
+    """C4: every q-block a reader forms (published labels + published PD value) has
+    |neg_rate - p-| <= t."""
     miss = _missing(g, audit, g.attributes)
     if miss:
         return miss
@@ -147,11 +203,18 @@ def check_decision_closeness(g: G.DecisionCloseness, audit: pd.DataFrame) -> Che
     if r.empty:
         return make_result(g, False, None, g.t, "no rows published")
     p_minus = p_minus_of(audit)
-    pd_out = r["__protected_out"].to_numpy()
+    pd_out = r["__pd_out"].to_numpy()
     neg_out = r["__negative_out"].to_numpy()
     if (pd_out < 0).any() or (neg_out < 0).any():
-        return make_result(g, False, None, g.t, "the PD attribute or the decision is not published")
-    keys = label_keys(r, g.attributes) * 2 + pd_out
+        return make_result(
+            g,
+            False,
+            None,
+            g.t,
+            "the PD attribute or the decision is not published (or the decision holds a value "
+            "the input's does not)",
+        )
+    keys = q_block_keys(r, g.attributes)
     uniq, counts = _counts(keys, np.zeros(len(keys)), neg_out)
     size = counts.sum(axis=1)
     dist = np.abs(counts[:, 2] / size - p_minus)  # protected=0 above: cell c holds negatives
@@ -163,7 +226,8 @@ def check_decision_closeness(g: G.DecisionCloseness, audit: pd.DataFrame) -> Che
         not bad.any(),
         round(observed, 9),
         g.t,
-        f"max |neg rate - p-| over {len(uniq)} q-blocks = {observed:.6g} (p- = {p_minus:.6g}); "
+        f"max |neg rate - p-| over {len(uniq)} q-blocks of the published labels and PD value = "
+        f"{observed:.6g} (p- = {p_minus:.6g}); "
         f"{int(bad.sum())} q-blocks above t = {g.t:.6g}",
         off.sort_values("distance", ascending=False),
     )
@@ -229,7 +293,12 @@ def check_bounded_discrimination(g: G.BoundedDiscrimination, audit: pd.DataFrame
         return make_result(g, False, None, None, "no rows published")
     if (r["__protected_out"] < 0).any() or (r["__negative_out"] < 0).any():
         return make_result(
-            g, False, None, None, "the PD attribute or the decision is not published"
+            g,
+            False,
+            None,
+            None,
+            "the PD attribute or the decision is not published, or publishes a value that names "
+            "no PD group / no decision of the input",
         )
     labels = labels_of(audit)
     p_minus = p_minus_of(audit)
@@ -259,9 +328,17 @@ def check_bounded_discrimination(g: G.BoundedDiscrimination, audit: pd.DataFrame
 
 
 def check_class_size(g: G.ClassSize, audit: pd.DataFrame) -> CheckResult:
-    """C7: every class (rows sharing all published PND labels) has >= k rows."""
+    """C7: every q-block (published labels and PD value; ``over="q_blocks"``) or every class
+    (published labels only; ``over="classes"``) has >= k rows."""
     r = retained(audit)
-    keys = label_keys(r, pnd_columns(audit))
+    attrs = pnd_columns(audit)
+    what = "q-blocks" if g.over == "q_blocks" else "classes"
+    if g.over == "q_blocks":
+        if (r["__pd_out"] < 0).any():
+            return make_result(g, False, None, g.k, "the PD attribute is not published")
+        keys = q_block_keys(r, attrs)
+    else:
+        keys = label_keys(r, attrs)
     sizes = np.bincount(keys) if len(keys) else np.zeros(0, dtype=np.int64)
     if len(audit) < g.k:
         return make_result(g, True, len(audit), g.k, "fewer rows than k: not applicable")
@@ -271,9 +348,9 @@ def check_class_size(g: G.ClassSize, audit: pd.DataFrame) -> CheckResult:
         len(sizes) > 0 and not len(bad),
         int(sizes.min()) if len(sizes) else 0,
         g.k,
-        f"{len(bad)} of {len(sizes)} classes have fewer than {g.k} rows"
+        f"{len(bad)} of {len(sizes)} {what} have fewer than {g.k} rows"
         if len(bad)
-        else f"smallest of {len(sizes)} classes has {int(sizes.min())} rows",
+        else f"smallest of {len(sizes)} {what} has {int(sizes.min())} rows",
         [{"class_size": int(s)} for s in bad],
     )
 
@@ -322,7 +399,7 @@ def check_dichotomy_leaves(g: G.DichotomyLeaves, audit: pd.DataFrame) -> CheckRe
     if g.k < 1:
         return make_result(g, False, g.k, 1, f"k = {g.k} is not a class size (k >= 1)")
     p_minus = p_minus_of(audit)
-    want = sorted(dichotomize(_root(audit), g.t, g.k, p_minus))
+    want = sorted(dichotomize(_root(audit), g.t, g.k, p_minus, g.k_over))
     r = retained(audit)
     _, counts = _counts(
         r["__class"].to_numpy(), r["__protected"].to_numpy(), r["__negative"].to_numpy()
@@ -344,7 +421,8 @@ def check_dichotomy_leaves(g: G.DichotomyLeaves, audit: pd.DataFrame) -> CheckRe
         ok,
         len(got),
         len(want),
-        f"{len(got)} classes against {len(want)} Dichotomize leaves"
+        f"{len(got)} classes against {len(want)} Dichotomize leaves (t = {g.t:.6g}, k = {g.k} "
+        f"over {g.k_over.replace('_', '-')})"
         + ("" if ok else f"; {len(diff)} count vectors differ"),
         diff,
     )

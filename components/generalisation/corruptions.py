@@ -15,6 +15,7 @@ from components.generalisation.inputs import prepare
 from components.generalisation.measures import t_max
 
 __all__ = [
+    "break_pd_groups",
     "break_truthful_generalisation",
     "break_class_labels",
     "break_decision_closeness",
@@ -57,6 +58,24 @@ def _with_classes(sidecars, classes: np.ndarray) -> dict:
     s = sidecars["lineage"]
     i = s.schema.get_field_index("class")
     return {**sidecars, "lineage": s.set_column(i, s.schema.field(i), pa.array(classes))}
+
+
+def break_pd_groups(g: G.PublishedGroups, input_table, outputs, sidecars, rng):
+    """Publish the PD attribute finer than its groups: its raw input values, row by row (what
+    a release of a many-valued PD attribute published before issue 22); for a PD attribute
+    published unchanged (two values), each row with the other group's value."""
+    prep = prepare(input_table, None)
+    source = prep.table.column(prep.pd)
+    rows = _row_ids(sidecars)
+    if g.groups:
+        new = source.take(pa.array(rows))
+    else:
+        p0 = int(np.flatnonzero(prep.protected)[0])
+        u0 = int(np.flatnonzero(~prep.protected)[0])
+        new = source.take(pa.array(np.where(prep.protected[rows], u0, p0)))
+    data = outputs["data"]
+    i = data.schema.get_field_index(prep.pd)
+    return {**outputs, "data": data.set_column(i, prep.table.schema.field(prep.pd), new)}, sidecars
 
 
 def break_truthful_generalisation(g: G.TruthfulGeneralisation, input_table, outputs, sidecars, rng):

@@ -10,7 +10,12 @@ indexes that respect each domain's order, spec section 2.6):
 - a missing value of a nominal attribute is a value of its own, ordered last (AMB-21); a
   numeric or ordinal attribute must be complete (an interval cannot hold a missing value);
 - a *label* is a rank interval ``[lo, hi]``: it denotes every active-domain value between the
-  two, observed in its class or not (spec 2.4).
+  two, observed in its class or not (spec 2.4);
+- a dictionary column (a pandas Categorical) is read through its values (``plain``); an ordered
+  one whose chunks share their categories gives the order when no ``domain`` is declared (the
+  categories present, in category order), so an ordinal attribute stored as an ordered
+  Categorical needs no declaration. A declared ``domain`` always wins. ``string_view`` values
+  are read as ``string``; the published labels hold the values' plain type.
 
 Published form of a label (``to_arrow``): a numeric or ordinal attribute becomes
 ``struct<lo, hi>`` of the input's type (``lo == hi``: the original value); a nominal attribute
@@ -41,9 +46,40 @@ import pyarrow.compute as pc
 from schemas.errors import InputError
 from schemas.roles import Kind
 
-__all__ = ["Domain", "LABEL_META"]
+__all__ = ["Domain", "LABEL_META", "plain"]
 
-LABEL_META = b"privfair.generalised"  # field metadata: "interval" or "value_set"
+LABEL_META = b"privfair.generalised"  # field metadata: "interval", "value_set" or "groups"
+
+
+def plain(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """``values`` with a dictionary read through its values and a view type as its ordinary
+    type (``string_view`` as ``string``, ``binary_view`` as ``binary``); other types as they are.
+
+    >>> plain(pa.array(["b", "a", "b"]).dictionary_encode()).to_pylist()
+    ['b', 'a', 'b']
+    >>> plain(pa.array(["x"], pa.string_view())).type
+    DataType(string)
+    """
+    t = values.type
+    if pa.types.is_dictionary(t):
+        values = values.cast(t.value_type)
+        t = values.type
+    if t == pa.string_view():
+        return values.cast(pa.string())
+    if t == pa.binary_view():
+        return values.cast(pa.binary())
+    return values
+
+
+def _categories(column: pa.ChunkedArray) -> list | None:
+    """The categories of an ordered dictionary column whose chunks share them, else None."""
+    t = column.type
+    if not (pa.types.is_dictionary(t) and t.ordered) or column.num_chunks == 0:
+        return None
+    first = column.chunk(0).dictionary
+    if any(not c.dictionary.equals(first) for c in column.chunks[1:]):
+        return None
+    return plain(first).to_pylist()
 
 
 def _sort_key(v: Any) -> tuple:
@@ -54,7 +90,8 @@ def _sort_key(v: Any) -> tuple:
 class Domain:
     """One PND attribute: its active domain in order and each input row's rank in it.
 
-    ``order``: how the order was obtained (``natural``, ``declared`` or ``lexicographic``).
+    ``order``: how the order was obtained (``natural``, ``declared``, ``categories`` (an
+    ordered Categorical's) or ``lexicographic``).
     """
 
     name: str
@@ -79,6 +116,8 @@ class Domain:
     ) -> Domain:
         """The active domain of ``column`` and its ranks (errors name the column)."""
         kind = Kind(kind)
+        categories = _categories(column)
+        column = plain(column)
         t = column.type
         if kind is Kind.NUMERIC:
             if not (pa.types.is_integer(t) or pa.types.is_floating(t)):
@@ -104,6 +143,10 @@ class Domain:
                 )
             order = [v for v in dict.fromkeys(declared) if v in present]
             how = "declared"
+        elif categories is not None:
+            order = [v for v in categories if v in present]
+            order += [None] if None in present else []  # a missing value last (AMB-21)
+            how = "categories"
         elif kind is Kind.ORDINAL:
             raise InputError(name, "an ordinal PND attribute needs its domain order ('domain')")
         else:
@@ -158,6 +201,12 @@ class Domain:
             column = column.combine_chunks() if column.num_chunks else pa.array([], column.type)
         domain = pa.array(self.values, type=self.arrow_type)
         t = column.type
+        if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
+            try:  # a lakehouse reader's list view: the same lists
+                column = column.cast(pa.large_list(t.value_field))
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+                return lo, hi
+            t = column.type
         if self.interval and pa.types.is_struct(t) and {"lo", "hi"} <= {f.name for f in t}:
             a = _ranks(pc.struct_field(column, "lo"), domain)
             b = _ranks(pc.struct_field(column, "hi"), domain)
@@ -189,8 +238,11 @@ class Domain:
 def _ranks(values: pa.Array | pa.ChunkedArray, domain: pa.Array) -> np.ndarray:
     """Rank of each value in ``domain`` (a null matches a null domain value); -1 if absent.
 
-    A published column whose type cannot be compared with the domain's holds no label of it:
-    every rank is -1, which C2 (truthful generalisation) reports."""
+    Both are read through ``plain`` (a dictionary by its values, a view type as its ordinary
+    type); ``string`` and ``large_string`` compare with each other. A published column whose
+    type cannot be compared with the domain's holds no label of it: every rank is -1, which C2
+    (truthful generalisation) reports."""
+    values, domain = plain(values), plain(domain)
     try:
         idx = pc.index_in(values, value_set=domain, skip_nulls=False)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):

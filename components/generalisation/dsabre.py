@@ -5,7 +5,8 @@ nearest neighbours.
 - ``dichotomize``: the leaves' 4-fold count vectors, depth-first and left-first. A split halves
   (a, b, c, d) into (floor(a/2), floor(b/2), ceil(c/2), ceil(d/2)) and the rest, and is taken
   when both halves have tau <= t and at least max(k, 1) rows (AMB-9, AMB-10: non-empty halves,
-  so the recursion ends). It depends on the counts, t and k only (I7).
+  so the recursion ends) and, with k over q-blocks (the default ``k_over``), each PD group of a
+  half is empty or holds at least k rows. It depends on the counts, t and k only (I7).
 - ``take_out``: each leaf, in that order, takes its counts from the buckets: a seed tuple drawn
   uniformly (seeded) from the bucket with the lowest size/requested ratio (footnote 4; or a
   random bucket, AMB-12), then from every bucket the requested number of tuples nearest to the
@@ -31,8 +32,8 @@ import pyarrow as pa
 from scipy.spatial import cKDTree
 
 from components.generalisation.contract import dsabre_contract
-from components.generalisation.dmondrian import TOL, _tau
-from components.generalisation.inputs import prepare
+from components.generalisation.dmondrian import TOL, _tau, k_allows
+from components.generalisation.inputs import prepare_for
 from components.generalisation.params import DSabreParams
 from components.generalisation.publish import release
 
@@ -41,9 +42,17 @@ __all__ = ["dsabre", "dichotomize", "take_out", "normalised_ranks"]
 Counts = tuple[int, int, int, int]
 
 
-def dichotomize(root: Counts, t: float, k: int, p_minus: float) -> list[Counts]:
+def dichotomize(
+    root: Counts, t: float, k: int, p_minus: float, k_over: str = "classes"
+) -> list[Counts]:
     """The leaf count vectors of Dichotomize(root, t) (Alg. 3 with AMB-9/AMB-10), in
-    depth-first, left-first order."""
+    depth-first, left-first order; ``k_over``: what k covers (``dmondrian.k_allows``).
+
+    >>> dichotomize((2, 2, 6, 6), 0.5, 3, 0.5, "classes")
+    [(0, 0, 2, 2), (1, 1, 1, 1), (0, 0, 2, 2), (1, 1, 1, 1)]
+    >>> dichotomize((2, 2, 6, 6), 0.5, 3, 0.5, "q_blocks")  # halves hold 2 protected rows
+    [(2, 2, 6, 6)]
+    """
     kmin = max(k, 1)
     leaves: list[Counts] = []
     stack = [tuple(int(x) for x in root)]
@@ -57,6 +66,10 @@ def dichotomize(root: Counts, t: float, k: int, p_minus: float) -> list[Counts]:
             and a2 + b2 + c2 + d2 >= kmin
             and _tau(a1, b1, c1, d1, p_minus) <= t + TOL
             and _tau(a2, b2, c2, d2, p_minus) <= t + TOL
+            and (
+                k <= 1
+                or (k_allows(a1, b1, c1, d1, k, k_over) and k_allows(a2, b2, c2, d2, k, k_over))
+            )
         ):
             stack.append((a2, b2, c2, d2))
             stack.append((a1, b1, c1, d1))
@@ -275,8 +288,8 @@ def take_out(
 def dsabre(table: pa.Table, params: DSabreParams):
     """Run dSabre on ``table`` (roles in its field metadata); see the module docstring."""
     started = time.perf_counter()
-    prep = prepare(table, params.t, params.k)
-    leaves = dichotomize(prep.counts, params.t, params.k, prep.p_minus)
+    prep = prepare_for(table, params)
+    leaves = dichotomize(prep.counts, params.t, params.k, prep.p_minus, params.k_over)
     sizes = np.array([d.size for d in prep.domains], dtype=np.int64)
     rng = np.random.default_rng(params.seed)
     classes = take_out(leaves, prep.cell, prep.ranks, sizes, rng, params.seed_bucket_rule)

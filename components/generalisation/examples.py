@@ -4,8 +4,9 @@
   attributes purpose (housing < car) and emp (no < yes), PD attribute sex (female protected)
   and decision dec (``-`` negative); p- = 8/17.
 - ``table(seed)``: a random table with numeric, ordinal and nominal PND attributes (nulls in
-  the nominal one), a three-valued PD attribute and a binary decision;
-  ``dmondrian_example`` / ``dsabre_example``: such a table with random parameters.
+  the nominal one), a three-valued PD attribute (so published as its groups) and a binary
+  decision; ``dmondrian_example`` / ``dsabre_example``: such a table with random parameters
+  (a t below tau(R) comes with ``single_class: allow``; k over q-blocks or classes).
 """
 
 from __future__ import annotations
@@ -91,13 +92,26 @@ def table(seed: int, n_rows: int | None = None) -> pa.Table:
 
 
 def _params(example_seed: int, tab: pa.Table, cls, **extra):
+    from components.generalisation.inputs import prepare
     from components.generalisation.measures import t_max
 
     rng = np.random.default_rng(example_seed + 11)
-    p_minus = 1 - float(np.mean(tab.column("decision").to_numpy()))
-    t = round(float(rng.uniform(0.0, t_max(p_minus))), 3)
-    k = int(rng.choice([1, 1, 2, 3]))
-    return cls(t=t, k=min(k, tab.num_rows), utility_queries=200, audit_random_itemsets=100, **extra)
+    prep = prepare(tab, None)
+    t = round(float(rng.uniform(0.0, t_max(prep.p_minus))), 3)
+    k = min(int(rng.choice([1, 1, 2, 3])), tab.num_rows)
+    k_over = str(rng.choice(["q_blocks", "classes"]))
+    a, b, c, d = prep.counts
+    if k_over == "q_blocks" and min(a + b, c + d) < k:
+        k_over = "classes"
+    return cls(
+        t=t,
+        k=k,
+        k_over=k_over,
+        single_class="allow" if t < prep.tau_r else "refuse",
+        utility_queries=200,
+        audit_random_itemsets=100,
+        **extra,
+    )
 
 
 def dmondrian_example(seed: int) -> tuple[pa.Table, DMondrianParams]:

@@ -1,9 +1,15 @@
 """The guarantee kinds only the generalisation family declares (dMondrian/dSabre spec section 3).
 
 Data only; their checkers are in ``components.generalisation.checks``. Conservation (C1) uses
-the shared ``partition`` and ``attributes_preserved`` kinds. Every kind here reads the audit
-frame (``components.generalisation.audit``): one row per input row with the input's ranks,
-the published labels read back into ranks, the PD group, the decision and the class sidecar.
+the shared ``partition`` and ``attributes_preserved`` kinds (rows, decision) and ``pd_groups``
+(the PD attribute, at the granularity of the bound). Every kind here reads the audit frame
+(``components.generalisation.audit``): one row per input row with the input's ranks, the
+published labels read back into ranks, the PD group and the published PD value, the decision
+and the class sidecar.
+
+Each guarantee means what a reader of the published columns takes it to mean: a q-block is a
+set of rows sharing every published PND label *and the published PD value*, as the reader forms
+it, never a grouping the reader cannot see.
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from pydantic import Field
 from schemas.contracts import Guarantee
 
 __all__ = [
+    "PublishedGroups",
     "TruthfulGeneralisation",
     "ClassLabels",
     "DecisionCloseness",
@@ -24,6 +31,21 @@ __all__ = [
     "DisjointClasses",
     "DichotomyLeaves",
 ]
+
+
+class PublishedGroups(Guarantee):
+    """C1 (PD attribute): the PD attribute ``attribute`` is published at the granularity the
+    bound covers, the two groups. Each published PD value stands for exactly one group and each
+    group for exactly one value, and each row's published value is its own: with ``groups``,
+    the string "protected" or "unprotected" naming the input row's group; without (a PD
+    attribute of two values, one per group), the input row's value itself. A release that
+    publishes a PD value finer than a group (a raw value of a many-valued PD attribute) breaks
+    it: its q-blocks are ones no bound covers."""
+
+    kind: Literal["pd_groups"] = "pd_groups"
+    column_fields: ClassVar[tuple[str, ...]] = ("attribute",)
+    attribute: str
+    groups: bool = True
 
 
 class TruthfulGeneralisation(Guarantee):
@@ -46,9 +68,10 @@ class ClassLabels(Guarantee):
 
 
 class DecisionCloseness(Guarantee):
-    """C4 (main contract): every q-block of the release (rows sharing every published label of
-    ``attributes`` and the PD value) has a negative-decision rate within ``t`` of the input's
-    global rate p-: |neg_rate(Q) - p-| <= t (t = max{t, tau(R)})."""
+    """C4 (main contract): every q-block of the release, the rows sharing every published label
+    of ``attributes`` and the published PD value (whatever that value is: a reader's q-block),
+    has a negative-decision rate within ``t`` of the input's global rate p-:
+    |neg_rate(Q) - p-| <= t (t = max{t, tau(R)})."""
 
     kind: Literal["decision_closeness"] = "decision_closeness"
     column_fields: ClassVar[tuple[str, ...]] = ("attributes",)
@@ -89,11 +112,14 @@ class BoundedDiscrimination(Guarantee):
 
 
 class ClassSize(Guarantee):
-    """C7: every class of the release (rows sharing all published PND labels) has >= ``k`` rows
-    (k-anonymity on the PND attributes; AMB-8)."""
+    """C7: every q-block of the release (rows sharing all published PND labels and the
+    published PD value) has >= ``k`` rows, with ``over`` = "q_blocks"; with ``over`` =
+    "classes", every class (rows sharing all published PND labels: k-anonymity on the PND
+    attributes only, AMB-8)."""
 
     kind: Literal["class_size"] = "class_size"
     k: int = Field(ge=1)
+    over: Literal["q_blocks", "classes"] = "q_blocks"
 
 
 class DisjointClasses(Guarantee):
@@ -107,8 +133,10 @@ class DisjointClasses(Guarantee):
 
 class DichotomyLeaves(Guarantee):
     """C9 (dSabre): the multiset of the classes' 4-fold count vectors equals the leaves of
-    Dichotomize((|A|, |B|, |C|, |D|), ``t``, ``k``), recomputed from the input's counts."""
+    Dichotomize((|A|, |B|, |C|, |D|), ``t``, ``k``) with k over ``k_over``, recomputed from
+    the input's counts."""
 
     kind: Literal["dichotomy_leaves"] = "dichotomy_leaves"
     t: float = Field(ge=0)
     k: int = Field(1, ge=1)
+    k_over: Literal["q_blocks", "classes"] = "q_blocks"

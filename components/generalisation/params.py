@@ -13,8 +13,9 @@ __all__ = ["GeneralisationParams", "DMondrianParams", "DSabreParams"]
 
 class GeneralisationParams(Params):
     """What both algorithms take: the closeness level ``t`` (the release is then
-    bd_f(max{t, tau(R)})-protective for every measure f), an optional ``k``, and how the
-    release's protection is audited and its utility measured."""
+    bd_f(max{t, tau(R)})-protective for every measure f), whether a t below tau(R) (one class)
+    is accepted, an optional ``k`` and what it covers, and how the release's protection is
+    audited and its utility measured."""
 
     t: float = Field(
         ge=0.0,
@@ -22,7 +23,19 @@ class GeneralisationParams(Params):
         description="closeness level: a cut (or split) is allowed when both parts have "
         "tau <= t; at most max(p-, 1 - p-)",
     )
-    k: int = Field(1, ge=1, description="optional k-anonymity on the PND attributes (1: none)")
+    single_class: Literal["refuse", "allow"] = Field(
+        "refuse",
+        description="a t below tau(R) allows no cut, so the release is one class with every PND "
+        "attribute at its full range: 'refuse' it (bad input, naming t and tau(R)) or 'allow' it",
+    )
+    k: int = Field(1, ge=1, description="optional k-anonymity (1: none); see k_over")
+    k_over: Literal["q_blocks", "classes"] = Field(
+        "q_blocks",
+        description="what k covers: 'q_blocks', every group of rows sharing the published PND "
+        "labels and PD value (what a reader of the published columns can single out), or "
+        "'classes', the PND labels only (the paper's k, AMB-8: a class may hold fewer than k "
+        "rows of one PD group)",
+    )
     audit_exhaustive_up_to: int = Field(
         12,
         ge=0,

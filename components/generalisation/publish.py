@@ -2,27 +2,91 @@
 table, the ``lineage`` sidecar (row_id, class) and the run's metrics. Shared by dMondrian and dSabre.
 
 Every PND cell becomes its class's label ``[min, max]`` over the members' ranks (the original
-value where the class holds one); the PD attribute and the decision are copied unchanged and no
-row is added or dropped. The rows are published in canonical order
-(``components.core.order.published_order``: sorted by their published values), never in input
-order: whoever knows where a person sits in the input would read their decision and PD value at
-that position. The lineage's ``row_id`` maps each published row back to its input row.
+value where the class holds one); the decision is copied unchanged and no row is added or
+dropped. The PD attribute is published at the granularity of the bound: unchanged when its two
+values are the two groups, otherwise as each row's group (``group_column``), so that every
+q-block a reader forms from the published columns is one the guarantees cover. The rows are
+published in canonical order (``components.core.order.published_order``: sorted by their
+published values), never in input order: whoever knows where a person sits in the input would
+read their decision and PD group at that position. The lineage's ``row_id`` maps each published
+row back to its input row.
 """
 
 from __future__ import annotations
 
+import json
 import time
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.core.order import publish_in_order
 from components.core.result import ComponentResult
-from components.generalisation.inputs import Prepared
+from components.generalisation.domains import LABEL_META, plain
+from components.generalisation.inputs import PROTECTED, UNPROTECTED, Prepared
 from components.generalisation.measures import MEASURES, bounds
 from components.generalisation.utility import information_loss, query_error
+from schemas.roles import META_FAVOURED, META_UNFAVOURED, ColumnRole, Kind, Role
 
-__all__ = ["class_ranges", "release", "utility_metrics"]
+__all__ = [
+    "GROUPS_META",
+    "class_ranges",
+    "group_column",
+    "group_field",
+    "release",
+    "utility_metrics",
+]
+
+GROUPS_META = b"privfair.pd_groups"  # field metadata of a PD column published as its groups
+
+
+def group_column(protected: np.ndarray) -> pa.Array:
+    """Each row's PD group as published: ``"protected"`` or ``"unprotected"``.
+
+    >>> group_column(np.array([True, False])).to_pylist()
+    ['protected', 'unprotected']
+    """
+    return pc.if_else(pa.array(protected, pa.bool_()), PROTECTED, UNPROTECTED)
+
+
+def group_field(base: pa.Field, role: ColumnRole) -> pa.Field:
+    """The published field of a PD attribute published as its groups: ``base``'s name and
+    other metadata, type ``string``, the role rewritten so that its protected value is
+    ``"protected"`` (a reader applying the role to the published column finds the groups), the
+    form ``groups`` under ``privfair.generalised``, and under ``privfair.pd_groups`` (JSON) the
+    values the column may hold (``published_values``) and the declaration the groups come from
+    (the spec's ``unfavoured`` values are the protected ones, or every value outside its
+    ``favoured`` values is).
+
+    >>> r = ColumnRole("race", Role.PROTECTED, Kind.NOMINAL, favoured=("White",))
+    >>> f = group_field(pa.field("race", pa.string(), metadata=r.to_metadata()), r)
+    >>> ColumnRole.from_field(f).unfavoured, json.loads(f.metadata[GROUPS_META])["favoured"]
+    (('protected',), ['White'])
+    >>> json.loads(f.metadata[GROUPS_META])["published_values"]
+    ['protected', 'unprotected']
+    """
+    meta = {
+        k: v for k, v in (base.metadata or {}).items() if k not in (META_FAVOURED, META_UNFAVOURED)
+    }
+    published = ColumnRole(base.name, Role.PROTECTED, Kind.NOMINAL, unfavoured=(PROTECTED,))
+    meta.update(published.to_metadata())
+    meta[LABEL_META] = b"groups"
+    if role.unfavoured is not None:
+        declared = {
+            "protected": "the unfavoured values",
+            "unprotected": "every other value",
+            "unfavoured": list(role.unfavoured),
+        }
+    else:
+        declared = {
+            "protected": "every value outside the favoured values",
+            "unprotected": "the favoured values",
+            "favoured": list(role.favoured or ()),
+        }
+    declared["published_values"] = [PROTECTED, UNPROTECTED]
+    meta[GROUPS_META] = json.dumps(declared, sort_keys=True).encode()
+    return pa.field(base.name, pa.string(), metadata=meta)
 
 
 def class_ranges(ranks: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -45,16 +109,36 @@ def class_ranges(ranks: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np
     return lo_c[which], hi_c[which]
 
 
+def pd_ranks(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """The PD attribute as a QI of the utility measures: (rank, published lo, published hi,
+    domain size) per row. The unprotected values take the lowest ranks, so that each group is
+    an interval; a PD attribute published as its groups has its group's interval as its label
+    (it is generalised there), otherwise the row's own value."""
+    values = plain(prep.table.column(prep.pd)).to_numpy(zero_copy_only=False)
+    codes = np.unique(values, return_inverse=True)[1].ravel()
+    size = int(codes.max()) + 1
+    prot_value = np.zeros(size, dtype=bool)
+    prot_value[codes[prep.protected]] = True
+    rank_of = np.empty(size, dtype=np.int64)
+    rank_of[np.lexsort((np.arange(size), prot_value))] = np.arange(size)
+    rank = rank_of[codes]
+    if not prep.pd_as_groups:
+        return rank, rank, rank, size
+    n_unprot = int((~prot_value).sum())
+    lo = np.where(prep.protected, n_unprot, 0)
+    hi = np.where(prep.protected, size - 1, n_unprot - 1)
+    return rank, lo, hi, size
+
+
 def utility_metrics(prep: Prepared, lo: np.ndarray, hi: np.ndarray, queries: int, seed: int):
     """LM (normalised over the N-1 QI attributes PND + PD, and the raw sum) and the median
-    relative error of ``queries`` count queries (spec 4.3-4.4)."""
-    pd_rank = np.unique(
-        prep.table.column(prep.pd).to_numpy(zero_copy_only=False), return_inverse=True
-    )[1]
+    relative error of ``queries`` count queries (spec 4.3-4.4). A PD attribute published as
+    its groups counts as generalised to its group (``pd_ranks``)."""
+    pd_rank, pd_lo, pd_hi, pd_size = pd_ranks(prep)
     orig = np.column_stack([prep.ranks, pd_rank])
-    lo_q = np.column_stack([lo, pd_rank])
-    hi_q = np.column_stack([hi, pd_rank])
-    sizes = np.array([d.size for d in prep.domains] + [int(pd_rank.max()) + 1])
+    lo_q = np.column_stack([lo, pd_lo])
+    hi_q = np.column_stack([hi, pd_hi])
+    sizes = np.array([d.size for d in prep.domains] + [pd_size])
     out: dict = {"information_loss": information_loss(lo_q, hi_q, sizes)}
     if queries:
         out["query_error"] = query_error(
@@ -86,6 +170,10 @@ def release(
     for j, d in enumerate(prep.domains):
         i = table.schema.get_field_index(d.name)
         table = table.set_column(i, d.field(table.schema.field(i)), d.to_arrow(lo[:, j], hi[:, j]))
+    if prep.pd_as_groups:
+        i = table.schema.get_field_index(prep.pd)
+        field = group_field(table.schema.field(i), prep.roles[prep.pd])
+        table = table.set_column(i, field, group_column(prep.protected))
     n = table.num_rows
     sidecar = pa.table(
         {"row_id": pa.array(np.arange(n), pa.int64()), "class": pa.array(classes, pa.int64())}
@@ -109,6 +197,7 @@ def release(
         "generalised_by_attribute": {
             d.name: int(g) for d, g in zip(prep.domains, generalised, strict=False)
         },
+        "pd_published_as": "groups" if prep.pd_as_groups else "values",
         "bounds": {
             f: dict(zip(("lower", "upper"), bounds(f, t_eff, prep.p_minus), strict=False))
             for f in MEASURES

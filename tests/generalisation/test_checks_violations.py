@@ -125,7 +125,7 @@ def test_class_size_and_dichotomy_fail_on_their_violations(german):
 def test_leaf_closeness_recomputes_t_eff(german):
     """C5 reads t_eff against max(t, tau(R)) from the input: a manifest claiming a larger
     t_eff (a looser bound) fails."""
-    params = DMondrianParams(t=0.03, utility_queries=0)
+    params = DMondrianParams(t=0.03, utility_queries=0, single_class="allow")
     result = dmondrian(german, params)
     frame = _frames(german, result)
     honest = G.LeafCloseness(id="C5", t=0.03, t_eff=0.0516129032258064)
@@ -135,7 +135,7 @@ def test_leaf_closeness_recomputes_t_eff(german):
 
 def test_below_tau_r_a_split_release_fails_c5(german):
     """t < tau(R) allows no cut: a release with two classes there is refused."""
-    params = DMondrianParams(t=0.03, utility_queries=0)
+    params = DMondrianParams(t=0.03, utility_queries=0, single_class="allow")
     result = dmondrian(german, params)
     (g,) = [g for g in dmondrian_contract(params, german) if g.id == "C5"]
     cls = result.sidecars["lineage"].column("class").to_numpy().copy()

@@ -58,7 +58,9 @@ TOY_T_MAX = t_max(P_TOY)  # 9/17: the spec's "t >= 0.53" row is the top of the r
     ],
 )
 def test_dmondrian_toy_leaves(t, expected):
-    result = dmondrian(toy_table(), DMondrianParams(t=t, utility_queries=0))
+    # 0.02 is below tau(R) = 1/34: one class, which the params must accept
+    params = DMondrianParams(t=t, utility_queries=0, single_class="allow")
+    result = dmondrian(toy_table(), params)
     assert _classes(result) == expected  # depth first, left (<= median) first
 
 
@@ -215,7 +217,7 @@ def test_ex21_german(german):
     assert round(abs(a / (a + b) - 0.3), 3) == 0.052 and round(abs(c / (c + d) - 0.3), 3) == 0.023
     assert round(measure("RD", a, b, c, d, prep.p_minus), 3) == 0.075
     for algo, params in ((dmondrian, DMondrianParams), (dsabre, DSabreParams)):
-        r = algo(german, params(t=0.03, utility_queries=0))
+        r = algo(german, params(t=0.03, utility_queries=0, single_class="allow"))
         assert r.metrics["classes"] == 1
         assert r.metrics["t_eff"] == pytest.approx(prep.tau_r)
         for dom in prep.domains:

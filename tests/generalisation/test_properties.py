@@ -27,14 +27,21 @@ CASES = st.tuples(
 )
 
 
+def _k_over(prep, k: int) -> str:
+    """k over q-blocks where each PD group holds k rows, else over classes."""
+    a, b, c, d = prep.counts
+    return "q_blocks" if min(a + b, c + d) >= k else "classes"
+
+
 def _run(seed, share, k, name):
     table = random_table(seed)
     prep = prepare(table, None)
     t = math.floor(share * t_max(prep.p_minus) * 1e6) / 1e6
     k = min(k, table.num_rows)
+    common = {"t": t, "k": k, "k_over": _k_over(prep, k), "single_class": "allow"}
     if name == "dmondrian":
-        return table, prep, t, k, dmondrian(table, DMondrianParams(t=t, k=k, utility_queries=0))
-    return table, prep, t, k, dsabre(table, DSabreParams(t=t, k=k, seed=seed, utility_queries=0))
+        return table, prep, t, k, dmondrian(table, DMondrianParams(**common, utility_queries=0))
+    return table, prep, t, k, dsabre(table, DSabreParams(**common, seed=seed, utility_queries=0))
 
 
 @settings(max_examples=40, deadline=None)
@@ -61,10 +68,13 @@ def test_structure(case):
     assert sizes.min() >= max(k, 1)  # I4 / C7
     cell = prep.cell
     counts = np.stack([np.bincount(cls[cell == j], minlength=len(sizes)) for j in range(4)], 1)
+    if _k_over(prep, k) == "q_blocks":  # C7 over q-blocks: each group of a class 0 or >= k
+        groups = np.stack([counts[:, 0] + counts[:, 1], counts[:, 2] + counts[:, 3]], 1)
+        assert ((groups == 0) | (groups >= k)).all()
     taus = tau(*counts.T, prep.p_minus)
     assert (taus <= max(t, prep.tau_r) + 1e-12).all()  # I2 / C5
     if t < prep.tau_r:
         assert len(sizes) == 1
     if case[3] == "dsabre":  # I5, I7: the leaves are Dichotomize's, whatever the seed
-        want = sorted(dichotomize(prep.counts, t, k, prep.p_minus))
+        want = sorted(dichotomize(prep.counts, t, k, prep.p_minus, _k_over(prep, k)))
         assert sorted(map(tuple, counts.tolist())) == want
