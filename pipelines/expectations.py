@@ -329,8 +329,15 @@ def builtin_expectations(
         )
     ]
     out += [gxe.ExpectColumnValuesToNotBeNull(column=c, meta=meta) for c in role_cols]
+    fixed: dict[str, tuple] = {}
+    for g in contract:
+        fixed |= g.published_values()
     for c in roles:
         if c.role not in (Role.PROTECTED, Role.LABEL):
+            continue
+        if c.name in fixed:  # published in a form the contract fixes (a PD attribute's groups)
+            values = sorted(fixed[c.name])
+            out.append(gxe.ExpectColumnValuesToBeInSet(column=c.name, value_set=values, meta=meta))
             continue
         values = sorted({v for v in input_table.column(c.name).to_pylist() if v is not None})
         out.append(gxe.ExpectColumnValuesToBeInSet(column=c.name, value_set=values, meta=meta))

@@ -68,6 +68,13 @@ class Guarantee(BaseModel):
     def title(self) -> str:
         return f"{self.id} {self.kind}".strip()  # type: ignore[attr-defined]
 
+    def published_values(self) -> dict[str, tuple]:
+        """Columns whose published values this guarantee fixes (``{column: values}``) where
+        they differ from the input's (a PD attribute published as its groups): the built-in
+        schema checks take these values, from the contract rebuilt from the spec and the input,
+        instead of the input's. Most kinds fix none."""
+        return {}
+
     def completed(self, table: pa.Table) -> Guarantee:
         """The guarantee with its unset fields taken from the input ``table``'s roles (a demand
         may leave the columns a kind needs to the roles); most kinds need none."""

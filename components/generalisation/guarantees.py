@@ -47,6 +47,9 @@ class PublishedGroups(Guarantee):
     attribute: str
     groups: bool = True
 
+    def published_values(self) -> dict[str, tuple]:
+        return {self.attribute: ("protected", "unprotected")} if self.groups else {}
+
 
 class TruthfulGeneralisation(Guarantee):
     """C2: every published cell of each listed PND attribute is a label over the input's active

@@ -81,12 +81,6 @@ def test_a_pandas_ordered_categorical_publishes(tmp_path, component):
     assert f"published: toy_{component}" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pipelines/expectations.py's built-in checks still expect the PD column to hold the "
-    "input's raw values; a PD attribute published as its groups needs them to accept the "
-    "group values the published field declares (issue 22, pipelines part)",
-)
 @pytest.mark.parametrize("component", ["dmondrian", "dsabre"])
 def test_a_three_valued_pd_attribute_publishes_as_its_groups(tmp_path, component):
     random_table(4, 200).to_pandas().to_parquet(tmp_path / "groups.parquet")
