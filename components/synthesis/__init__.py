@@ -6,7 +6,10 @@ whose generating model is justifiably fair, with the corrections of the spec
 the greedy candidate filter).
 
 Roles: ``protected`` (P, one or more), ``admissible`` (A, at least one), ``label`` (O, the
-outcomes, one or more), ``ignored`` (unlabelled, kept). Every column declares a public domain.
+outcomes, one or more), ``ignored`` (unlabelled, kept). Every column declares a public domain,
+and a null is a level of it only where declared (a null in the ``domain``, or
+``params.nulls``; the presets declare one only for Adult's three columns with documented
+unknowns, ``public_domains.ADULT_NULLS``): the synthetic table has no null anywhere else.
 
 The 1-way and 2-way marginals both algorithms measure are counted by the current execution
 engine (``components.core.engine.current_engine().group_counts``, in this process or on Spark;
@@ -26,6 +29,7 @@ from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck,
 from components.synthesis import guarantees as G
 from components.synthesis import public_domains as D
 from components.synthesis.params import MSTParams, PreFairParams
+from schemas.spec import ColumnSpec
 
 __all__ = ["FAMILY", "MST", "PREFAIR", "MSTParams", "PreFairParams", "PUBLIC"]
 
@@ -128,6 +132,20 @@ def _col(role: str, kind: str, **extra) -> dict:
     return {"role": role, "kind": kind, **extra}
 
 
+def _with_null(column: dict) -> ColumnSpec:
+    """``column``'s preset with a null level declared: a null at the end of its ``domain``.
+    The spec key ``dataset.columns.<col>.domain`` takes no null yet (``schemas.spec``), so the
+    preset is the validated ``ColumnSpec`` with the null added after validation; ingest takes
+    a ``ColumnSpec`` as it is and the null travels in the column's role."""
+    spec = ColumnSpec.model_validate(column)
+    return spec.model_copy(update={"domain": [*spec.domain, None]})
+
+
+def _adult(name: str, role: str, kind: str, **extra) -> dict | ColumnSpec:
+    column = _col(role, kind, **extra)
+    return _with_null(column) if name in D.ADULT_NULLS else column
+
+
 FAMILY = Family(
     name="synthesis",
     package=_P,
@@ -140,23 +158,28 @@ FAMILY = Family(
         _kind(G.ModelIndependence, "model_independence", "model", "break_model"),
         _kind(G.SyntheticIndependence, "synthetic_independence", "synthetic", "break_synthetic"),
         _kind(G.SyntheticSchema, "synthetic_schema", "schema", "break_schema"),
+        _kind(G.SyntheticNulls, "synthetic_nulls", "schema", "break_nulls"),
     ),
     dataset_roles={
         "adult": {
             "age": _col("ignored", "numeric"),
-            "workclass": _col("admissible", "nominal", domain=list(D.WORKCLASS)),
+            "workclass": _adult("workclass", "admissible", "nominal", domain=list(D.WORKCLASS)),
             "education": _col("ignored", "nominal", domain=list(D.EDUCATION)),
             "education-num": _col("admissible", "numeric"),
             "marital-status": _col("ignored", "nominal", domain=list(D.MARITAL_STATUS)),
-            "occupation": _col("admissible", "nominal", domain=list(D.OCCUPATION)),
+            "occupation": _adult("occupation", "admissible", "nominal", domain=list(D.OCCUPATION)),
             "relationship": _col("ignored", "nominal", domain=list(D.RELATIONSHIP)),
             "race": _col("protected", "nominal", domain=list(D.RACE), favoured="White"),
             "sex": _col("protected", "binary", favoured=1),
             "capital-gain": _col("admissible", "numeric"),
             "capital-loss": _col("admissible", "numeric"),
             "hours-per-week": _col("admissible", "numeric"),
-            "native-country": _col(
-                "protected", "nominal", domain=list(D.NATIVE_COUNTRY), favoured="United-States"
+            "native-country": _adult(
+                "native-country",
+                "protected",
+                "nominal",
+                domain=list(D.NATIVE_COUNTRY),
+                favoured="United-States",
             ),
             "income": _col("label", "binary", positive=1),
         },

@@ -47,6 +47,8 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from schemas.errors import InputError
+
 __all__ = [
     "rho_budget",
     "epsilon_of",
@@ -131,9 +133,19 @@ def rho_budget(epsilon: float, delta: float) -> float:
     """The largest rho whose OpenDP conversion gives (epsilon, delta')-DP with delta' <= delta
     (the authors' ``cdp_rho``, by bisection to 1e-15 relative; spec table C1:
     rho(1, 1e-9) = 1.49731e-2)."""
+    if not (math.isfinite(epsilon) and epsilon > 0 and math.isfinite(delta) and 0 < delta < 1):
+        raise InputError(
+            "epsilon" if not (math.isfinite(epsilon) and epsilon > 0) else "delta",
+            "the budget must be finite: epsilon > 0 and 0 < delta < 1",
+            f"epsilon {epsilon}, delta {delta}",
+        )
     lo, hi = 0.0, epsilon + 1.0
-    while _delta_of(hi, epsilon) <= delta:
+    while _delta_of(hi, epsilon) <= delta:  # at most ~1000 doublings before hi overflows
         lo, hi = hi, hi * 2
+        if not math.isfinite(hi):
+            raise InputError(
+                "epsilon", "no finite zCDP budget matches it", f"epsilon {epsilon}, delta {delta}"
+            )
     for _ in range(200):
         mid = (lo + hi) / 2
         if _delta_of(mid, epsilon) <= delta:
@@ -175,7 +187,11 @@ def plan(epsilon: float, delta: float, d: int, selector: str, split=(1 / 3, 1 / 
     mech2 = "gaussian" if selector == "exponential" else "noisy_max"
     shares = [split[0] * rho / n1, split[1] * rho / n2, split[2] * rho / n3]
     # Gaussian: rho = 1/(2 s^2); noisy max (zCDP, bounded range): rho = 1/(2 s^2) as well
+    if not all(math.isfinite(r) and r > 0 for r in shares):
+        raise InputError("epsilon", "every step needs a positive, finite share of the budget")
     scales = [math.sqrt(1.0 / (2.0 * r)) for r in shares]
+    if not all(math.isfinite(s) and s > 0 for s in scales):
+        raise InputError("epsilon", "every step's noise scale must be finite and positive")
     bump = 1.0
     for _ in range(64):
         s = [x * bump for x in scales]

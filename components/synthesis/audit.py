@@ -11,8 +11,8 @@ sidecars and the input (never from the manifest or the run's own metrics):
   the INPUT's roles (-1 for a value outside it), plus, per outcome o and protected p,
   ``__s__<o>__<p>``: the codes of the admissible attribute nearest o on the tree path from o
   to p (roles read from the input; all 0 when the path has none);
-- ``schema``: per published column its name, Arrow type and out-of-domain count, the published
-  row count and the model's noisy total recomputed from the noisy measurements.
+- ``schema``: per published column its name, Arrow type, out-of-domain count and null count,
+  the published row count and the model's noisy total recomputed from the noisy measurements.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from components.synthesis.domain import public_domains
+from components.synthesis.domain import declared_domains
 from components.synthesis.inputs import index_roles
 from components.synthesis.model import Measurement, noisy_total
 from components.synthesis.params import MSTParams
@@ -36,7 +36,7 @@ def published_codes(input_table: pa.Table, data: pa.Table, params: MSTParams) ->
     """The published columns as codes of the public domain rebuilt from the input (-1: outside
     the domain, or a column the input does not have / cannot be read in the input's type)."""
     roles = read_roles(input_table)
-    domains = public_domains(input_table, roles, {c: params.edges(c) for c in params.bins})
+    domains = declared_domains(input_table, roles, params)
     out = {}
     for name in data.column_names:
         d = domains.get(name)
@@ -115,6 +115,7 @@ def evidence(
                 int((codes[c].to_numpy() < 0).sum()) if c in codes else data.num_rows
                 for c in data.column_names
             ],
+            "nulls": [data.column(c).null_count for c in data.column_names],
         }
     )
     schema["rows"] = data.num_rows

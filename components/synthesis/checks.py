@@ -20,6 +20,7 @@ from scipy.stats import chi2
 from components.core.checks import CheckResult, make_result
 from components.synthesis import guarantees as G
 from components.synthesis.accounting import composed_total, epsilon_of, step_rho
+from components.synthesis.params import noisy_rows
 from components.synthesis.selection import DisjointSets, tree_path
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "check_model_independence",
     "check_synthetic_independence",
     "check_synthetic_schema",
+    "check_synthetic_nulls",
     "conditional_mi",
     "g_test",
 ]
@@ -388,7 +390,10 @@ def check_synthetic_schema(g: G.SyntheticSchema, frame: pd.DataFrame) -> CheckRe
         )
     rows = int(frame["rows"].iloc[0]) if len(frame) else 0
     total = float(frame["noisy_total"].iloc[0]) if len(frame) else math.nan
-    want = g.rows if g.rows is not None else (max(1, round(total)) if total == total else None)
+    if g.rows is not None:
+        want = g.rows
+    else:
+        want = min(noisy_rows(total), g.max_rows) if math.isfinite(total) else None
     if rows != want:
         problems.append({"rule": "row count", "rows": rows, "expected": want})
     return make_result(
@@ -400,4 +405,27 @@ def check_synthetic_schema(g: G.SyntheticSchema, frame: pd.DataFrame) -> CheckRe
         if not problems
         else f"{len(problems)} output rule(s) broken",
         problems,
+    )
+
+
+def check_synthetic_nulls(g: G.SyntheticNulls, frame: pd.DataFrame) -> CheckResult:
+    nullable = set(g.nullable)
+    invented = [
+        {
+            "column": r.name,
+            "rule": "no null where the declared domain has no null level",
+            "nulls": int(r.nulls),
+        }
+        for r in frame.itertuples()
+        if r.nulls > 0 and r.name not in nullable
+    ]
+    return make_result(
+        g,
+        not invented,
+        {"columns_with_nulls": sorted(str(r.name) for r in frame.itertuples() if r.nulls > 0)},
+        {"nullable": sorted(nullable)},
+        "nulls only in the columns whose declared domain holds a null level"
+        if not invented
+        else f"{len(invented)} column(s) hold a null their declared domain does not have",
+        invented,
     )

@@ -2,7 +2,9 @@
 
 Roles and the attribute list come from the input's field metadata, the budget rho from
 (epsilon, delta) by the same OpenDP conversion the run uses; nothing is read from a release.
-MST owes the privacy and output guarantees; PreFair adds the fairness ones.
+MST owes the privacy and output guarantees; PreFair adds the fairness ones. The columns that
+may hold a null are the declared ones (``domain.declared_nulls``: the roles and
+``params.nulls``), never read off the data.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import pyarrow as pa
 from components.synthesis import guarantees as G
 from components.synthesis.accounting import rho_budget
 from components.synthesis.compression import THRESHOLD
+from components.synthesis.domain import declared_nulls
 from components.synthesis.params import MSTParams, selector_of
 from schemas.roles import Role, read_roles
 
@@ -57,6 +60,8 @@ def contract(params: MSTParams, table: pa.Table | None = None) -> list:
             G.SyntheticIndependence(id="FAIR-4", protected=prot, admissible=adm, outcomes=outs),
         ]
     out.append(G.SyntheticSchema(id="OUT-1/2", columns=attributes, types=types, rows=params.rows))
+    nullable = ("*",) if table is None else declared_nulls(read_roles(table), params.nulls)
+    out.append(G.SyntheticNulls(id="OUT-1n", nullable=nullable))
     return out
 
 

@@ -17,6 +17,7 @@ __all__ = [
     "break_model",
     "break_synthetic",
     "break_schema",
+    "break_nulls",
 ]
 
 
@@ -120,3 +121,18 @@ def break_schema(g, table, outputs, sidecars, rng):
     name = data.column_names[0]
     data = _set(data, name, [str(v) for v in data.column(name).to_pylist()], pa.string())
     return {**outputs, "data": data}, sidecars
+
+
+def break_nulls(g, table, outputs, sidecars, rng):
+    """One value of the first column without a declared null level set to null (as a model
+    with a null level everywhere would publish it); None when every column declares one."""
+    data = outputs["data"]
+    name = next((c for c in data.column_names if c not in g.nullable), None)
+    if name is None or data.num_rows == 0:
+        return None
+    i = data.schema.get_field_index(name)
+    col = data.column(name).combine_chunks()
+    hole = np.zeros(len(col), bool)
+    hole[int(rng.integers(len(col)))] = True
+    arr = pc.if_else(pa.array(hole), pa.nulls(len(col), col.type), col)
+    return {**outputs, "data": data.set_column(i, data.schema.field(i), arr)}, sidecars

@@ -3,8 +3,7 @@
 DP synthesis may only use domains that are public metadata (spec A16): a domain read off the
 private data would itself leak (which rare values occur). So every column must declare one:
 
-- a string (nominal or ordinal) column: its levels, the role's ``domain``; a null is a value of
-  its own, the last code (a public rule, not a fact about the data);
+- a string (nominal or ordinal) column: its levels, the role's ``domain``;
 - a binary column: ``domain`` if declared, else the levels 0 and 1;
 - a numeric column: its bins, ``component.params.bins``. A synthetic value is drawn uniformly
   within its bin, independently of everything else, which keeps every conditional
@@ -12,15 +11,37 @@ private data would itself leak (which rare values occur). So every column must d
 
 A column without a declared domain is refused, naming the column and where to declare it.
 
+**Nulls.** A null is a level of a column's domain only where the release's *public schema*
+declares one: the column's ``domain`` lists a null, or the column is named in
+``component.params.nulls`` (the only way for a numeric column, whose domain is its bins). The
+public schema is what the spec (with the family's dataset presets) declares, nothing else:
+never whether the input has a null, nor how many (a fact about the records), and not the Arrow
+field's ``nullable`` flag either, which every writer and ingest set for every column (it says
+nothing); a field that is *not* nullable refuses a declared null level. A null level is the last
+code of its column. A column without one gets no null in the synthetic table, whatever the
+noise; an input null there is refused (naming the column and how many rows, never a value).
+
+**Arrow types.** A column keeps its Arrow type in the synthetic table. Values are compared in a
+plain type (``value_type``): a dictionary column (a pandas Categorical) by its values, a
+``string`` / ``large_string`` / ``string_view`` column as ``large_string`` (binary types alike);
+a dictionary column's synthetic dictionary is its declared levels, in their declared order,
+with the input's index type and ``ordered`` flag.
+
 >>> import pyarrow as pa
 >>> d = ColumnDomain("age", pa.int64(), edges=(0.0, 18.0, 65.0, 120.0))
 >>> d.size, d.encode(pa.chunked_array([[5, 30, 70]])).tolist()
 (3, [0, 1, 2])
+>>> j = ColumnDomain("job", pa.dictionary(pa.int8(), pa.string()), levels=("a", "b"), missing=True)
+>>> j.size, j.labels(), j.encode(pa.chunked_array([pa.array(["b", None, "a"]).dictionary_encode()
+... ])).tolist()
+(3, ['a', 'b', '<missing>'], [1, 2, 0])
+>>> j.decode(np.array([2, 1, 0]), None).to_pylist()
+[None, 'b', 'a']
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,15 +51,41 @@ import pyarrow.compute as pc
 from schemas.errors import InputError
 from schemas.roles import Kind, TableRoles, attach_roles, read_roles
 
-__all__ = ["ColumnDomain", "public_domains", "encode_table", "decode_table", "MISSING"]
+__all__ = [
+    "ColumnDomain",
+    "public_domains",
+    "declared_domains",
+    "declared_nulls",
+    "value_type",
+    "encode_table",
+    "decode_table",
+    "MISSING",
+]
 
 MISSING = "<missing>"
+
+
+def value_type(t: pa.DataType) -> pa.DataType:
+    """The plain type a column's values are compared in: a dictionary's value type, and
+    ``large_string`` (``large_binary``) for every string (binary) layout.
+
+    >>> value_type(pa.dictionary(pa.int8(), pa.string())), value_type(pa.string_view())
+    (DataType(large_string), DataType(large_string))
+    """
+    if pa.types.is_dictionary(t):
+        t = t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return pa.large_binary()
+    return t
 
 
 @dataclass(frozen=True)
 class ColumnDomain:
     """The public domain of one column: ``levels`` (one per code) or bin ``edges`` (k + 1 edges
-    give k codes), plus a last code for a null when ``missing``."""
+    give k codes), plus a last code for a null when ``missing`` (declared, never read off the
+    data)."""
 
     name: str
     arrow_type: pa.DataType
@@ -50,6 +97,10 @@ class ColumnDomain:
     def size(self) -> int:
         base = len(self.levels) if self.levels is not None else len(self.edges) - 1
         return base + int(self.missing)
+
+    @property
+    def value_type(self) -> pa.DataType:
+        return value_type(self.arrow_type)
 
     def labels(self) -> list[str]:
         """A readable label per code (bins as ``[lo, hi)``)."""
@@ -65,9 +116,11 @@ class ColumnDomain:
         has no code for); with ``clamp`` a numeric value outside the bins takes the first or
         last bin."""
         n = len(column)
+        if column.type != self.value_type:
+            column = column.cast(self.value_type)
         nulls = column.is_null().to_numpy(zero_copy_only=False)
         if self.levels is not None:
-            values = pa.array(self.levels, type=self.arrow_type)
+            values = pa.array(self.levels, type=self.value_type)
             codes = pc.index_in(column, value_set=values).to_numpy(zero_copy_only=False)
             codes = np.where(np.isnan(codes.astype(float)), -1, codes).astype(np.int64)
         else:
@@ -84,42 +137,61 @@ class ColumnDomain:
 
     def decode(self, codes: np.ndarray, rng: np.random.Generator) -> pa.Array:
         """The values of ``codes`` in the column's Arrow type (a bin's value drawn uniformly
-        within it)."""
+        within it; the null level, if declared, a null)."""
         codes = np.asarray(codes, dtype=np.int64)
         null = codes == self.size - 1 if self.missing else np.zeros(len(codes), bool)
+        safe = np.where(null, 0, codes)
+        t = self.arrow_type
         if self.levels is not None:
-            values = pa.array(self.levels, type=self.arrow_type)
-            safe = np.where(null, 0, codes)
-            out = values.take(pa.array(safe))
-            return pc.if_else(pa.array(null), pa.nulls(len(codes), self.arrow_type), out)
-        lo = np.asarray(self.edges[:-1])[codes]
-        hi = np.asarray(self.edges[1:])[codes]
-        if pa.types.is_integer(self.arrow_type):
+            index = pa.array(safe, mask=null)
+            if pa.types.is_dictionary(t):
+                return pa.DictionaryArray.from_arrays(
+                    index.cast(t.index_type),
+                    pa.array(self.levels, type=t.value_type),
+                    ordered=t.ordered,
+                )
+            out = pa.array(self.levels, type=self.value_type).take(index)
+            return out if out.type == t else out.cast(t)
+        lo = np.asarray(self.edges[:-1])[safe]
+        hi = np.asarray(self.edges[1:])[safe]
+        if pa.types.is_integer(t):
             a, b = np.ceil(lo), np.ceil(hi) - 1  # the integers of [lo, hi)
             vals = a + np.floor(rng.random(len(codes)) * (b - a + 1))
-            return pa.array(vals.astype(np.int64)).cast(self.arrow_type)
+            return pa.array(vals.astype(np.int64), mask=null).cast(t)
         vals = lo + rng.random(len(codes)) * (hi - lo)
-        return pa.array(vals).cast(self.arrow_type)
+        return pa.array(vals, mask=null).cast(t)
 
 
 def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
-def public_domains(table: pa.Table, roles: TableRoles, bins: Mapping[str, tuple]) -> dict:
-    """``{column: ColumnDomain}`` in column order, from the roles' declared ``domain`` and the
-    numeric ``bins``; ``InputError`` naming the column (or ``bins.<col>``) when one is missing
-    or does not fit the column."""
-    for col in bins:
-        if col not in table.column_names:
-            raise InputError(
-                f"bins.{col}", "bins are declared for a column the table does not have"
-            )
+def public_domains(
+    table: pa.Table,
+    roles: TableRoles,
+    bins: Mapping[str, tuple],
+    nulls: Sequence[str] = (),
+) -> dict:
+    """``{column: ColumnDomain}`` in column order, from the roles' declared ``domain``, the
+    numeric ``bins`` and the columns declared to hold a null level (``nulls``, or a null in
+    the declared ``domain``); ``InputError`` naming the column (or ``bins.<col>``,
+    ``nulls.<col>``) when one is missing or does not fit the column, or when the input has a
+    null where no null level is declared (how many rows, never a value)."""
+    for key, declared in (("bins", bins), ("nulls", nulls)):
+        for col in declared:
+            if col not in table.column_names:
+                raise InputError(
+                    f"{key}.{col}", f"{key} are declared for a column the table does not have"
+                )
     out = {}
     for c in roles:
-        t = table.schema.field(c.name).type
+        f = table.schema.field(c.name)
+        t = f.type
+        vt = value_type(t)
         edges = bins.get(c.name)
-        numeric = pa.types.is_integer(t) or pa.types.is_floating(t)
+        numeric = pa.types.is_integer(vt) or pa.types.is_floating(vt)
+        levels = None if c.domain is None else tuple(v for v in c.domain if v is not None)
+        missing = c.name in nulls or (c.domain is not None and len(levels) < len(c.domain))
         if edges is not None:
             if c.domain is not None or c.kind is not Kind.NUMERIC or not numeric:
                 raise InputError(
@@ -127,18 +199,19 @@ def public_domains(table: pa.Table, roles: TableRoles, bins: Mapping[str, tuple]
                     "bins are for numeric columns without declared levels",
                     f"kind {c.kind.value}, type {t}",
                 )
-            if pa.types.is_integer(t):
-                lo, hi = np.ceil(edges[:-1]), np.ceil(edges[1:]) - 1
-                if np.any(hi < lo):
-                    raise InputError(
-                        f"bins.{c.name}", "every bin of an integer column must hold an integer"
-                    )
-            out[c.name] = ColumnDomain(c.name, t, edges=tuple(float(e) for e in edges))
-        elif c.domain is not None:
-            out[c.name] = _levels(c.name, t, tuple(c.domain))
-        elif c.kind is Kind.BINARY and (pa.types.is_integer(t) or pa.types.is_boolean(t)):
-            levels = (False, True) if pa.types.is_boolean(t) else (0, 1)
-            out[c.name] = ColumnDomain(c.name, t, levels=levels)
+            if pa.types.is_dictionary(t):
+                raise InputError(
+                    f"bins.{c.name}",
+                    "bins are for plain numeric columns: declare a dictionary-encoded "
+                    "column's levels as its domain",
+                    f"type {t}",
+                )
+            _fits(c.name, t, edges)
+            d = ColumnDomain(c.name, t, edges=tuple(float(e) for e in edges), missing=missing)
+        elif levels is not None:
+            d = _levels(c.name, t, levels, missing)
+        elif c.kind is Kind.BINARY and (pa.types.is_integer(vt) or pa.types.is_boolean(vt)):
+            d = _levels(c.name, t, (False, True) if pa.types.is_boolean(vt) else (0, 1), missing)
         else:
             where = (
                 "declare its bins in component.params.bins"
@@ -150,27 +223,84 @@ def public_domains(table: pa.Table, roles: TableRoles, bins: Mapping[str, tuple]
                 "a synthesised column needs a public domain, not one read off the data",
                 where,
             )
-        d = out[c.name]
-        if not d.missing and table.column(c.name).null_count:
+        if d.missing and not f.nullable:
             raise InputError(
                 c.name,
-                "a numeric or binary column must have a value in every row",
-                f"{table.column(c.name).null_count} nulls",
+                "a null level is declared for a column whose schema does not allow nulls",
+                "drop it from component.params.nulls or from the column's domain",
             )
+        n_null = table.column(c.name).null_count
+        if not d.missing and n_null:
+            raise InputError(
+                c.name,
+                "a null where the declared public domain has no null level",
+                f"{n_null} rows; declare one (a null in the column's domain, or the column in "
+                "component.params.nulls) or fill them before the release",
+            )
+        out[c.name] = d
     return out
 
 
-def _levels(name: str, t: pa.DataType, levels: tuple) -> ColumnDomain:
+def declared_domains(table: pa.Table, roles: TableRoles, params) -> dict:
+    """``public_domains`` of ``table`` with the bins and null levels ``params`` (``MSTParams``)
+    declare: what the run encodes on and the validator rebuilds."""
+    bins = {c: params.edges(c) for c in params.bins}
+    return public_domains(table, roles, bins, params.nulls)
+
+
+def declared_nulls(roles: TableRoles, nulls: Sequence[str] = ()) -> tuple[str, ...]:
+    """The columns whose public domain holds a null level, in column order: named in
+    ``nulls`` or with a null in their declared ``domain`` (declarations only, no data).
+
+    >>> from schemas.roles import ColumnRole, Role
+    >>> r = TableRoles.of([ColumnRole("a", Role.LABEL, Kind.NOMINAL, domain=("x", None)),
+    ...                    ColumnRole("b", Role.IGNORED), ColumnRole("c", Role.IGNORED)])
+    >>> declared_nulls(r, ["c"])
+    ('a', 'c')
+    """
+    return tuple(
+        c.name
+        for c in roles
+        if c.name in nulls or (c.domain is not None and any(v is None for v in c.domain))
+    )
+
+
+def _fits(name: str, t: pa.DataType, edges: Sequence[float]) -> None:
+    """Every bin of an integer column holds an integer the column's type can hold."""
+    if not pa.types.is_integer(t):
+        return
+    lo, hi = np.ceil(edges[:-1]), np.ceil(edges[1:]) - 1
+    if np.any(hi < lo):
+        raise InputError(f"bins.{name}", "every bin of an integer column must hold an integer")
+    info = np.iinfo(t.to_pandas_dtype())
+    if lo[0] < info.min or hi[-1] > info.max:
+        raise InputError(
+            f"bins.{name}",
+            f"the bins reach past what the column type {t} holds",
+            f"[{info.min}, {info.max}]",
+        )
+
+
+def _levels(name: str, t: pa.DataType, levels: tuple, missing: bool) -> ColumnDomain:
     if len(set(levels)) != len(levels):
         raise InputError(name, "the declared domain repeats a value")
+    vt = value_type(t)
     try:
-        pa.array(list(levels), type=t)
+        pa.array(list(levels), type=vt)
     except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as e:
         raise InputError(
             name, f"the declared domain does not fit the column type {t}", str(e)
         ) from None
-    string = pa.types.is_string(t) or pa.types.is_large_string(t)
-    return ColumnDomain(name, t, levels=levels, missing=string)
+    if pa.types.is_dictionary(t):
+        most = np.iinfo(t.index_type.to_pandas_dtype()).max
+        if len(levels) > most + 1:
+            raise InputError(
+                name,
+                f"the declared domain has more levels than the column's dictionary index "
+                f"type {t.index_type} can number",
+                f"{len(levels)} levels, at most {most + 1}",
+            )
+    return ColumnDomain(name, t, levels=levels, missing=missing)
 
 
 def encode_table(

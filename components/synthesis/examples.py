@@ -1,7 +1,10 @@
 """Small valid inputs for the test battery and the docs: a table with two protected attributes
 (one binary, one nominal), two admissible ones (numeric with bins, nominal), an unlabelled
 numeric one and a binary outcome, whose outcome depends on everything (so MST's tree need not
-be fair and PreFair's must work for it)."""
+be fair and PreFair's must work for it). ``job`` declares a null level (``params.nulls``: the
+example is a spec too, and a spec's ``domain`` takes no null yet) and about 4% of its values
+are null; no other column declares one, so the synthetic table may hold a null in ``job``
+only."""
 
 from __future__ import annotations
 
@@ -27,12 +30,15 @@ def example_table(seed: int, n: int = 800) -> pa.Table:
     hours = np.clip(rng.normal(30 + 8 * sex + 3 * job, 10, n), 0, 99).astype(np.int64)
     logit = -2 + 0.06 * (hours - 35) + 0.5 * (job == 2) + 0.8 * sex + 0.3 * (region == 0)
     income = (rng.random(n) < 1 / (1 + np.exp(-logit))).astype(np.int8)
+    unknown = rng.random(n)
     table = pa.table(
         {
             "sex": pa.array(sex.astype(np.int8)),
             "region": pa.array([REGIONS[r] for r in region]),
             "hours": pa.array(hours),
-            "job": pa.array([JOBS[j] for j in job]),
+            "job": pa.array(
+                [None if u < 0.04 else JOBS[j] for j, u in zip(job, unknown, strict=True)]
+            ),
             "age": pa.array(age.astype(np.int64)),
             "income": pa.array(income),
         }
@@ -51,10 +57,13 @@ def example_table(seed: int, n: int = 800) -> pa.Table:
 
 
 def mst_example(seed: int) -> tuple[pa.Table, MSTParams]:
-    return example_table(seed), MSTParams(epsilon=4.0, bins=BINS, seed=seed, iters=300)
+    params = MSTParams(epsilon=4.0, bins=BINS, nulls=("job",), seed=seed, iters=300)
+    return example_table(seed), params
 
 
 def prefair_example(seed: int) -> tuple[pa.Table, PreFairParams]:
     selector = "exponential" if seed % 2 else "greedy"
-    params = PreFairParams(epsilon=4.0, bins=BINS, seed=seed, iters=300, selector=selector)
+    params = PreFairParams(
+        epsilon=4.0, bins=BINS, nulls=("job",), seed=seed, iters=300, selector=selector
+    )
     return example_table(seed), params

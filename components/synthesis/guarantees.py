@@ -1,5 +1,5 @@
 """The guarantee kinds of the synthesis family (spec section 4: PRIV-1 to PRIV-5, FAIR-1 to
-FAIR-4, OUT-1 and OUT-2).
+FAIR-4, OUT-1 and OUT-2, OUT-1's null rule on its own).
 
 Data only; the checkers are in ``components.synthesis.checks`` and read the evidence frames of
 ``components.synthesis.audit``, rebuilt from the published table, the sidecars (ledger, noisy
@@ -15,6 +15,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from components.synthesis.params import MAX_ROWS
 from schemas.contracts import Guarantee
 
 __all__ = [
@@ -25,6 +26,7 @@ __all__ = [
     "ModelIndependence",
     "SyntheticIndependence",
     "SyntheticSchema",
+    "SyntheticNulls",
 ]
 
 Selector = Literal["mst", "greedy", "exponential"]
@@ -118,9 +120,22 @@ class SyntheticIndependence(Guarantee):
 class SyntheticSchema(Guarantee):
     """OUT-1, OUT-2: the synthetic table has the input's ``columns`` in order with the same
     ``types``, every value lies in its declared public domain, and it has ``rows`` rows (None:
-    the model's noisy total, recomputed from the noisy measurements)."""
+    the model's noisy total recomputed from the noisy measurements, rounded, at least 1 and at
+    most ``max_rows``)."""
 
     kind: Literal["synthetic_schema"] = "synthetic_schema"
     columns: tuple[str, ...]
     types: tuple[str, ...]
     rows: int | None = None
+    max_rows: int = Field(MAX_ROWS, ge=1)
+
+
+class SyntheticNulls(Guarantee):
+    """OUT-1 (nulls): a null appears in the synthetic table only in the ``nullable`` columns,
+    those whose declared public domain holds a null level (a null in the role's ``domain``, or
+    the column in ``params.nulls``); every other column has a value in every row. The noise
+    never invents a null where the release's public schema declares none."""
+
+    column_fields: ClassVar[tuple[str, ...]] = ("nullable",)
+    kind: Literal["synthetic_nulls"] = "synthetic_nulls"
+    nullable: tuple[str, ...] = ()

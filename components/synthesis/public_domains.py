@@ -1,5 +1,15 @@
 """Public domains of the built-in datasets' nominal columns, from each dataset's own
-documentation (``adult.names``), not from the data (spec A16)."""
+documentation (``adult.names``), not from the data (spec A16).
+
+Null levels too come from the documentation, never from the data: ``adult.names`` counts the
+"instances with unknown values" (48,842 rows, 45,222 without unknowns) and UCI's page of the
+dataset lists the three columns that have them, ``workclass``, ``occupation`` and
+``native-country`` (the unknown ``?`` becomes a null when the dataset is prepared). Those
+three, and no other Adult column, declare a null level (``ADULT_NULLS``). COMPAS is prepared
+with ``dropna``: none of its columns declares one.
+"""
+
+ADULT_NULLS = ("workclass", "occupation", "native-country")
 
 WORKCLASS = (
     "Private",

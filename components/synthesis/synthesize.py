@@ -30,11 +30,17 @@ from components.synthesis.accounting import (
     plan,
 )
 from components.synthesis.compression import Compression
-from components.synthesis.domain import ColumnDomain, decode_table, encode_table, public_domains
+from components.synthesis.domain import (
+    ColumnDomain,
+    declared_domains,
+    decode_table,
+    encode_table,
+    value_type,
+)
 from components.synthesis.inputs import index_roles, synthesis_roles
 from components.synthesis.marginals import Marginals
 from components.synthesis.model import Measurement, fit_independent, fit_tree, noisy_total, sample
-from components.synthesis.params import MSTParams, PreFairParams, selector_of
+from components.synthesis.params import MSTParams, PreFairParams, noisy_rows, selector_of
 from components.synthesis.selection import (
     Roles,
     best_fair_tree,
@@ -160,7 +166,7 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     model = fit_tree(one_way + two_way, csizes, tree, iters=params.iters)
     timings["estimate"] = time.perf_counter() - t
     t = time.perf_counter()
-    n_rows = params.rows if params.rows is not None else max(1, round(model.total))
+    n_rows = params.rows if params.rows is not None else noisy_rows(model.total)
     syn_c = sample(model, n_rows, rng)
     syn_codes = np.stack([c.expand(syn_c[:, i], rng) for i, c in enumerate(compressions)], axis=1)
     data = decode_table(syn_codes, domains, table.schema, rng)
@@ -264,7 +270,7 @@ def encode_input(table: pa.Table, params: MSTParams, selector: str) -> Encoded:
         What the mechanisms work on.
     """
     roles = synthesis_roles(table, fair=selector != "mst")
-    domains = public_domains(table, roles, {c: params.edges(c) for c in params.bins})
+    domains = declared_domains(table, roles, params)
     codes, clamped = encode_table(table, domains, clamp=params.out_of_domain == "clamp")
     return Encoded(roles, index_roles(roles), domains, codes, clamped)
 
@@ -564,8 +570,8 @@ def _fairness(t: pa.Table, roles, codes: dict, sizes: dict) -> dict:
     out = {}
     for p in roles.with_role(Role.PROTECTED):
         for o in roles.with_role(Role.LABEL):
-            s = group_indicator(t.column(p.name), p)
-            y = outcome_indicator(t.column(o.name), o)
+            s = group_indicator(_plain(t.column(p.name)), p)
+            y = outcome_indicator(_plain(t.column(o.name)), o)
             if s.all() or not s.any():
                 out[f"{p.name}->{o.name}"] = None
                 continue
@@ -574,6 +580,13 @@ def _fairness(t: pa.Table, roles, codes: dict, sizes: dict) -> dict:
                 k: _round(f.get(k)) for k in ("dp", "cdp", "cdp_reference")
             }
     return out
+
+
+def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``column`` in its plain value type (a dictionary by its values, any string layout as
+    ``large_string``), which the shared value tests compare in."""
+    vt = value_type(column.type)
+    return column if column.type == vt else column.cast(vt)
 
 
 def _strata(codes: dict, columns: list[str], sizes: dict) -> np.ndarray:

@@ -10,7 +10,7 @@ import pytest
 
 from components.synthesis import MST, PREFAIR, PUBLIC
 from components.synthesis.compression import Compression
-from components.synthesis.domain import encode_table, public_domains
+from components.synthesis.domain import declared_domains, encode_table
 from components.synthesis.examples import mst_example, prefair_example
 from components.synthesis.figures import OWNER_FIGURES, PUBLIC_FIGURES, figures
 from components.synthesis.model import Measurement
@@ -81,7 +81,7 @@ def test_measured_fidelity_is_post_processing(run):
     comp = result.sidecars["compression"].to_pandas()
     names = data.column_names
     params = algo.params(**result.params)
-    domains = public_domains(data, read_roles(data), {c: params.edges(c) for c in params.bins})
+    domains = declared_domains(data, read_roles(data), params)
     syn, _ = encode_table(data, domains)
     compressions = [
         Compression(comp[comp["attribute"] == n].sort_values("code")["compressed"].to_numpy(), ())

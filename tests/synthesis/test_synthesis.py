@@ -16,6 +16,7 @@ from components.synthesis.audit import evidence
 from components.synthesis.contract import contract
 from components.synthesis.examples import BINS, example_table, prefair_example
 from components.synthesis.params import MSTParams, PreFairParams
+from components.synthesis.public_domains import ADULT_NULLS
 from components.synthesis.synthesize import mst, prefair
 from pipelines.catalogue import load_spec
 from pipelines.flow import ingest
@@ -47,6 +48,9 @@ def test_adult_prefair_keeps_every_promise(adult):
     assert len(ledger) == 13 + 12 + 12
     assert result.metrics["fair_tree"] is True
     assert result.outputs["data"].schema.names == table.schema.names
+    # nulls only in the three columns Adult documents unknowns for (the presets' null levels)
+    data = result.outputs["data"]
+    assert {n for n in data.column_names if data.column(n).null_count} <= set(ADULT_NULLS)
 
 
 def test_mst_tree_on_adult_fails_the_fairness_checks(adult):
