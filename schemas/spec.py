@@ -68,7 +68,7 @@ class ColumnSpec(_Model):
     favoured: _Value | list[_Value] | None = None
     unfavoured: _Value | list[_Value] | None = None
     positive: _Value | list[_Value] | None = None
-    domain: list[str | int | float] | None = None
+    domain: list[str | int | float | None] | None = None
     nulls: NullPolicy | None = None
 
 
