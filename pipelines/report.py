@@ -270,7 +270,9 @@ def _warnings(man: dict) -> str:
 
 def _params(man: dict) -> str:
     params = man.get("params") or {}
-    rows = [(k, f"<code>{esc(json.dumps(v))}</code>") for k, v in sorted(params.items())]
+    rows = [
+        (k, f"<code>{esc(json.dumps(v, sort_keys=True))}</code>") for k, v in sorted(params.items())
+    ]
     spec = man.get("spec") or {}
     demanded = spec.get("guarantees") or []
     out = _kv_table(rows, "params") if rows else '<p id="params">No parameters.</p>'

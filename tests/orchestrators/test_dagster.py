@@ -188,10 +188,10 @@ def test_every_export_is_the_shareable_copy_and_the_same_from_both_drivers(every
     for _, spec in load_specs(SPECS):
         ref = Path(everything["ref"][spec.name]["path"])
         ours = everything["store"] / spec.name / everything["ref"][spec.name]["version"]
-        owner = json.loads((ref / "manifest.json").read_text())
-        algo = algorithm(owner["component"])
+        algo = algorithm(json.loads((ref / "manifest.json").read_text())["component"])
         copies = {}
         for who, release in (("ref", ref), ("dagster", ours)):
+            owner = json.loads((release / "manifest.json").read_text())
             dest, pub = export(release, tmp_path / who / spec.name)
             names = sorted(p.name for p in dest.iterdir())
             assert names == sorted(

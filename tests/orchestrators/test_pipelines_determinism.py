@@ -31,6 +31,8 @@ RUN_STAMPS = {"published_at", "timings", "checksums"}
 def _start(tmp: Path, i: int, seed: str) -> tuple[subprocess.Popen, Path]:
     cwd, store = tmp / f"cwd{i}", tmp / f"store{i}"
     cwd.mkdir()
+    (store / ".privfair").mkdir(parents=True)  # one store's key: the same public release id
+    (store / ".privfair" / "secret").write_text("ef" * 32)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PRIVFAIR_SPECS", "AIRFLOW"))}
     env.pop("PRIVFAIR_STORE", None)
     env.update(PYTHONHASHSEED=seed, PRIVFAIR_CACHE_DIR=str(tmp / f"cache{i}"))
@@ -99,6 +101,9 @@ def test_two_processes_publish_byte_identical_releases(tmp_path: Path):
             for m in (m1, m2)
         )
         assert listed1 == listed2 and {*outputs.values(), *sidecars.values()} <= set(listed1)
+    # the shareable copy is byte for byte the same (it records no time)
+    for name in ("shared/manifest.json", "shared/report.html"):
+        assert (r1 / name).read_bytes() == (r2 / name).read_bytes(), name
     # everything else the manifests record matches too, except when and how fast it ran
     same1 = {k: v for k, v in m1.items() if k not in RUN_STAMPS}
     same2 = {k: v for k, v in m2.items() if k not in RUN_STAMPS}
