@@ -308,8 +308,6 @@ def manifest(
         "published_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "code_version": code_version(plan.package),
         "spec": plan.spec.model_dump(mode="json"),
-        # where a relative dataset.path was found (privfair validate reads the input again)
-        "spec_dir": str(plan.spec.spec_dir) if plan.spec.spec_dir is not None else None,
         "spec_fingerprint": plan.spec.fingerprint(),
         "component": result.component,
         "family": algo.family,
@@ -628,8 +626,6 @@ def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
             "<version>); `privfair verify` checks the copy's files against its manifest"
         )
     spec = parse_spec(man["spec"], source=str(mpath))
-    if man.get("spec_dir"):
-        spec = spec.located(man["spec_dir"])
     plan = ReleasePlan.of(spec, data_dir=data_dir)
     ing = plan.ingest()
     if ing.input["fingerprint"] != man["input"]["fingerprint"]:

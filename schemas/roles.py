@@ -57,6 +57,12 @@ Scalar = str | int | float | bool
 ValueSet = tuple[Scalar, ...]
 
 
+# How a release names the two groups of a protected attribute it publishes as its groups (a
+# generalisation release with a many-valued PD attribute): the values its bound is about.
+GROUP_PROTECTED = "protected"
+GROUP_UNPROTECTED = "unprotected"
+
+
 def value_set(values: Scalar | list | tuple | None) -> ValueSet | None:
     """A scalar or a sequence of values as a tuple (None stays None)."""
     if values is None:

@@ -24,6 +24,7 @@ import pandas as pd
 from components.core.descriptor import KindCheck, resolve
 from schemas import contracts as C
 from schemas.errors import PrivfairError
+from schemas.roles import GROUP_PROTECTED, GROUP_UNPROTECTED
 
 __all__ = [
     "CheckResult",
@@ -290,8 +291,14 @@ def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) ->
 
 
 def _groups(g: C.ParityGap, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
-    """(protected-group mask, favoured-group mask) of a protected column's values."""
+    """(protected-group mask, favoured-group mask) of a protected column's values; a column
+    published as its groups (``GROUP_PROTECTED`` / ``GROUP_UNPROTECTED``) by those names."""
     v = values.astype(object)
+    named = {GROUP_PROTECTED, GROUP_UNPROTECTED}
+    present = set(v.dropna().unique())
+    if present and present <= named and not present & set(g.favoured):
+        prot = (v == GROUP_PROTECTED).to_numpy()
+        return prot, (v == GROUP_UNPROTECTED).to_numpy()
     if g.unfavoured:
         prot = v.isin(list(g.unfavoured)).to_numpy()
     else:

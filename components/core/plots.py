@@ -296,7 +296,20 @@ def scatter_chart(
                     f"<title>{escape(label)}: {fmt_num(x)}, {fmt_num(y)}</title></circle>"
                 )
                 if annotate and label:
-                    parts.append(_text(sx(x) + 7, sy(y) - 6, label, size=TICK_SIZE, fill=MUTED))
+                    # a label that would run past the plot's right edge goes left of its point
+                    if sx(x) + 7 + _text_width(label, TICK_SIZE) > width:
+                        parts.append(
+                            _text(
+                                sx(x) - 7,
+                                sy(y) - 6,
+                                label,
+                                size=TICK_SIZE,
+                                fill=MUTED,
+                                anchor="end",
+                            )
+                        )
+                    else:
+                        parts.append(_text(sx(x) + 7, sy(y) - 6, label, size=TICK_SIZE, fill=MUTED))
     if x_label:
         parts.append(_text((left + right) / 2, height - 10, x_label, anchor="middle"))
     return _svg(width, height, title, parts)
