@@ -269,11 +269,14 @@ def test_shipped_releases_exercise_every_kind(releases, other_german_releases, p
     owed = {k.kind for k in SHARED_KINDS} | {
         k.kind for f in families() if f.name in here for k in f.kinds
     }
-    assert set(kind_checks()) >= ROLE_KINDS
-    assert shipped == owed - ROLE_KINDS
+    # the gates a spec may demand: the shipped Adult and COMPAS specs demand them, and
+    # tests/common/test_demanded_kinds.py breaks each on every row-level algorithm
+    demand_kinds = {"parity_gap", "retention"}
+    assert set(kind_checks()) >= ROLE_KINDS | demand_kinds
+    assert shipped == owed - ROLE_KINDS - demand_kinds
     _, _, res = private_dropped
     assert {g.kind for g in res.contract} >= ROLE_KINDS
-    assert shipped | {g.kind for g in res.contract} == owed
+    assert shipped | {g.kind for g in res.contract} == owed - demand_kinds
 
 
 def test_expectation_fields_round_trip_to_the_guarantee(releases, private_dropped):
