@@ -35,6 +35,7 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from components.core.inputs import absent_value
 from components.core.result import ComponentResult
 from components.transparency.cells import Cells, build_cells
 from components.transparency.contract import contract
@@ -79,27 +80,44 @@ def protect_cells(cells: Cells, params: ATRParams):
 
 
 def _measures(params: ATRParams, cells: Cells, keys: dict) -> list[dict]:
-    if params.fairness:
-        for m in params.fairness:
-            for a in filter(None, (m.protected_attribute, m.condition_attribute)):
-                if a not in keys:
-                    raise InputError(a, "a fairness measure names an attribute the cells lack")
-        return [m.model_dump() for m in params.fairness]
-    return default_measures(keys, cells.population, cells.public, cells.private)
+    """The measures to publish: ``params.fairness``, each naming attributes of the cells and
+    two groups that hold data subjects, or the default ones.
+
+    A group is a value of the attribute as the report writes it (its text: the group 1 of an
+    integer column is ``1`` or ``"1"``, not ``1.0``) whose cells have a positive population; a
+    group no record falls in cannot be compared, and is refused (``InputError`` naming the
+    attribute, the measure's key and the value, and listing the values that occur)."""
+    if not params.fairness:
+        return default_measures(keys, cells.population, cells.public, cells.private)
+    for i, m in enumerate(params.fairness):
+        for a in filter(None, (m.protected_attribute, m.condition_attribute)):
+            if a not in keys:
+                raise InputError(
+                    a,
+                    "a fairness measure names an attribute the cells lack",
+                    f"fairness[{i}]; attributes: {', '.join(keys)}",
+                )
+        col = keys[m.protected_attribute]
+        held = list(dict.fromkeys(col[cells.population > 0].tolist()))
+        for field in ("group_1", "group_2"):
+            value = getattr(m, field)
+            if str(value) not in held:
+                raise absent_value(m.protected_attribute, f"fairness[{i}].{field}", value, held)
+    return [m.model_dump() for m in params.fairness]
 
 
 def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
     """Run the component on decision records or cells (``params.decisions``)."""
     started = time.perf_counter()
     cells = build_cells(table, params)
-    lo, hi, sol = protect_cells(cells, params)
-    t_solve = time.perf_counter()
-    d_ann = sol.d1_tilde
     keys = {
         n: np.asarray(cells.keys.column(n).to_pylist(), dtype=object)
         for n in cells.keys.column_names
     }
-    measures = _measures(params, cells, keys)
+    measures = _measures(params, cells, keys)  # refused before the solver runs
+    lo, hi, sol = protect_cells(cells, params)
+    t_solve = time.perf_counter()
+    d_ann = sol.d1_tilde
     # the published rows never see the true rule; the audit rows add the true values
     public_rows = announced_rows(
         measures, keys, cells.population, d_ann, params.fidelity, params.level

@@ -9,7 +9,10 @@ from the run's metrics. Frames:
   the cell is missing there), ``__announced_d0``, ``__declared`` (the published beta* of the
   cell's group, NaN if absent), ``__declared_global``, ``__unique`` (the key occurs once);
 - ``fairness``: the published ``fairness`` rows with ``__value`` (recomputed from the published
-  rules) and ``__true`` (recomputed from the rebuilt true rule), ``__true_rate_1/2``;
+  rules) and ``__true`` (recomputed from the rebuilt true rule), ``__true_rate_1/2``, and one row
+  per recomputed row the table lacks (``__published`` False); ``__expected_rows`` the number of
+  rows the measures give. Every column is there whatever the published table holds (NaN where
+  it cannot be recomputed), so the checker gives a verdict on any table;
 - ``public``: one row per (``table``, ``column``) of the public outputs.
 """
 
@@ -24,7 +27,12 @@ from components.transparency.fairness import default_measures, measure_rows
 
 __all__ = ["evidence"]
 
-_KEY = ["measure", "protected_attribute", "group_1", "group_2", "condition_value"]
+_KEY = [
+    "measure", "protected_attribute", "group_1", "group_2", "condition_attribute",
+    "condition_value", "pr_threshold_p",
+]  # fmt: skip
+"""What tells a published measure row apart (two CSPs may share a stratum's value, two PRs
+their groups)."""
 
 
 def _keys(table: pa.Table, names: list[str]) -> pd.Series:
@@ -102,23 +110,43 @@ def evidence(input_table: pa.Table, outputs: dict[str, pa.Table], sidecars, para
             params.level,
         )
     )
-    if not fairness_pub.empty and not recomputed.empty and set(_KEY) <= set(fairness_pub.columns):
+    # every column the checker reads is there, whatever the published table holds: NaN where
+    # a published row has no recomputed row, and a row (``__published`` False, its published
+    # value NaN) for every recomputed row the table lacks, so a dropped row fails the check
+    recomputed_cols = {
+        "__value": "value",
+        "__true": "true_value",
+        "__true_rate_1": "true_rate_group_1",
+        "__true_rate_2": "true_rate_group_2",
+    }
 
-        def key(df: pd.DataFrame) -> pd.Series:
-            cell = lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)  # noqa: E731
-            return df[_KEY].map(cell).agg("|".join, axis=1)
+    def key(df: pd.DataFrame) -> pd.Series:
+        cell = lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)  # noqa: E731
+        return df[_KEY].map(cell).agg("|".join, axis=1)
 
+    fairness_pub = fairness_pub.assign(**dict.fromkeys(recomputed_cols, np.nan), __published=True)
+    if not recomputed.empty:
         rec = recomputed.assign(__k=key(recomputed)).set_index("__k")
-        k = key(fairness_pub)
-        fairness_pub["__value"] = k.map(rec["value"]).astype(float)
-        fairness_pub["__true"] = k.map(rec["true_value"]).astype(float)
-        fairness_pub["__true_rate_1"] = k.map(rec["true_rate_group_1"]).astype(float)
-        fairness_pub["__true_rate_2"] = k.map(rec["true_rate_group_2"]).astype(float)
-        fairness_pub["__expected_rows"] = len(recomputed)
-    else:
-        fairness_pub = fairness_pub.assign(
-            __value=np.nan, __true=np.nan, __expected_rows=len(recomputed)
-        )
+        rec = rec[~rec.index.duplicated()]  # a measure listed twice: the same row twice
+        keyed = not fairness_pub.empty and set(_KEY) <= set(fairness_pub.columns)
+        k = key(fairness_pub) if keyed else pd.Series([], dtype=object)
+        for mine, theirs in recomputed_cols.items():
+            fairness_pub[mine] = k.map(rec[theirs]).astype(float) if keyed else np.nan
+        absent = rec[~rec.index.isin(set(k))]
+        if len(absent):
+            extra = (
+                absent[_KEY]
+                .reset_index(drop=True)
+                .assign(
+                    **{
+                        mine: absent[theirs].to_numpy(float)
+                        for mine, theirs in recomputed_cols.items()
+                    },
+                    __published=False,
+                )
+            )
+            fairness_pub = pd.concat([fairness_pub, extra], ignore_index=True)
+    fairness_pub["__expected_rows"] = len(recomputed)
     public = pd.DataFrame(
         [{"table": name, "column": c} for name, t in outputs.items() for c in t.column_names]
     )

@@ -7,6 +7,14 @@ weight (records) or the cell population (cells); ``quasi_identifier`` columns ar
 features only (``decisions: model``) and never reach the report. A column of any other role is
 refused, naming it. Numeric public or private attributes are discretised by ``bins``.
 
+Input rules, each breach an ``InputError`` naming the column: a column is read as its values
+whatever its Arrow encoding (a dictionary, as a pandas Categorical gives, is decoded to its
+values, a ``string_view`` or ``binary_view`` to ``string`` or ``binary``, a run-end encoded
+column to its values: ``decoded``), so an encoding never changes the report; an attribute holds
+one value per record (no list, struct, map or union); an attribute's name is not one of the
+report's own fields (``announced_d1``, ``scope``, ...) nor starts with ``__`` (the evidence's
+columns); every column named in ``bins`` is a public or private attribute.
+
 A *cell* is one combination of public and private values (a decision region, not a person):
 ``population(x)`` is the weight of its records, ``D_1(x)`` their weighted positive rate, and
 ``P(x) = population(x) / sum population`` the prior the adversary is assumed to know (A2).
@@ -37,11 +45,15 @@ import pyarrow.compute as pc
 
 from components.core.engine import current_engine
 from components.core.inputs import member, require_role, table_roles
+from components.transparency.contract import RULE_FIELDS, SUMMARY_FIELDS
 from components.transparency.params import ATRParams
 from schemas.errors import InputError
 from schemas.roles import Kind, Role, TableRoles
 
-__all__ = ["Cells", "build_cells", "count_cells", "key_codes", "region_labels"]
+__all__ = ["Cells", "build_cells", "count_cells", "decoded", "key_codes", "region_labels"]
+
+RESERVED = frozenset((*RULE_FIELDS, "population", *SUMMARY_FIELDS))
+"""Field names of the report's own tables: an attribute so named would clash in them."""
 
 
 @dataclass
@@ -145,6 +157,47 @@ def key_codes(values: list, order: list) -> np.ndarray:
     return np.fromiter((index[v] for v in values), dtype=np.int64, count=len(values))
 
 
+def _plain_type(t: pa.DataType) -> pa.DataType:
+    """The type ``_plain`` reads a column of type ``t`` as."""
+    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
+        return _plain_type(t.value_type)
+    if pa.types.is_string_view(t):
+        return pa.string()
+    if pa.types.is_binary_view(t):
+        return pa.binary()
+    return t
+
+
+def _plain(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """``col`` as its values: a dictionary decoded, a view as its plain type, a run-end encoded
+    column expanded (nested as far as they go)."""
+    t = col.type
+    if pa.types.is_dictionary(t):
+        return _plain(col.cast(t.value_type))
+    if pa.types.is_run_end_encoded(t):
+        return _plain(pc.run_end_decode(col))
+    if pa.types.is_string_view(t):
+        return col.cast(pa.string())
+    if pa.types.is_binary_view(t):
+        return col.cast(pa.binary())
+    return col
+
+
+def decoded(table: pa.Table) -> pa.Table:
+    """``table`` with every column read as its values (``_plain``), each field keeping its
+    name, its metadata (the column's role) and its nullability.
+
+    >>> t = pa.table({"g": pa.array(["F", "M", "F"]).dictionary_encode()})
+    >>> decoded(t).schema.field("g").type, decoded(t).column("g").to_pylist()
+    (DataType(string), ['F', 'M', 'F'])
+    """
+    for i, f in enumerate(table.schema):
+        col = _plain(table.column(i))
+        if col.type != f.type:
+            table = table.set_column(i, f.with_type(col.type), col)
+    return table
+
+
 def _roles(table: pa.Table, params: ATRParams) -> tuple[TableRoles, list, list, str, str | None]:
     roles = table_roles(table)
     allowed = {Role.PUBLIC, Role.SENSITIVE, Role.LABEL, Role.ADMISSIBLE}
@@ -159,8 +212,30 @@ def _roles(table: pa.Table, params: ATRParams) -> tuple[TableRoles, list, list, 
                 "admissible (weight or population), quasi_identifier (model features, "
                 "with decisions: model); drop it with dataset.exclude",
             )
+        t = _plain_type(table.schema.field(c.name).type)
+        if pa.types.is_nested(t):
+            raise InputError(
+                c.name,
+                "a column of a transparency report holds one value per record",
+                f"type {t}: a list, struct, map or union has no place in a decision cell",
+            )
     public = [c.name for c in require_role(roles, Role.PUBLIC, count=None)]
     private = [c.name for c in require_role(roles, Role.SENSITIVE, count=None)]
+    for name in public + private:
+        if name in RESERVED or name.startswith("__"):
+            raise InputError(
+                name,
+                "an attribute may not bear the name of a field of the report's tables",
+                f"reserved: {', '.join(sorted(RESERVED))} and names starting with '__'; "
+                "rename the column",
+            )
+    for name in params.bins:
+        if name not in public + private:
+            raise InputError(
+                name,
+                "bins apply to a public or sensitive attribute",
+                f"attributes: {', '.join(public + private)}",
+            )
     (label,) = require_role(roles, Role.LABEL, count=1)
     weights = roles.with_role(Role.ADMISSIBLE)
     if len(weights) > 1:
@@ -259,6 +334,7 @@ def count_cells(
 def build_cells(table: pa.Table, params: ATRParams) -> Cells:
     """The cells of ``table`` (module docstring); every bad input an ``InputError``."""
     roles, public, private, label, weight = _roles(table, params)
+    table = decoded(table)
     names = public + private
     grouped = {name: _grouped(table, roles, name, params) for name in names}
     warnings = []

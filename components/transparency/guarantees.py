@@ -92,7 +92,9 @@ class Sandwich(Guarantee):
 class SolutionStructure(Guarantee):
     """C6 (Corollary 1): case beta_0: D~_0(x) = min(D~_0max, M0/P) for every x; case beta_1:
     D~_1(x) = min(H, M1/P); case beta_p: D~_1(x^1) = L(x^1) and D~_1(x^0) = H(x^0); when
-    beta* = beta_min: every P-maximal cell announces S_1/N. Cases recomputed from (P, L, H)."""
+    beta* = beta_min: every P-maximal cell announces S_1/N. Cases recomputed from (P, L, H);
+    the case equalities hold on each cell's joint mass P D~_1 within ``tolerance`` times its
+    group's mass (a cell of negligible mass has no rule to speak of)."""
 
     kind: Literal["atr_solution_structure"] = "atr_solution_structure"
     fidelity: Mode

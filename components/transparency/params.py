@@ -16,7 +16,11 @@ Scalar = str | int | float | bool
 class FairnessMeasure(BaseModel):
     """One fairness measure of the report (spec 7.2): statistical parity (SP), conditional
     statistical parity per stratum of ``condition_attribute`` (CSP) or the p%-rule (PR) between
-    ``group_1`` and ``group_2`` of ``protected_attribute`` (a public or private attribute)."""
+    ``group_1`` and ``group_2`` of ``protected_attribute`` (a public or private attribute).
+
+    A group is a value of the attribute as the report writes it (its text: ``1`` or ``"1"`` for
+    the value 1 of an integer column, a region's label for a binned one) that some record
+    holds; a value no record holds is refused before the component runs, naming it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     type: Literal["SP", "CSP", "PR"]
