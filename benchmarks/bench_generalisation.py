@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
 import platform
 import subprocess
@@ -78,7 +79,9 @@ def replicate(table: pa.Table, copies: int, seed: int = 0) -> pa.Table:
 
 
 def grid(tau_r: float, top: float, step: float) -> list[float]:
-    pts = [round(tau_r, 4)] + [round(x, 4) for x in np.arange(0.05, top, step) if x > tau_r]
+    # the floor rounded up: a t below tau(R) is refused (one class) unless a spec allows it
+    floor = math.ceil(tau_r * 1e4) / 1e4
+    pts = [floor] + [round(x, 4) for x in np.arange(0.05, top, step) if x > floor]
     return sorted(set(pts + [round(top - 1e-9, 4)]))
 
 
