@@ -176,16 +176,23 @@ def _wbr(escaped: str) -> str:
     return escaped.replace("_", "_<wbr>")
 
 
-def _result_row(r: dict) -> str:
+def _verdict_row(r: dict, details: str = "") -> str:
+    """One check as a table row: its verdict badge, id and kind, then ``details`` (cells)."""
     ok = bool(r.get("passed"))
     cls = "pass" if ok else "fail"
     return (
         f'<tr class="{cls}" data-passed="{"true" if ok else "false"}">'
         f'<td><span class="badge {cls}">{"PASS" if ok else "FAIL"}</span></td>'
-        f"<td>{esc(r.get('id', ''))}</td><td>{_wbr(esc(r.get('kind', '')))}</td>"
+        f"<td>{esc(r.get('id', ''))}</td><td>{_wbr(esc(r.get('kind', '')))}</td>{details}</tr>"
+    )
+
+
+def _result_row(r: dict) -> str:
+    return _verdict_row(
+        r,
         f"<td>{_wbr(esc(fmt_value(r.get('observed'))))}</td>"
         f"<td>{_wbr(esc(fmt_value(r.get('expected'))))}</td>"
-        f"<td>{esc(r.get('message', ''))}{_offenders(r)}</td></tr>"
+        f"<td>{esc(r.get('message', ''))}{_offenders(r)}</td>",
     )
 
 
@@ -451,16 +458,6 @@ def _disclosure(pub: dict) -> str:
         parts.append(f"<p>Kept by the data owner, not in this copy:</p><ul>{kept}</ul>")
     parts.append("</section>")
     return "\n".join(parts)
-
-
-def _verdict_row(r: dict) -> str:
-    ok = bool(r.get("passed"))
-    cls = "pass" if ok else "fail"
-    return (
-        f'<tr class="{cls}" data-passed="{"true" if ok else "false"}">'
-        f'<td><span class="badge {cls}">{"PASS" if ok else "FAIL"}</span></td>'
-        f"<td>{esc(r.get('id', ''))}</td><td>{_wbr(esc(r.get('kind', '')))}</td></tr>"
-    )
 
 
 def _verdicts(pub: dict) -> str:

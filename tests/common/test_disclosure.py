@@ -20,11 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from _shared import columns_of
 
 from components.core.descriptor import Metric, resolve
 from components.core.registry import algorithms
 from pipelines import share
-from schemas.roles import read_roles
 
 ALGORITHMS = algorithms()
 IDS = [a.name for a in ALGORITHMS]
@@ -96,21 +96,6 @@ def test_public_metrics_are_exactly_the_declared_ones(algo):
         assert any(key == d or key.startswith(f"{d}.") for d in algo.public.metrics), key
 
 
-def _columns_of(table: pa.Table) -> dict:
-    """The spec ``columns`` that give ``table`` its roles again."""
-    out = {}
-    for c in read_roles(table):
-        spec: dict = {"role": c.role.value, "kind": c.kind.value}
-        for name in ("favoured", "unfavoured", "positive"):
-            v = getattr(c, name)
-            if v is not None:
-                spec[name] = list(v)
-        if c.domain is not None:
-            spec["domain"] = list(c.domain)
-        out[c.name] = spec
-    return out
-
-
 def _numbers(text: str) -> list[str]:
     return re.findall(r"-?\d+(?:\.\d+)?(?:e-?\d+)?", text)
 
@@ -140,7 +125,7 @@ def test_a_dp_export_leaves_no_trace_of_a_distinctive_input(algo, tmp_path: Path
     # written by pandas, as users write files: its metadata records the row index's length
     big.to_pandas().to_parquet(tmp_path / "input.parquet")
     spec_file = tmp_path / "spec.yaml"
-    spec = _spec_of(algo, params, _columns_of(table))
+    spec = _spec_of(algo, params, columns_of(table))
     spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_defaults=True)))
     from pipelines.catalogue import load_spec
 
