@@ -20,8 +20,8 @@ secret (``public_id``), and no input fingerprint, input hash, row count of the i
 warning or check detail is copied. A differentially private family declares public only what is
 computed from its noisy measurements, its synthetic output and public parameters.
 
->>> public_id(b"k" * 32, "adult_mdav", "0123456789abcdef")
-'c3a5bf5b6de0c2de'
+>>> public_id(b"k" * 32, "loans", "0123456789abcdef")
+'a7abcd6001d4a632'
 """
 
 from __future__ import annotations
