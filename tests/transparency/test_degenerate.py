@@ -5,9 +5,9 @@ cell) give a report on which every checker returns a verdict; the ordinary Arrow
 nominal column (dictionary, as a pandas Categorical gives, large_string, string_view) are read
 as their values.
 
-The property test draws small random tables of those shapes: on each one either the component
+The property tests draw small random tables of those shapes: on each one either the component
 refuses the input with an ``InputError``, or every checker of its contract returns a
-``CheckResult``, and the contract holds.
+``CheckResult`` (any float in a cell), and the contract holds (the magnitudes of ``DATA``).
 """
 
 from __future__ import annotations
