@@ -348,7 +348,13 @@ def check_atr_fairness_bounds(g: G.FairnessBounds, fairness: pd.DataFrame) -> Ch
     t = g.tolerance
     v, rv, tv = (fairness[c].astype(float) for c in ("value", "__value", "__true"))
     lo, hi = fairness["true_value_lower"].astype(float), fairness["true_value_upper"].astype(float)
-    ok = _rel(v, rv, t) & (lo - t <= tv) & (tv <= hi + t)
+    # the ends hold the true value within tolerance relative to their size: a p%-rule's end
+    # hi_1 / lo_2 with lo_2 = 1e-6 is 1e6 and carries the rounding of lo_2 (about 1e-10 of it)
+    with np.errstate(invalid="ignore"):
+        slack_lo, slack_hi = (
+            np.where(np.isfinite(e), t * np.maximum(1.0, np.abs(e)), 0.0) for e in (lo, hi)
+        )
+        ok = _rel(v, rv, t) & (lo - slack_lo <= tv) & (tv <= hi + slack_hi)
     if g.fidelity == "delta":
         tv_based = fairness["measure"].isin(["SP", "CSP"])
         ok &= ~tv_based | (np.abs(v - tv) <= min(2 * (1 - g.level), 1) + t)
