@@ -61,7 +61,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.set:
         spec = with_params(spec, _overrides(args.set))
     spec = with_execution(spec, engine=args.engine, master=args.master, workers=args.workers)
-    out = run_release(spec, args.store, args.data_dir)
+    out = run_release(spec, args.store, args.data_dir, partition=args.partition)
     if out.message:
         print(f"privfair: {out.message}", file=sys.stderr)
     print(f"{out.status}: {out.pipeline} {out.version}")
@@ -275,6 +275,13 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="override a component parameter",
+    )
+    r.add_argument(
+        "--partition",
+        default=None,
+        metavar="KEY",
+        help="release one partition of a spec with `partitions` (a time partitioning: the ISO "
+        "date its period starts on, e.g. 2026-11-02; a key partitioning: the value)",
     )
     r.add_argument(
         "--engine",

@@ -38,6 +38,7 @@ from components.core.result import META_CONTRACT, ComponentResult
 from pipelines import share
 from pipelines.catalogue import algorithm_of, parse_spec
 from pipelines.ingest import load_dataset, private_columns
+from pipelines.partitions import check_key
 from pipelines.release import (
     Candidate,
     Store,
@@ -123,14 +124,16 @@ class Ingested:
 @dataclass(frozen=True)
 class ReleasePlan:
     """One release of one spec, resolved once: the spec, its algorithm's descriptor, the
-    family package that versions it, the store (None where only the algorithm is run) and the
-    raw-data folder. Every step of the flow takes the plan; none resolves the spec again."""
+    family package that versions it, the store (None where only the algorithm is run), the
+    raw-data folder and the partition released (None: every row of the input). Every step of
+    the flow takes the plan; none resolves the spec again."""
 
     spec: PipelineSpec
     algo: Algorithm
     package: str
     store: Store | None = None
     data_dir: str | Path | None = None
+    partition: str | None = None
 
     @classmethod
     def of(
@@ -138,15 +141,20 @@ class ReleasePlan:
         spec: PipelineSpec,
         store: Store | str | Path | None = None,
         data_dir: str | Path | None = None,
+        partition: str | None = None,
     ) -> ReleasePlan:
-        """The plan of ``spec``: its algorithm resolved (``SpecError`` for an unknown one) and
-        its store opened and checked (``StoreError``) before anything is read."""
+        """The plan of ``spec``: its algorithm resolved (``SpecError`` for an unknown one), the
+        partition key checked against the spec's partitions (``SpecError`` naming
+        ``--partition``) and its store opened and checked (``StoreError``) before anything is
+        read."""
         algo = algorithm_of(spec)
+        if partition is not None:
+            check_key(spec.partitions, partition)
         if store is not None and not isinstance(store, Store):
             store = Store.open(store)
         if store is not None:
             store.check_pipeline(spec.name)
-        return cls(spec, algo, family_of(algo).package, store, data_dir)
+        return cls(spec, algo, family_of(algo).package, store, data_dir, partition)
 
     @property
     def name(self) -> str:
@@ -158,19 +166,23 @@ class ReleasePlan:
         path is resolved against the spec file's folder, then ``data_dir``."""
         presets = family_of(self.algo).dataset_roles
         table, info = load_dataset(
-            self.spec.dataset, self.data_dir, presets, base_dir=self.spec.spec_dir
+            self.spec.dataset,
+            self.data_dir,
+            presets,
+            base_dir=self.spec.spec_dir,
+            partitions=self.spec.partitions,
+            partition=self.partition,
         )
         return Ingested(table, info)
 
     def version(self, input_fingerprint: str) -> str:
         """Deterministic release version: input fingerprint + spec + the code version of the
-        shared core and the algorithm's family (owner-side: the shareable copy shows
-        ``share.public_id`` of it instead)."""
-        h = hashlib.sha256(
-            json.dumps(
-                [input_fingerprint, self.spec.fingerprint(), code_version(self.package)]
-            ).encode()
-        )
+        shared core and the algorithm's family, + the partition key for a partition's release
+        (owner-side: the shareable copy shows ``share.public_id`` of it instead)."""
+        key = [input_fingerprint, self.spec.fingerprint(), code_version(self.package)]
+        if self.partition is not None:
+            key.append(self.partition)
+        h = hashlib.sha256(json.dumps(key).encode())
         return h.hexdigest()[:16]
 
     def demands(self, input_table: pa.Table, owed: list) -> list:
@@ -304,6 +316,7 @@ def manifest(
     return {
         "pipeline": plan.name,
         "version": version,
+        **({"partition": plan.partition} if plan.partition is not None else {}),
         # microseconds: repair_latest orders releases by this stamp
         "published_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "code_version": code_version(plan.package),
@@ -389,6 +402,7 @@ def build_candidate(
             result.metrics,
             man["validation"],
             outputs,
+            partition=plan.partition,
         )
         cand.write(
             share.shared_file(share.REPORT), render_public_report(pub, algo, outputs).encode()
@@ -543,13 +557,15 @@ def run_release(
     store_uri: str | Path,
     data_dir: str | Path | None = None,
     crash_after: str | None = None,
+    partition: str | None = None,
 ) -> Outcome:
     """Publish one release of ``spec``. Idempotent: an existing complete version is not
     rewritten, and ``latest`` is moved to it (a re-run points ``latest`` at the version it
     produced); an incomplete one is quarantined and rebuilt (status ``rebuilt``, with a
     ``message``). A failed validation quarantines the candidate and raises
-    ``ContractViolation``; a failed run leaves no empty staging or pipeline folder behind."""
-    plan = ReleasePlan.of(spec, store_uri, data_dir)
+    ``ContractViolation``; a failed run leaves no empty staging or pipeline folder behind.
+    ``partition`` releases that partition of a partitioned spec (``PipelineSpec.partitions``)."""
+    plan = ReleasePlan.of(spec, store_uri, data_dir, partition)
     store = plan.open_store()
     ing = plan.ingest()
     version = plan.version(ing.input["fingerprint"])
@@ -626,7 +642,8 @@ def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
             "<version>); `privfair verify` checks the copy's files against its manifest"
         )
     spec = parse_spec(man["spec"], source=str(mpath))
-    plan = ReleasePlan.of(spec, data_dir=data_dir)
+    partition = (man.get("input") or {}).get("partition")
+    plan = ReleasePlan.of(spec, data_dir=data_dir, partition=partition)
     ing = plan.ingest()
     if ing.input["fingerprint"] != man["input"]["fingerprint"]:
         raise DataSourceError(

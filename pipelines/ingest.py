@@ -9,6 +9,7 @@ each family checks its own (binary protected attribute, at least one QI...) befo
 from __future__ import annotations
 
 import codecs
+import hashlib
 import json
 import os
 from collections.abc import Mapping
@@ -20,11 +21,12 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from pipelines.partitions import check_key, keys_of, select
 from pipelines.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
 from schemas.datasets import DATASETS
 from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from schemas.spec import ColumnSpec, DatasetSpec, Impute
+from schemas.spec import ColumnSpec, DatasetSpec, Impute, PartitionSpec
 
 
 def load_dataset(
@@ -32,6 +34,8 @@ def load_dataset(
     data_dir: str | Path | None = None,
     presets: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
     base_dir: str | Path | None = None,
+    partitions: PartitionSpec | None = None,
+    partition: str | None = None,
 ) -> tuple[pa.Table, dict[str, Any]]:
     """The table a spec's ``dataset`` names, with roles attached, and its ``input`` record.
 
@@ -49,6 +53,12 @@ def load_dataset(
     - ``quasi_identifiers`` keeps only those QIs (the others are dropped); ``exclude`` drops
       columns; then ``dataset.private`` and ``dataset.unlabelled`` refuse, drop or keep the
       ``private`` and unlabelled columns (``_apply_policies``);
+    - with ``partitions``, every row must belong to a partition; ``partition`` keeps the rows
+      of that one (before the column policies, so the partition column may be dropped). The
+      record's ``blocks`` are the partitions the rows cover (``["*"]`` without partitions) and
+      a partition's ``fingerprint`` is that of its key and its rows' content
+      (``table_fingerprint``), so a partition whose rows did not change keeps its version when
+      the rest of the source grows; ``source_fingerprint`` is the whole source's;
     - the result is checked by ``validate_table``.
     """
     if ds.name is not None:
@@ -57,6 +67,22 @@ def load_dataset(
         table = _override(table, ds.columns or {}, "dataset.columns", ds.name)
     else:
         table, label, digests = _load_file(ds, base_dir, data_dir)
+    fingerprint = fingerprint_digests(digests)
+    part: dict[str, Any] = {"blocks": keys_of(table, partitions)}
+    if partition is not None:
+        table = select(table, partitions, check_key(partitions, partition))
+        part = {
+            "partition": partition,
+            "blocks": [partition],
+            "source_fingerprint": fingerprint,
+        }
+        fingerprint = hashlib.sha256(
+            json.dumps([partition, table_fingerprint(table)]).encode()
+        ).hexdigest()
+        if table.num_rows == 0:
+            raise InputError(
+                partitions.column, f"partition '{partition}' has no rows in dataset '{label}'"
+            )
     table = _select(table, ds, label)
     table, dropped = _apply_policies(table, ds)
     table, nulls = apply_null_policy(table, ds)
@@ -64,13 +90,24 @@ def load_dataset(
     record = {
         "dataset": label,
         "files": digests,
-        "fingerprint": fingerprint_digests(digests),
+        "fingerprint": fingerprint,
         "rows": table.num_rows,
         "dropped_columns": dropped,
+        **part,
     }
     if nulls:
         record["nulls"] = nulls
     return table, record
+
+
+def table_fingerprint(table: pa.Table) -> str:
+    """sha256 of a table's schema and values (its Arrow IPC stream after its chunks are
+    combined, so how it was read in chunks does not matter)."""
+    sink = pa.BufferOutputStream()
+    t = table.combine_chunks()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t)
+    return hashlib.sha256(sink.getvalue()).hexdigest()
 
 
 # --- types ---------------------------------------------------------------------------------------

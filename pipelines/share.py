@@ -125,10 +125,15 @@ def public_manifest(
     metrics: dict,
     validation_summary: dict,
     outputs: dict[str, pa.Table],
+    partition: str | None = None,
 ) -> dict[str, Any]:
-    """The public manifest (module docstring); ``checksums`` is added by the writer."""
+    """The public manifest (module docstring); ``checksums`` is added by the writer. A
+    partition's release names its partition key (a period or value the owner chose to
+    release, not something read from the rows)."""
     pub = algo.public.public_metrics(metrics)
+    where = {"partition": partition} if partition is not None else {}
     return {
+        **where,
         "format": FORMAT,
         "pipeline": spec.name,
         "release": release_id,

@@ -85,6 +85,7 @@ class IngestRecord(Record):
     fingerprint: str
     data_dir: str | None = None
     spec_dir: str | None = None  # where a relative dataset.path is read (the spec file's folder)
+    partition: str | None = None  # the partition released (None: every row)
 
 
 @dataclass(frozen=True)
@@ -106,6 +107,7 @@ class ProtectRecord(Record):
     spec_dir: str | None = None
     reused: str | None = None
     rebuilt: str | None = None  # why a published folder of this version was quarantined
+    partition: str | None = None
 
 
 @dataclass(frozen=True)
@@ -190,8 +192,10 @@ def as_spec(spec: PipelineSpec | str | Path) -> PipelineSpec:
     return load_spec(path)
 
 
-def plan_of(spec: PipelineSpec, store=None, data_dir: str | None = None) -> flow.ReleasePlan:
-    return flow.ReleasePlan.of(spec, store, data_dir)
+def plan_of(
+    spec: PipelineSpec, store=None, data_dir: str | None = None, partition: str | None = None
+) -> flow.ReleasePlan:
+    return flow.ReleasePlan.of(spec, store, data_dir, partition)
 
 
 def load_ingested(plan: flow.ReleasePlan, rec: IngestRecord | ProtectRecord) -> flow.Ingested:
@@ -225,12 +229,18 @@ def load_result(rec: ProtectRecord) -> ComponentResult:
 
 # --- the tasks ---------------------------------------------------------------------------------
 def ingest_task(
-    spec: PipelineSpec | str | Path, work_dir: str | Path, data_dir: str | Path | None = None
+    spec: PipelineSpec | str | Path,
+    work_dir: str | Path,
+    data_dir: str | Path | None = None,
+    partition: str | None = None,
 ) -> IngestRecord:
-    """Load the spec's dataset (typed, roles attached, input checked) into ``raw.parquet``."""
+    """Read the spec's dataset (typed, roles attached, input checked; one partition of it with
+    ``partition``) and record its fingerprint; no copy of the rows is kept."""
     spec = as_spec(spec)
     work = Path(work_dir)
-    plan = plan_of(spec, data_dir=str(data_dir) if data_dir is not None else None)
+    plan = plan_of(
+        spec, data_dir=str(data_dir) if data_dir is not None else None, partition=partition
+    )
     ing = plan.ingest()
     return IngestRecord(
         pipeline=spec.name,
@@ -243,6 +253,7 @@ def ingest_task(
         fingerprint=ing.input["fingerprint"],
         data_dir=plan.data_dir,
         spec_dir=str(spec.spec_dir) if spec.spec_dir is not None else None,
+        partition=partition,
     )
 
 
@@ -270,7 +281,7 @@ def protect_task(
         spec = spec.located(ing_rec.spec_dir)
     work = Path(work_dir)
     info = _read_json(ing_rec.input)
-    plan = plan_of(spec, data_dir=ing_rec.data_dir)
+    plan = plan_of(spec, data_dir=ing_rec.data_dir, partition=ing_rec.partition)
     version = plan.version(info["fingerprint"])
     st = _store(store) if store is not None else None
     existing = flow.already_published(st, spec.name, version) if st is not None else None
@@ -328,6 +339,7 @@ def protect_task(
         spec_dir=str(spec.spec_dir) if spec.spec_dir is not None else ing_rec.spec_dir,
         reused=str(published) if published is not None else None,
         rebuilt=existing.message if existing is not None else None,
+        partition=ing_rec.partition,
     )
 
 
@@ -347,7 +359,7 @@ def validate_task(
     published release, that release's files are validated again (nothing is staged)."""
     rec = ProtectRecord.of(protected)
     spec = spec_of(rec)
-    plan = plan_of(spec, store, rec.data_dir)
+    plan = plan_of(spec, store, rec.data_dir, rec.partition)
     ing = load_ingested(plan, rec)
     result = load_result(rec)
     staged = None
@@ -410,7 +422,7 @@ def publish_task(
     rec = ProtectRecord.of(protected)
     val = ValidateRecord.of(validated) if validated is not None else None
     st = _store(store)
-    plan = plan_of(spec_of(rec), st, rec.data_dir)
+    plan = plan_of(spec_of(rec), st, rec.data_dir, rec.partition)
     name, version = rec.pipeline, rec.version
     if val is not None and not val.passed:
         results = _read_json(val.results).get("results", [])
@@ -475,7 +487,7 @@ def evaluate_task(
         classifiers = [c.strip() for c in classifiers.split(",") if c.strip()]
     ev = evaluate(
         spec,
-        load_ingested(plan_of(spec, data_dir=rec.data_dir), rec).table,
+        load_ingested(plan_of(spec, data_dir=rec.data_dir, partition=rec.partition), rec).table,
         grid=grid or {},
         folds=folds,
         seed=seed,

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any, Literal
 
@@ -143,6 +145,123 @@ class ExecutionSpec(_Model):
         return self
 
 
+class PartitionSpec(_Model):
+    """How a spec's input is cut into partitions, each released on its own.
+
+    A time partitioning (``granularity``) cuts on the period of a date or timestamp ``column``:
+    a partition's key is the ISO date its period starts on (``day``; ``week``: a Monday;
+    ``month``: the 1st), and ``start`` (the first period the orchestrators schedule, aligned the
+    same way) is required. A key partitioning (``keys``) cuts on a column's values: a fixed
+    list, or ``dynamic`` (the keys are the values found in the input). Every input row must
+    belong to one partition (a null in ``column`` is refused at ingest).
+
+    >>> PartitionSpec(column="submitted", granularity="week", start="2026-11-02").granularity
+    'week'
+    """
+
+    column: str
+    granularity: Literal["day", "week", "month"] | None = None
+    start: date | None = None
+    end: date | None = None
+    keys: Literal["dynamic"] | list[str] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> PartitionSpec:
+        if (self.granularity is None) == (self.keys is None):
+            raise ValueError(
+                "give exactly one of 'granularity' (day, week or month: a time partitioning) "
+                "or 'keys' (a list of values, or dynamic)"
+            )
+        if self.granularity is None:
+            if self.start is not None or self.end is not None:
+                raise ValueError("'start' and 'end' belong to a time partitioning (granularity)")
+            if isinstance(self.keys, list):
+                if not self.keys or any(not k for k in self.keys):
+                    raise ValueError("'keys' must list non-empty values")
+                if len(set(self.keys)) != len(self.keys):
+                    raise ValueError("'keys' lists a value twice")
+            return self
+        if self.start is None:
+            raise ValueError(f"a {self.granularity}ly partitioning needs 'start' (an ISO date)")
+        for name in ("start", "end"):
+            d = getattr(self, name)
+            if d is not None and not aligned(d, self.granularity):
+                raise ValueError(
+                    f"'{name}' {d} does not start a {self.granularity} ({_ALIGN[self.granularity]})"
+                )
+        if self.end is not None and self.end <= self.start:
+            raise ValueError(f"'end' {self.end} must come after 'start' {self.start}")
+        return self
+
+
+_ALIGN = {"day": "any date", "week": "a Monday", "month": "the 1st of a month"}
+
+
+def aligned(d: date, granularity: str) -> bool:
+    """Whether ``d`` is the first day of a ``granularity`` period (weeks start on Monday)."""
+    return (
+        granularity == "day"
+        or (granularity == "week" and d.weekday() == 0)
+        or (granularity == "month" and d.day == 1)
+    )
+
+
+def _positive(name: str, v: float | None) -> float | None:
+    if v is not None and (not math.isfinite(v) or v <= 0):
+        raise ValueError(f"'{name}' must be a finite number above 0, not {v}")
+    return v
+
+
+class BudgetSpec(_Model):
+    """The privacy budget of every differentially private release of a dataset, kept in a
+    persistent ledger (``pipelines.ledger``) across runs.
+
+    Either ``rho`` (a zCDP budget: releases compose by adding their rho) or ``epsilon`` and
+    ``delta`` (an (epsilon, delta)-DP budget: the releases' rhos are added, then converted
+    to (epsilon, delta) at this ``delta`` by OpenDP, which is tighter than adding epsilons).
+    ``per``: ``partition`` (the default for a partitioned spec) gives each partition the whole
+    budget (parallel composition: the partitions are disjoint sets of records), ``dataset``
+    one budget for all releases whatever rows they read (a privacy unit that spans
+    partitions). ``ledger`` is the ledger's URL (``sqlite:///PATH`` or ``postgresql://...``,
+    ``${VAR}`` taken from the environment; default: the store's own SQLite ledger) and
+    ``dataset`` the name the ledger keeps the budget under (default: the built-in dataset's
+    name or the file path as written), so that two specs of one dataset share one budget.
+    Neither the total nor the ledger is part of what a release publishes, so neither is part
+    of its version.
+    """
+
+    epsilon: float | None = None
+    delta: float | None = None
+    rho: float | None = None
+    per: Literal["partition", "dataset"] | None = None
+    ledger: str | None = None
+    dataset: str | None = None
+
+    @model_validator(mode="after")
+    def _one_budget(self) -> BudgetSpec:
+        _positive("epsilon", self.epsilon)
+        _positive("rho", self.rho)
+        if self.delta is not None and (not math.isfinite(self.delta) or not 0 < self.delta < 1):
+            raise ValueError(f"'delta' must lie in (0, 1), not {self.delta}")
+        if self.rho is not None:
+            if self.epsilon is not None or self.delta is not None:
+                raise ValueError("give either 'rho' or 'epsilon' and 'delta', not both")
+        elif self.epsilon is None or self.delta is None:
+            raise ValueError("give 'rho' (zCDP), or 'epsilon' and 'delta' ((epsilon, delta)-DP)")
+        return self
+
+
+class RepublishSpec(_Model):
+    """What happens when a release of a non-DP algorithm would publish rows an earlier release
+    of the same pipeline already published under another grouping (an intersection attack
+    compares the two): ``refuse`` (the default), ``new_partitions`` (only partitions never
+    released before are released) or ``allow`` (the owner accepts it; the ledger and the report
+    say so). ``ledger``: as ``BudgetSpec.ledger``."""
+
+    policy: Literal["refuse", "new_partitions", "allow"] = "refuse"
+    ledger: str | None = None
+
+
 class PipelineSpec(_Model):
     name: str
     description: str = ""
@@ -152,6 +271,9 @@ class PipelineSpec(_Model):
     schedule: str | None = None
     tags: dict[str, str] = Field(default_factory=dict)
     execution: ExecutionSpec = Field(default_factory=ExecutionSpec)
+    partitions: PartitionSpec | None = None
+    budget: BudgetSpec | None = None
+    republish: RepublishSpec | None = None
 
     _params: Any = PrivateAttr(default=None)
     _demands: list | None = PrivateAttr(default=None)
@@ -209,10 +331,40 @@ class PipelineSpec(_Model):
             )
         return v
 
+    @field_validator("republish", mode="before")
+    @classmethod
+    def _policy_alone(cls, v: Any) -> Any:
+        return {"policy": v} if isinstance(v, str) else v
+
+    @model_validator(mode="after")
+    def _one_ledger(self) -> PipelineSpec:
+        urls = {x.ledger for x in (self.budget, self.republish) if x is not None and x.ledger}
+        if len(urls) > 1:
+            raise ValueError("'budget.ledger' and 'republish.ledger' name different ledgers")
+        if (
+            self.republish is not None
+            and self.republish.policy == "new_partitions"
+            and self.partitions is None
+        ):
+            raise ValueError("republish policy 'new_partitions' needs 'partitions'")
+        return self
+
+    @property
+    def ledger_url(self) -> str | None:
+        """The ledger URL the spec names (``budget.ledger`` or ``republish.ledger``), if any."""
+        for x in (self.budget, self.republish):
+            if x is not None and x.ledger:
+                return x.ledger
+        return None
+
     def fingerprint(self) -> str:
         """sha256 of the spec's canonical JSON (key order and formatting do not matter)."""
-        # where it runs is not what it publishes (see ExecutionSpec)
-        data = self.model_dump(mode="json", exclude={"execution"})
+        # where it runs, what it may spend and whether it may publish again are not what it
+        # publishes; an undeclared partitioning leaves the fingerprint of older specs as it was
+        skip = {"execution", "budget", "republish"}
+        if self.partitions is None:
+            skip.add("partitions")
+        data = self.model_dump(mode="json", exclude=skip)
         canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
 

@@ -1,0 +1,132 @@
+"""Partitions of a spec's input (``PipelineSpec.partitions``): which rows a key selects, which
+partitions a table covers, and the key of a moment in time.
+
+A time partitioning keys each row by the first day of its period (``YYYY-MM-DD``: the day,
+the Monday of its ISO week, the 1st of its month); a key partitioning by the column's value as
+text. The same keys name Dagster's partitions, Airflow's data intervals and the ledger's blocks
+(``pipelines.ledger``), so one partition means the same rows everywhere.
+
+>>> import pyarrow as pa
+>>> from schemas.spec import PartitionSpec
+>>> part = PartitionSpec(column="day", granularity="week", start="2026-11-02")
+>>> t = pa.table({"day": pa.array(["2026-11-04", "2026-11-09", "2026-11-08"]).cast(pa.date32())})
+>>> keys_of(t, part)
+['2026-11-02', '2026-11-09']
+>>> select(t, part, "2026-11-02").num_rows
+2
+>>> check_key(part, "2026-11-03")
+Traceback (most recent call last):
+...
+schemas.errors.SpecError: --partition: '2026-11-03' does not start a week (a Monday)
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schemas.errors import InputError, SpecError
+from schemas.spec import PartitionSpec, aligned
+
+__all__ = ["WHOLE", "check_key", "key_column", "key_for", "keys_of", "select", "window"]
+
+#: The one block of an input that is not partitioned (the ledger's key for "every row").
+WHOLE = "*"
+
+_ALIGN = {"day": "a day", "week": "a week (a Monday)", "month": "a month (the 1st)"}
+
+
+def check_key(part: PartitionSpec | None, key: str, where: str = "--partition") -> str:
+    """``key`` when it names a partition of ``part``, else a ``SpecError`` naming ``where``
+    and the rule (a time key is an ISO date starting its period, inside [start, end); a fixed
+    key list must contain it; a dynamic key is any non-empty text)."""
+    if part is None:
+        raise SpecError(where, f"'{key}': the spec declares no partitions")
+    if not isinstance(key, str) or not key:
+        raise SpecError(where, "a partition key must be non-empty text")
+    if part.granularity is not None:
+        try:
+            d = date.fromisoformat(key)
+        except ValueError:
+            raise SpecError(where, f"'{key}' is not an ISO date (YYYY-MM-DD)") from None
+        if not aligned(d, part.granularity):
+            raise SpecError(where, f"'{key}' does not start {_ALIGN[part.granularity]}")
+        if d < part.start or (part.end is not None and d >= part.end):
+            end = f" before {part.end}" if part.end is not None else ""
+            raise SpecError(where, f"'{key}' is outside the partitions ({part.start}{end})")
+    elif isinstance(part.keys, list) and key not in part.keys:
+        raise SpecError(where, f"'{key}' is not one of the keys {part.keys}")
+    return key
+
+
+def key_column(table: pa.Table, part: PartitionSpec) -> pa.ChunkedArray:
+    """Each row's partition key as text. ``InputError`` naming the column when it is missing,
+    holds a null, or (time partitioning) is neither a date nor a timestamp nor ISO date text."""
+    if part.column not in table.column_names:
+        raise SpecError(
+            "partitions.column", f"no column '{part.column}' in the input to partition on"
+        )
+    col = table.column(part.column)
+    if col.null_count:
+        raise InputError(
+            part.column,
+            f"{col.null_count} null value(s) in the partition column: every row must belong "
+            "to one partition",
+        )
+    if part.granularity is None:
+        return pc.cast(col, pa.string())
+    t = col.type
+    if pa.types.is_dictionary(t):
+        col, t = col.cast(t.value_type), t.value_type
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        try:
+            col = pc.cast(col, pa.date32())
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            raise InputError(
+                part.column,
+                "a time partitioning needs dates, timestamps or ISO date text (YYYY-MM-DD)",
+            ) from None
+    elif not (pa.types.is_date(t) or pa.types.is_timestamp(t)):
+        raise InputError(
+            part.column,
+            f"a time partitioning needs dates, timestamps or ISO date text, not {t}",
+        )
+    floor = pc.floor_temporal(col, unit=part.granularity, week_starts_monday=True)
+    return pc.cast(pc.cast(floor, pa.date32()), pa.string())
+
+
+def keys_of(table: pa.Table, part: PartitionSpec | None) -> list[str]:
+    """The sorted partition keys ``table``'s rows belong to (``[WHOLE]`` without partitions)."""
+    if part is None:
+        return [WHOLE]
+    return sorted(pc.unique(key_column(table, part)).to_pylist())
+
+
+def select(table: pa.Table, part: PartitionSpec, key: str) -> pa.Table:
+    """The rows of partition ``key`` (possibly none), in the input's order."""
+    return table.filter(pc.equal(key_column(table, part), key))
+
+
+def key_for(part: PartitionSpec, when: datetime | date) -> str:
+    """The key of the partition holding ``when`` (an Airflow data interval's start)."""
+    d = when.date() if isinstance(when, datetime) else when
+    if part.granularity == "week":
+        d -= timedelta(days=d.weekday())
+    elif part.granularity == "month":
+        d = d.replace(day=1)
+    elif part.granularity != "day":
+        raise SpecError("partitions", "a key partitioning has no partition for a time")
+    return d.isoformat()
+
+
+def window(part: PartitionSpec, key: str) -> tuple[date, date]:
+    """[start, end) of time partition ``key``."""
+    d = date.fromisoformat(check_key(part, key))
+    if part.granularity == "day":
+        return d, d + timedelta(days=1)
+    if part.granularity == "week":
+        return d, d + timedelta(days=7)
+    nxt = (d.replace(day=28) + timedelta(days=4)).replace(day=1)
+    return d, nxt
