@@ -50,6 +50,10 @@ def load_dataset(
       cells are nulls) and given the roles in ``columns``; columns not listed there are
       unlabelled (role ``ignored``). The input record names it as written in the spec (a relative path) or by its
       file name (an absolute one): no local absolute path is published;
+    - source (``source``): a database table or query, an Iceberg or Delta table or a remote
+      file (``pipelines.connectors.read_source``), labelled like a file; its fingerprint is
+      that of its pin (snapshot, version) or of its content, and the record's ``source`` says
+      the kind and the pin;
     - ``quasi_identifiers`` keeps only those QIs (the others are dropped); ``exclude`` drops
       columns; then ``dataset.private`` and ``dataset.unlabelled`` refuse, drop or keep the
       ``private`` and unlabelled columns (``_apply_policies``);
@@ -61,10 +65,13 @@ def load_dataset(
       the rest of the source grows; ``source_fingerprint`` is the whole source's;
     - the result is checked by ``validate_table``.
     """
+    pin = None
     if ds.name is not None:
         table, label, digests = _load_builtin(ds.name, data_dir)
         table = _override(table, (presets or {}).get(ds.name, {}), "preset", ds.name)
         table = _override(table, ds.columns or {}, "dataset.columns", ds.name)
+    elif ds.source is not None:
+        table, label, digests, pin = _load_source(ds, base_dir)
     else:
         table, label, digests = _load_file(ds, base_dir, data_dir)
     fingerprint = fingerprint_digests(digests)
@@ -95,6 +102,8 @@ def load_dataset(
         "dropped_columns": dropped,
         **part,
     }
+    if ds.source is not None:
+        record["source"] = {"kind": ds.source.kind, "pin": pin}
     if nulls:
         record["nulls"] = nulls
     return table, record
@@ -347,27 +356,46 @@ def _load_file(
             table = pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(None, f"cannot read {path.name} as {fmt}", str(e)) from None
+    table = label_columns(table, ds.columns, path.name)
+    # as written in the spec (relative), or the file name: never a local absolute path
+    label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
+    return table, label, {path.name: sha256_file(path)}
+
+
+def label_columns(table: pa.Table, columns: Mapping[str, ColumnSpec], what: str) -> pa.Table:
+    """``table`` (as read from a file or source named ``what``) with its types normalised and
+    the roles of ``columns``; a column not listed is unlabelled (role ``ignored``: the
+    dataset's ``unlabelled`` policy decides). ``InputError`` for a listed column that is not
+    there or a repeated column name."""
     table, orders = normalise_types(table)
     names = table.column_names
     if len(set(names)) != len(names):
         _raise_duplicates(names)
     roles = []
-    for col, spec in ds.columns.items():
+    for col, spec in columns.items():
         if col not in names:
-            raise InputError(col, f"not a column of {path.name}", f"columns: {', '.join(names)}")
+            raise InputError(col, f"not a column of {what}", f"columns: {', '.join(names)}")
         if spec.domain is None and spec.kind is Kind.ORDINAL and col in orders:
             spec = spec.model_copy(update={"domain": orders[col]})  # the Categorical's order
         roles.append(_column_role(col, spec))
-    # a column the spec does not list is unlabelled: the dataset's `unlabelled` policy decides
     roles += [
         ColumnRole(name=n, role=Role.IGNORED, kind=_kind_of(table, n))
         for n in names
-        if n not in ds.columns
+        if n not in columns
     ]
-    table = attach_roles(table, TableRoles.of(roles).select(names))
-    # as written in the spec (relative), or the file name: never a local absolute path
-    label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
-    return table, label, {path.name: sha256_file(path)}
+    return attach_roles(table, TableRoles.of(roles).select(names))
+
+
+def _load_source(
+    ds: DatasetSpec, base_dir: str | Path | None
+) -> tuple[pa.Table, str, dict[str, str], dict | None]:
+    """A ``dataset.source`` read through ``pipelines.connectors`` and labelled."""
+    from pipelines.connectors import read_source
+
+    assert ds.source is not None and ds.columns is not None
+    read = read_source(ds.source, base_dir)
+    table = label_columns(read.table, ds.columns, read.label)
+    return table, read.label, {read.label: read.fingerprint}, read.pin
 
 
 def _kind_of(table: pa.Table, name: str) -> Kind:

@@ -74,6 +74,91 @@ class ColumnSpec(_Model):
     nulls: NullPolicy | None = None
 
 
+_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+class SourceSpec(_Model):
+    """A table read from a database or a lakehouse (``pipelines.connectors``).
+
+    - ``sql``: ``url`` (``postgresql://USER@HOST:PORT/DB`` or ``sqlite:///PATH``, through ADBC)
+      or ``conn_id`` (a connection's URI: Airflow's ``AIRFLOW_CONN_<ID>`` variable or
+      Connection), and ``table`` (``SCHEMA.NAME``) or ``query`` (one ``SELECT``);
+    - ``iceberg``: ``catalog`` (a SQL catalog's URI: ``sqlite:///PATH`` or
+      ``postgresql://...``; ``catalog_name``, default ``privfair``, the name it keeps the
+      tables under), ``warehouse`` (its warehouse URI) and ``table`` (``NS.NAME``),
+      pinned by ``snapshot`` (an id) or ``tag`` (a name), else its current snapshot;
+    - ``delta``: ``url`` of the table, pinned by ``version``, else its latest;
+    - ``file``: ``url`` of a CSV or Parquet file on any pyarrow filesystem (``file://``,
+      ``s3://``, ``gs://``, ``hdfs://``...), ``format`` else inferred from the suffix.
+
+    ``${VAR}`` in a URL is taken from the environment when the source is read; a password
+    written into a URL is refused: credentials come from the environment (``${VAR}``,
+    ``PGPASSWORD``), an Airflow Connection or a Dagster resource, never from the spec.
+    """
+
+    kind: Literal["sql", "iceberg", "delta", "file"]
+    url: str | None = None
+    conn_id: str | None = None
+    table: str | None = None
+    query: str | None = None
+    catalog: str | None = None
+    catalog_name: str | None = None
+    warehouse: str | None = None
+    snapshot: int | None = None
+    tag: str | None = None
+    version: int | None = Field(default=None, ge=0)
+    format: Literal["csv", "parquet"] | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> SourceSpec:
+        allowed = {
+            "sql": {"url", "conn_id", "table", "query"},
+            "iceberg": {"catalog", "catalog_name", "warehouse", "table", "snapshot", "tag"},
+            "delta": {"url", "version"},
+            "file": {"url", "format"},
+        }[self.kind]
+        given = {k for k in type(self).model_fields if k != "kind" and getattr(self, k) is not None}
+        extra = sorted(given - allowed)
+        if extra:
+            raise ValueError(f"'{extra[0]}' is not a key of {_a(self.kind)} source")
+        need: list[tuple[str, ...]] = {
+            "sql": [("url", "conn_id"), ("table", "query")],
+            "iceberg": [("catalog",), ("table",)],
+            "delta": [("url",)],
+            "file": [("url",)],
+        }[self.kind]
+        for group in need:
+            n = sum(getattr(self, k) is not None for k in group)
+            if n != 1:
+                what = " or ".join(f"'{k}'" for k in group)
+                raise ValueError(
+                    f"a {self.kind} source needs {'exactly one of ' if len(group) > 1 else ''}{what}"
+                )
+        if self.snapshot is not None and self.tag is not None:
+            raise ValueError("pin an iceberg source by 'snapshot' or by 'tag', not both")
+        for k in ("url", "catalog", "warehouse"):
+            v = getattr(self, k)
+            if v is not None and _literal_password(v):
+                raise ValueError(
+                    f"'{k}' holds a password: give it as ${{VAR}} (from the environment), "
+                    "PGPASSWORD, a conn_id or a resource, never in the spec"
+                )
+        return self
+
+
+def _a(word: str) -> str:
+    return f"an {word}" if word[0] in "aeiou" else f"a {word}"
+
+
+def _literal_password(url: str) -> bool:
+    """Whether ``url``'s user-info holds a password that is not a ``${VAR}`` reference."""
+    m = re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://([^/@]*)@", url)
+    if not m or ":" not in m.group(1):
+        return False
+    password = m.group(1).split(":", 1)[1]
+    return _ENV.fullmatch(password) is None
+
+
 class DatasetSpec(_Model):
     """Either a built-in dataset (``name``) or a user file (``path`` + ``columns`` roles).
 
@@ -101,6 +186,7 @@ class DatasetSpec(_Model):
 
     name: str | None = None
     path: str | None = None
+    source: SourceSpec | None = None
     format: Literal["csv", "parquet"] | None = None
     columns: dict[str, ColumnSpec] | None = None
     quasi_identifiers: list[str] | None = None
@@ -111,12 +197,18 @@ class DatasetSpec(_Model):
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSpec:
-        if (self.name is None) == (self.path is None):
-            raise ValueError("give exactly one of 'name' (a built-in dataset) or 'path' (a file)")
-        if self.path is not None and not self.columns:
+        if sum(x is not None for x in (self.name, self.path, self.source)) != 1:
             raise ValueError(
-                "a dataset given by 'path' needs 'columns' with the role of each column"
+                "give exactly one of 'name' (a built-in dataset), 'path' (a file) or 'source' "
+                "(a database, lakehouse or remote table)"
             )
+        if self.name is None and not self.columns:
+            which = "'path'" if self.path is not None else "'source'"
+            raise ValueError(
+                f"a dataset given by {which} needs 'columns' with the role of each column"
+            )
+        if self.source is not None and self.format is not None:
+            raise ValueError("give a source's format as 'source.format'")
         return self
 
 
@@ -365,6 +457,8 @@ class PipelineSpec(_Model):
         if self.partitions is None:
             skip.add("partitions")
         data = self.model_dump(mode="json", exclude=skip)
+        if data["dataset"].get("source") is None:  # specs written before sources keep theirs
+            data["dataset"].pop("source", None)
         canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
 

@@ -61,7 +61,11 @@ def spec_text(
             "unlabelled": "drop",
         },
         "component": component or {"name": "mdav", "params": {"k": 5}},
-        "partitions": {"column": "submitted", "granularity": granularity, "start": START.isoformat()},
+        "partitions": {
+            "column": "submitted",
+            "granularity": granularity,
+            "start": START.isoformat(),
+        },
         "schedule": "@daily",
         **extra,
     }
