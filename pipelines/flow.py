@@ -461,11 +461,55 @@ def stage(plan: ReleasePlan, ing: Ingested, result: ComponentResult, version: st
     except BaseException:
         tidy(store, plan.name)
         raise
+    if validation.passed and plan.spec.target is not None:
+        try:
+            audit_target(plan, ing, result, cand)
+        except ContractViolation as e:
+            where = cand.quarantine()
+            tidy(store, plan.name)
+            raise ContractViolation(e.failed, f"{e}\ncandidate quarantined at {where}") from None
+        except BaseException:
+            cand.discard()
+            tidy(store, plan.name)
+            raise
     if validation.passed:
         return Staged(validation, cand)
     where = cand.quarantine()
     tidy(store, plan.name)
     return Staged(validation, None, where)
+
+
+def audit_target(plan: ReleasePlan, ing: Ingested, result: ComponentResult, cand: Candidate):
+    """Write the validated candidate's public outputs to the spec's ``target`` and validate
+    them as read back from it (``pipelines.targets.write_and_audit``: write-audit-publish)."""
+    from pipelines import targets
+
+    outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
+    sidecars = {k: cand.read_table(sidecar_file(k)) for k in result.sidecars}
+    required = plan.required(ing.table)
+
+    def revalidate(back: dict) -> list[str]:
+        return validate_release(
+            plan.algo,
+            plan.spec.params,
+            ing.table,
+            {**outputs, **back},
+            sidecars,
+            required,
+            declared_copies(result.contract, back),
+        ).failed
+
+    release_id = share.public_id(store_secret(cand.store), plan.name, cand.version)
+    return targets.write_and_audit(plan, ing, cand, result, release_id, revalidate)
+
+
+def publish_target(plan: ReleasePlan, cand: Candidate) -> dict:
+    """Fast-forward the spec's ``target`` to the audited release (``pipelines.targets``)."""
+    from pipelines import targets
+
+    man = json.loads(cand.store.read_text(*cand.parts, "manifest.json"))
+    release_id = man["shared"]["release"]
+    return targets.publish(plan, list(man["outputs"]), release_id, man["contract"])
 
 
 def published_or_failed(staged: Staged) -> None:
@@ -483,6 +527,8 @@ def publish(plan: ReleasePlan, cand: Candidate, crash_after: str | None = None) 
     store = plan.open_store()
     try:
         try:
+            if plan.spec.target is not None and not store.exists(plan.name, cand.version):
+                publish_target(plan, cand)
             published = cand.publish(crash_after=crash_after)
         finally:
             cand.discard()

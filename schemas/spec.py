@@ -354,6 +354,48 @@ class RepublishSpec(_Model):
     ledger: str | None = None
 
 
+class TargetSpec(_Model):
+    """Where a release is published beside the store (``pipelines.targets``): what goes there
+    is the shareable copy's outputs, never the owner part.
+
+    - ``iceberg``: a table of a SQL catalog (``catalog``: ``sqlite:///PATH`` or
+      ``postgresql://...``, ``catalog_name`` default ``privfair``, ``warehouse``), named
+      ``table`` (``NS.NAME``, default ``privfair.<pipeline>``); default catalog and warehouse:
+      ``<store>/.lakehouse/``. Published by write-audit-publish: the release is written to an
+      audit branch, validated from it, and ``main`` fast-forwarded to it with a tag
+      ``privfair-<release>`` in one commit.
+    - ``delta``: the Delta table at ``url``; written to a staging table beside it, validated
+      from it, then the table is overwritten in one commit carrying the release's metadata.
+    """
+
+    kind: Literal["iceberg", "delta"]
+    catalog: str | None = None
+    catalog_name: str | None = None
+    warehouse: str | None = None
+    table: str | None = None
+    url: str | None = None
+
+    @model_validator(mode="after")
+    def _fields_of_kind(self) -> TargetSpec:
+        allowed = {
+            "iceberg": {"catalog", "catalog_name", "warehouse", "table"},
+            "delta": {"url"},
+        }[self.kind]
+        given = {k for k in type(self).model_fields if k != "kind" and getattr(self, k) is not None}
+        extra = sorted(given - allowed)
+        if extra:
+            raise ValueError(f"'{extra[0]}' is not a key of {_a(self.kind)} target")
+        if self.kind == "delta" and self.url is None:
+            raise ValueError("a delta target needs 'url'")
+        if self.table is not None and len(self.table.split(".")) < 2:
+            raise ValueError(f"'table' must be NAMESPACE.NAME, not '{self.table}'")
+        for k in ("url", "catalog", "warehouse"):
+            v = getattr(self, k)
+            if v is not None and _literal_password(v):
+                raise ValueError(f"'{k}' holds a password: give it as ${{VAR}}, never in the spec")
+        return self
+
+
 class PipelineSpec(_Model):
     name: str
     description: str = ""
@@ -366,6 +408,7 @@ class PipelineSpec(_Model):
     partitions: PartitionSpec | None = None
     budget: BudgetSpec | None = None
     republish: RepublishSpec | None = None
+    target: TargetSpec | None = None
 
     _params: Any = PrivateAttr(default=None)
     _demands: list | None = PrivateAttr(default=None)
@@ -453,7 +496,7 @@ class PipelineSpec(_Model):
         """sha256 of the spec's canonical JSON (key order and formatting do not matter)."""
         # where it runs, what it may spend and whether it may publish again are not what it
         # publishes; an undeclared partitioning leaves the fingerprint of older specs as it was
-        skip = {"execution", "budget", "republish"}
+        skip = {"execution", "budget", "republish", "target"}
         if self.partitions is None:
             skip.add("partitions")
         data = self.model_dump(mode="json", exclude=skip)
