@@ -500,7 +500,7 @@ def audit_target(plan: ReleasePlan, ing: Ingested, result: ComponentResult, cand
         ).failed
 
     release_id = share.public_id(store_secret(cand.store), plan.name, cand.version)
-    return targets.write_and_audit(plan, ing, cand, result, release_id, revalidate)
+    return targets.write_and_audit(plan, cand, result, release_id, revalidate)
 
 
 def publish_target(plan: ReleasePlan, cand: Candidate) -> dict:
@@ -508,8 +508,9 @@ def publish_target(plan: ReleasePlan, cand: Candidate) -> dict:
     from pipelines import targets
 
     man = json.loads(cand.store.read_text(*cand.parts, "manifest.json"))
-    release_id = man["shared"]["release"]
-    return targets.publish(plan, list(man["outputs"]), release_id, man["contract"])
+    outputs = {k: cand.read_table(output_file(k)) for k in man["outputs"]}
+    contract = C.parse_contract(man["contract"])
+    return targets.publish(plan, outputs, man["shared"]["release"], contract)
 
 
 def published_or_failed(staged: Staged) -> None:

@@ -164,7 +164,7 @@ def _same_rows(read: pa.Table, want: pa.Table, partition: str | None) -> bool:
 
 
 # --- write and audit ------------------------------------------------------------------------------
-def write_and_audit(plan, ing, cand, result, release_id: str, revalidate) -> Written:
+def write_and_audit(plan, cand, result, release_id: str, revalidate) -> Written:
     """Write the candidate's public outputs to the target's audit branch / staging table, read
     them back and audit them (module docstring). ``revalidate(outputs)`` validates outputs read
     back from the target as the release's public outputs and returns the failed check ids.
@@ -174,9 +174,8 @@ def write_and_audit(plan, ing, cand, result, release_id: str, revalidate) -> Wri
 
     target = plan.spec.target
     outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
-    contract = result.contract
     if target.kind == "iceberg":
-        written, read = _iceberg_write(target, plan, outputs, contract, release_id)
+        written, read = _iceberg_write(target, plan, outputs, release_id)
     else:
         written, read = _delta_write(target, plan, outputs, release_id)
     problems = [
@@ -200,8 +199,9 @@ def write_and_audit(plan, ing, cand, result, release_id: str, revalidate) -> Wri
     return written
 
 
-def _iceberg_write(target, plan, outputs, contract, release_id):
+def _iceberg_write(target, plan, outputs, release_id):
     from pyiceberg.exceptions import NoSuchTableError
+    from pyiceberg.expressions import AlwaysTrue, EqualTo
 
     cat = _catalog(target, plan)
     names = _iceberg_names(target, plan, list(outputs))
@@ -230,24 +230,17 @@ def _iceberg_write(target, plan, outputs, contract, release_id):
             if not _schema_matches(tbl, rows.schema):
                 with tbl.update_schema() as u:
                     u.union_by_name(rows.schema)
-            with tbl.update_schema() as u:
-                for col, doc in column_docs(t, contract).items():
-                    u.update_column(col, doc=doc)
             props = {"privfair.release": release_id, "privfair.pipeline": plan.name}
-            # the first release of a table has nothing to replace: pyiceberg warns about it
-            warnings.filterwarnings("ignore", "Delete operation did not match", UserWarning)
+            where = AlwaysTrue()
             if plan.partition is not None:
-                from pyiceberg.expressions import EqualTo
-
                 props["privfair.partition"] = plan.partition
+                where = EqualTo(PARTITION_COLUMN, plan.partition)
+            with warnings.catch_warnings():
+                # the first release of a table has nothing to replace: pyiceberg warns about it
+                warnings.filterwarnings("ignore", "Delete operation did not match", UserWarning)
                 tbl.overwrite(
-                    rows,
-                    overwrite_filter=EqualTo(PARTITION_COLUMN, plan.partition),
-                    snapshot_properties=props,
-                    branch=branch,
+                    rows, overwrite_filter=where, snapshot_properties=props, branch=branch
                 )
-            else:
-                tbl.overwrite(rows, snapshot_properties=props, branch=branch)
             tbl = cat.load_table(names[k])
             read[k] = tbl.scan(snapshot_id=tbl.refs()[branch].snapshot_id).to_arrow()
         except ContractViolation:
@@ -306,26 +299,28 @@ def discard(plan, written: Written) -> None:
 
 
 # --- publish ----------------------------------------------------------------------------------------
-def publish(plan, outputs: list[str], release_id: str, contract: list) -> dict[str, Any]:
-    """Make the audited release of ``outputs`` what readers of the target see (module
-    docstring); returns ``{table: {"table", "snapshot" | "version", "tag"}}``. ``StoreError``
-    when another run published to the table since this one wrote its branch (its branch is
-    dropped: nothing of this release is published)."""
+def publish(plan, outputs: dict[str, pa.Table], release_id: str, contract: list) -> dict[str, Any]:
+    """Make the audited release of ``outputs`` (the candidate's public outputs) what readers
+    of the target see (module docstring), with each column's doc (``column_docs``) and the
+    public ``contract`` in the same commit; returns ``{table: {"table", "snapshot" |
+    "version", "tag"}}``. ``StoreError`` when another run published to the table since this
+    one wrote its branch (its branch is dropped: nothing of this release is published)."""
     target = plan.spec.target
-    text = json.dumps(C.contract_to_data(C.parse_contract(contract)), sort_keys=True)
+    text = json.dumps(C.contract_to_data(contract), sort_keys=True)
+    docs = {k: column_docs(t, contract) for k, t in outputs.items()}
     if target.kind == "iceberg":
-        return _iceberg_publish(target, plan, outputs, release_id, text)
-    return _delta_publish(target, plan, outputs, release_id, text)
+        return _iceberg_publish(target, plan, docs, release_id, text)
+    return _delta_publish(target, plan, list(outputs), release_id, text)
 
 
-def _iceberg_publish(target, plan, outputs, release_id, contract):
+def _iceberg_publish(target, plan, docs, release_id, contract):
     from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
     cat = _catalog(target, plan)
     branch, tag = branch_of(release_id), tag_of(release_id)
     out = {}
-    for name in _iceberg_names(target, plan, outputs).values():
+    for output, name in _iceberg_names(target, plan, list(docs)).items():
         tbl = cat.load_table(name)
         if branch not in tbl.refs():
             if tag in tbl.refs():  # published by an earlier attempt of this release
@@ -342,6 +337,9 @@ def _iceberg_publish(target, plan, outputs, release_id, contract):
             # the transaction requires main to be where it was just read: a publish between
             # this check and the commit fails it
             with tbl.transaction() as tx:
+                with tx.update_schema() as u:
+                    for col, doc in docs[output].items():
+                        u.update_column(col, doc=doc)
                 tx.set_properties(
                     {
                         "privfair.pipeline": plan.name,
