@@ -257,3 +257,47 @@ def test_an_unreachable_database_fails_fast_naming_host_and_port(tmp_path, capsy
 def test_redact_and_quote():
     assert redact("postgresql://u:p@h:1/d?password=p") == "postgresql://u:***@h:1/d"
     assert quote_name('a."b') == '"a"."""b"'
+
+
+def test_a_source_that_changes_between_ingest_and_protect_fails_the_run(tmp_path):
+    """The orchestrators' tasks read the source again: an unpinned table that changed meanwhile
+    is refused; a pinned Iceberg snapshot reads the same rows (the pin wins)."""
+    from pipelines import tasks
+    from pipelines.catalogue import load_spec
+    from schemas.errors import DataSourceError
+
+    _sqlite(tmp_path, ROWS)
+    spec = load_spec(_spec(tmp_path, {"kind": "sql", "url": "sqlite:///raw.db", "table": "people"}))
+    rec = tasks.ingest_task(spec, tmp_path / "work")
+    _sqlite(tmp_path, ROWS.slice(0, 3))  # three more rows arrive
+    with pytest.raises(DataSourceError, match="changed since this run ingested it"):
+        tasks.protect_task(spec, rec, tmp_path / "work")
+
+    tbl = _iceberg(tmp_path, ROWS)
+    src = {
+        "kind": "iceberg",
+        "catalog": "sqlite:///catalog.db",
+        "warehouse": (tmp_path / "warehouse").as_uri(),
+        "table": "raw.people",
+        "snapshot": tbl.current_snapshot().snapshot_id,
+    }
+    pinned = load_spec(_spec(tmp_path, src, "toy_pinned"))
+    rec = tasks.ingest_task(pinned, tmp_path / "work2")
+    tbl.append(ROWS.slice(0, 3))
+    assert tasks.protect_task(pinned, rec, tmp_path / "work2").rows_in == ROWS.num_rows
+
+
+def test_a_column_type_the_family_cannot_take_exits_2(tmp_path, capsys):
+    """A struct column read from a lakehouse table, named as a quasi-identifier."""
+    from deltalake import write_deltalake
+
+    odd = ROWS.set_column(0, "x", pa.array([{"a": int(v)} for v in ROWS["x"].to_pylist()]))
+    write_deltalake(str(tmp_path / "odd"), odd)
+    code, _, err = run_cli(
+        capsys,
+        "run",
+        str(_spec(tmp_path, {"kind": "delta", "url": "odd"})),
+        "--store",
+        str(tmp_path / "s"),
+    )
+    assert code == 2 and "'x'" in err, err
