@@ -25,6 +25,9 @@ import hashlib
 import json
 import os
 import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -34,7 +37,15 @@ import pyarrow as pa
 from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.spec import SourceSpec
 
-__all__ = ["Read", "expand", "quote_name", "read_source", "redact", "resolve_url"]
+__all__ = [
+    "Read",
+    "connections",
+    "expand",
+    "quote_name",
+    "read_source",
+    "redact",
+    "resolve_url",
+]
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: seconds a database gets to accept a connection before the run stops (exit 2)
@@ -51,6 +62,27 @@ class Read:
     label: str
     fingerprint: str
     pin: dict | None = None
+
+
+#: connection URIs an orchestrator resource provides for this run (``connections``)
+_CONNECTIONS: ContextVar[Mapping[str, str]] = ContextVar("privfair_connections", default={})
+
+
+@contextmanager
+def connections(uris: Mapping[str, str]) -> Iterator[None]:
+    """Within the block, a source's ``conn_id`` is looked up in ``uris`` first (a Dagster
+    resource's connections: their values come from its configuration, e.g. ``EnvVar``, never
+    from the spec).
+
+    >>> with connections({"raw": "sqlite:///raw.db"}):
+    ...     resolve_url(SourceSpec(kind="sql", conn_id="raw", table="t"))
+    'sqlite:///raw.db'
+    """
+    token = _CONNECTIONS.set({**_CONNECTIONS.get(), **uris})
+    try:
+        yield
+    finally:
+        _CONNECTIONS.reset(token)
 
 
 # --- URLs ----------------------------------------------------------------------------------------
@@ -86,13 +118,15 @@ def _where(url: str) -> str:
 
 def resolve_url(src: SourceSpec, key: str = "dataset.source") -> str:
     """The source's URL with ``${VAR}`` expanded: ``url``, or the URI of connection
-    ``conn_id`` (``$AIRFLOW_CONN_<ID>``, else the Airflow Connection when Airflow is
-    configured here)."""
+    ``conn_id`` (from the run's ``connections``, else ``$AIRFLOW_CONN_<ID>``, else the Airflow
+    Connection when Airflow is configured here)."""
     if src.url is not None:
         return expand(src.url, f"{key}.url")
     conn = src.conn_id or ""
     env = f"AIRFLOW_CONN_{conn.upper()}"
-    if env in os.environ:
+    if conn in _CONNECTIONS.get():
+        uri = _CONNECTIONS.get()[conn]
+    elif env in os.environ:
         uri = os.environ[env]
     else:
         uri = _airflow_connection(conn)
