@@ -29,6 +29,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import MappingProxyType
 from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -65,7 +66,9 @@ class Read:
 
 
 #: connection URIs an orchestrator resource provides for this run (``connections``)
-_CONNECTIONS: ContextVar[Mapping[str, str]] = ContextVar("privfair_connections", default={})
+_CONNECTIONS: ContextVar[Mapping[str, str]] = ContextVar(
+    "privfair_connections", default=MappingProxyType({})
+)
 
 
 @contextmanager
@@ -78,7 +81,7 @@ def connections(uris: Mapping[str, str]) -> Iterator[None]:
     ...     resolve_url(SourceSpec(kind="sql", conn_id="raw", table="t"))
     'sqlite:///raw.db'
     """
-    token = _CONNECTIONS.set({**_CONNECTIONS.get(), **uris})
+    token = _CONNECTIONS.set(MappingProxyType({**_CONNECTIONS.get(), **uris}))
     try:
         yield
     finally:
