@@ -63,6 +63,9 @@ class Read:
     label: str
     fingerprint: str
     pin: dict | None = None
+    docs: Mapping[str, str] | None = (
+        None  # column -> its comment or doc, where the source keeps them
+    )
 
 
 #: connection URIs an orchestrator resource provides for this run (``connections``)
@@ -164,6 +167,45 @@ def _sha(obj) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
 
 
+# --- roles kept by the source -------------------------------------------------------------------
+_ROLE_DOC = re.compile(r"privfair role:\s*(?P<role>[a-z_]+)\s*\((?P<kind>[a-z]+)\)(?P<rest>[^.]*)")
+
+
+def roles_from_docs(docs: Mapping[str, str] | None) -> dict[str, dict]:
+    """The column roles a source's comments or docs declare, as ``dataset.columns`` entries.
+
+    A doc declares a role as ``privfair role: ROLE (KIND)``, optionally followed by
+    ``; favoured: V, W``, ``; unfavoured: V``, ``; positive: V`` (what ``pipelines.targets``
+    writes into an Iceberg table's column docs, so a published release reads back with its
+    roles). Values are text; a numeric-looking one is read as a number.
+
+    >>> roles_from_docs({"sex": "privfair role: protected (binary); favoured: 1. Guarantees: ..."})
+    {'sex': {'role': 'protected', 'kind': 'binary', 'favoured': [1]}}
+    """
+    out: dict[str, dict] = {}
+    for col, doc in (docs or {}).items():
+        m = _ROLE_DOC.search(doc or "")
+        if m is None:
+            continue
+        entry: dict = {"role": m["role"], "kind": m["kind"]}
+        for part in m["rest"].split(";"):
+            key, _, values = part.partition(":")
+            key = key.strip()
+            if key in {"favoured", "unfavoured", "positive"} and values.strip():
+                entry[key] = [_value(v.strip()) for v in values.split(",")]
+        out[col] = entry
+    return out
+
+
+def _value(text: str):
+    for cast in (int, float):
+        try:
+            return cast(text)
+        except ValueError:
+            pass
+    return text
+
+
 # --- the kinds -----------------------------------------------------------------------------------
 def read_source(src: SourceSpec, base_dir: str | Path | None = None) -> Read:
     """Read ``src`` (module docstring); a relative ``sqlite:///`` path or file URL is taken
@@ -181,7 +223,7 @@ def read_source(src: SourceSpec, base_dir: str | Path | None = None) -> Read:
     # fingerprint depend only on what the rows hold.
     table = out.table.take(published_order(out.table)) if src.kind != "file" else out.table
     fingerprint = out.fingerprint if out.pin is not None else table_fingerprint(table)
-    return Read(table, out.label, fingerprint, out.pin)
+    return Read(table, out.label, fingerprint, out.pin, out.docs)
 
 
 def _sqlite_path(url: str, base: Path) -> Path:
@@ -230,13 +272,25 @@ def _read_sql(src: SourceSpec, base: Path) -> Read:
         with conn.cursor() as cur:
             cur.execute(sql)
             table = cur.fetch_arrow_table()
+            docs = _pg_comments(cur, src.table) if src.table and "postgresql" in label else None
     except Exception as e:
         raise DataSourceError(
             f"the {what if src.table else 'query'} of {shown} cannot be read: {_first_line(e)}"
         ) from None
     finally:
         conn.close()
-    return Read(table, label, "", None)
+    return Read(table, label, "", None, docs)
+
+
+def _pg_comments(cur, table: str) -> dict[str, str]:
+    """The column comments of a PostgreSQL table (``COMMENT ON COLUMN``)."""
+    cur.execute(
+        "SELECT a.attname, col_description(a.attrelid, a.attnum) FROM pg_attribute a "
+        "WHERE a.attrelid = $1::regclass AND a.attnum > 0 AND NOT a.attisdropped",
+        parameters=(quote_name(table),),
+    )
+    rows = cur.fetch_arrow_table().to_pylist()
+    return {r["attname"]: r["col_description"] for r in rows if r["col_description"]}
 
 
 def _first_line(e: BaseException) -> str:
@@ -299,7 +353,8 @@ def _read_iceberg(src: SourceSpec, base: Path) -> Read:
         raise InputError(None, f"the iceberg source {label} has no rows (no snapshot)")
     table = tbl.scan(snapshot_id=snap.snapshot_id).to_arrow()
     pin = {"table_uuid": str(tbl.metadata.table_uuid), "snapshot": snap.snapshot_id}
-    return Read(table, label, _sha(pin), pin)
+    docs = {f.name: f.doc for f in tbl.schema().fields if f.doc}
+    return Read(table, label, _sha(pin), pin, docs)
 
 
 def _read_delta(src: SourceSpec, base: Path) -> Read:

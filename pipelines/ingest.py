@@ -390,11 +390,20 @@ def _load_source(
     ds: DatasetSpec, base_dir: str | Path | None
 ) -> tuple[pa.Table, str, dict[str, str], dict | None]:
     """A ``dataset.source`` read through ``pipelines.connectors`` and labelled."""
-    from pipelines.connectors import read_source
+    from pipelines.connectors import read_source, roles_from_docs
 
-    assert ds.source is not None and ds.columns is not None
+    assert ds.source is not None
     read = read_source(ds.source, base_dir)
-    table = label_columns(read.table, ds.columns, read.label)
+    # roles the source's comments/docs declare, then the spec's, which win
+    kept = {c: ColumnSpec.model_validate(v) for c, v in roles_from_docs(read.docs).items()}
+    columns = {**kept, **(ds.columns or {})}
+    if not columns:
+        raise SpecError(
+            "dataset.columns",
+            f"no column roles: give them here, or in the comments/docs of {read.label}'s "
+            "columns ('privfair role: ROLE (KIND)')",
+        )
+    table = label_columns(read.table, columns, read.label)
     return table, read.label, {read.label: read.fingerprint}, read.pin
 
 

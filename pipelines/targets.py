@@ -66,7 +66,8 @@ def tag_of(release_id: str) -> str:
 
 
 def column_docs(table: pa.Table, contract: list) -> dict[str, str]:
-    """Each column's documentation: its role (and kind) and the guarantees naming it."""
+    """Each column's documentation: its role (kind, favoured/positive values) in the form
+    ``pipelines.connectors.roles_from_docs`` reads back, and the guarantees naming it."""
     roles = read_roles(table)
     named: dict[str, list[str]] = {}
     for g in contract:
@@ -78,6 +79,10 @@ def column_docs(table: pa.Table, contract: list) -> dict[str, str]:
     for name in table.column_names:
         role = roles[name] if name in roles else None  # noqa: SIM401 (TableRoles has no get)
         what = f"{role.role.value} ({role.kind.value})" if role is not None else "unlabelled"
+        for key in ("favoured", "unfavoured", "positive"):
+            values = getattr(role, key, None) if role is not None else None
+            if values:
+                what += f"; {key}: {', '.join(str(v) for v in values)}"
         g = "; ".join(named.get(name, [])) or "none naming it"
         docs[name] = f"privfair role: {what}. Guarantees: {g}."
     return docs

@@ -202,10 +202,9 @@ class DatasetSpec(_Model):
                 "give exactly one of 'name' (a built-in dataset), 'path' (a file) or 'source' "
                 "(a database, lakehouse or remote table)"
             )
-        if self.name is None and not self.columns:
-            which = "'path'" if self.path is not None else "'source'"
+        if self.path is not None and not self.columns:
             raise ValueError(
-                f"a dataset given by {which} needs 'columns' with the role of each column"
+                "a dataset given by 'path' needs 'columns' with the role of each column"
             )
         if self.source is not None and self.format is not None:
             raise ValueError("give a source's format as 'source.format'")

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
 import yaml
@@ -211,3 +212,50 @@ def test_a_target_never_gets_the_owner_part(tmp_path, capsys):
     assert set(tbl.schema().as_arrow().names) == {"x", "c", "PA", "y"}  # no lineage, no ids
     text = json.dumps({**tbl.properties, **tbl.current_snapshot().summary.additional_properties})
     assert "submissions.csv" not in text and "fingerprint" not in text
+
+
+def test_a_published_table_reads_back_with_its_roles(tmp_path, capsys):
+    """The column docs a target writes are roles a later spec can read the table with."""
+    write_days(tmp_path, 2)
+    store = tmp_path / "store"
+    assert run_cli(capsys, "run", str(_spec(tmp_path)), "--store", str(store))[0] == 0
+    lake = store / ".lakehouse"
+    downstream = {
+        "name": "toy_downstream",
+        "dataset": {
+            "source": {
+                "kind": "iceberg",
+                "catalog": f"sqlite:///{lake / 'catalog.db'}",
+                "warehouse": (lake / "warehouse").as_uri(),
+                "table": "privfair.toy_lake",
+            }
+        },
+        "component": {"name": "mdav", "params": {"k": 10}},
+    }
+    (tmp_path / "down.yaml").write_text(yaml.safe_dump(downstream))
+    code, out, err = run_cli(
+        capsys, "run", str(tmp_path / "down.yaml"), "--store", str(tmp_path / "s2")
+    )
+    assert code == 0, err
+    name, version = _release(out)
+    man = json.loads((tmp_path / "s2" / name / version / "manifest.json").read_text())
+    assert man["validation"]["status"] == "passed"
+    kanon = [g for g in man["contract"] if g["kind"] == "k_anonymity"]
+    assert kanon and all(set(g["quasi_identifiers"]) == {"x", "c"} for g in kanon)
+
+
+def test_a_source_without_roles_anywhere_names_the_key(tmp_path, capsys):
+    from deltalake import write_deltalake
+
+    write_days(tmp_path, 1)
+    write_deltalake(str(tmp_path / "d"), pacsv.read_csv(tmp_path / "submissions.csv"))
+    spec = {
+        "name": "toy_bare",
+        "dataset": {"source": {"kind": "delta", "url": "d"}},
+        "component": {"name": "mdav", "params": {"k": 5}},
+    }
+    (tmp_path / "bare.yaml").write_text(yaml.safe_dump(spec))
+    code, _, err = run_cli(
+        capsys, "run", str(tmp_path / "bare.yaml"), "--store", str(tmp_path / "s")
+    )
+    assert code == 2 and "dataset.columns" in err and "privfair role" in err
