@@ -1,0 +1,223 @@
+"""Recurring releases on Airflow: a daily-partitioned spec's DAG, one ``airflow dags test`` per
+logical date, through the real CLI on a real (SQLite) metadata DB.
+
+One module fixture runs the toy daily spec (``tests/_partitioned.py``: 5 days of 60 rows) for
+its 5 days in one Airflow home, re-runs one day, and meanwhile (in a copy of the home) lists
+the import errors of a spec whose schedule contradicts its partitions. The dags folder is a
+temporary one: the repository's DAG file (linked) plus a consumer DAG scheduled on the release
+Asset, so the Asset's events and the consumer's queue are in the same DB. The first run has
+OpenLineage on (file transport) when the ``openlineage`` extra is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+from _airflow import Run, clone_home
+from _partitioned import day_keys, spec_text, write_days, write_spec
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parents[2]
+DAYS = day_keys(5)
+RERUN = DAYS[2]
+OPENLINEAGE = importlib.util.find_spec("airflow.providers.openlineage") is not None
+
+CONSUMER = """
+import pendulum
+from airflow.sdk import Asset, dag, task
+
+
+@dag(
+    dag_id="toy_daily_consumer",
+    schedule=[Asset.ref(name="privfair.toy_daily")],
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+)
+def consumer():
+    @task
+    def read(**context):
+        for event in context["triggering_asset_events"].values():
+            print(event)
+
+    read()
+
+
+consumer()
+"""
+
+
+def _files(root: Path) -> dict[str, tuple[int, int]]:
+    return {
+        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def _query(env: dict[str, str], sql: str, *args) -> list[tuple]:
+    with sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db") as db:
+        return db.execute(sql, args).fetchall()
+
+
+@pytest.fixture(scope="module")
+def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
+    tmp = tmp_path_factory.mktemp("airflow_partitions")
+    specs, dags, store = tmp / "specs", tmp / "dags", tmp / "store"
+    write_days(specs, 5, rows=60)
+    write_spec(specs)
+    dags.mkdir()
+    # the repository's DAG file, linked: it finds the repository through its resolved path
+    (dags / "privfair_dags.py").symlink_to(REPO / "dags" / "privfair_dags.py")
+    (dags / "consumer.py").write_text(CONSUMER)
+    settings = {
+        "PRIVFAIR_SPECS_DIR": str(specs),
+        "PRIVFAIR_STORE": str(store),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        # a paused consumer is not queued by an asset event
+        "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+    }
+    env = {**clone_home(airflow_home, tmp / "home"), **settings}
+
+    # a spec whose schedule cuts across its partitions is an import error naming the file
+    bad = tmp / "bad_specs"
+    bad.mkdir()
+    (bad / "toy_weekly.yaml").write_text(
+        spec_text(name="toy_weekly", granularity="week", schedule="@weekly")
+    )
+    bad_env = {**clone_home(airflow_home, tmp / "home_bad"), **settings}
+    errors = Run(bad_env, "dags", "list-import-errors", PRIVFAIR_SPECS_DIR=str(bad))
+
+    lineage = tmp / "openlineage.jsonl"
+    transport = {"type": "file", "log_file_path": str(lineage), "append": True}
+    done, seconds = {}, {}
+    try:
+        for i, day in enumerate(DAYS):
+            extra = {"AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(transport)} if i == 0 else {}
+            t0 = time.perf_counter()
+            done[day] = Run(env, "dags", "test", "toy_daily", day, **extra).result()
+            seconds[day] = time.perf_counter() - t0
+        before = _files(store)
+        t0 = time.perf_counter()
+        done["rerun"] = Run(env, "dags", "test", "toy_daily", RERUN).result()
+        seconds["rerun"] = time.perf_counter() - t0
+    finally:
+        done["errors"] = errors.result()
+    print("seconds per dags test:", {k: round(v, 1) for k, v in seconds.items()})
+    return {
+        "env": env,
+        "done": done,
+        "store": store,
+        "before_rerun": before,
+        "lineage": lineage,
+        "specs": specs,
+    }
+
+
+def _releases(store: Path) -> dict[str, dict]:
+    """Partition key -> owner manifest of every release of toy_daily."""
+    out = {}
+    for folder in sorted((store / "toy_daily").iterdir()):
+        if (folder / "manifest.json").is_file():
+            man = json.loads((folder / "manifest.json").read_text())
+            assert man["partition"] not in out, f"two releases of {man['partition']}"
+            out[man["partition"]] = man
+    return out
+
+
+def test_five_logical_dates_publish_five_validated_releases(daily):
+    """``airflow dags test toy_daily <day>`` releases the partition starting at that day (its
+    60 rows), validated; one release per partition, each with its own version."""
+    for day in DAYS:
+        rc, log = daily["done"][day]
+        assert rc == 0, log[-5000:]
+        assert f"partition: {day}" in log
+        assert "published: toy_daily" in log
+    releases = _releases(daily["store"])
+    assert sorted(releases) == DAYS
+    assert len({m["version"] for m in releases.values()}) == 5
+    for day, man in releases.items():
+        assert man["validation"]["status"] == "passed", day
+        assert man["input"]["partition"] == day and man["input"]["blocks"] == [day]
+        assert man["input"]["rows"] == 60, day
+        shared = daily["store"] / "toy_daily" / man["version"] / "shared" / "manifest.json"
+        assert json.loads(shared.read_text())["partition"] == day
+
+
+def test_rerunning_a_partition_publishes_nothing_and_emits_no_event(daily):
+    rc, log = daily["done"]["rerun"]
+    assert rc == 0, log[-5000:]
+    version = _releases(daily["store"])[RERUN]["version"]
+    assert f"exists: toy_daily {version}" in log
+    assert "is already published" in log  # publish skipped: no asset event
+    after = _files(daily["store"])
+    before = daily["before_rerun"]
+    # only `latest` may move (a re-run points it at the version it produced)
+    assert {k for k in after if not k.endswith("latest")} == {
+        k for k in before if not k.endswith("latest")
+    }
+    assert {k: v for k, v in after.items() if not k.endswith("latest")} == {
+        k: v for k, v in before.items() if not k.endswith("latest")
+    }
+
+
+def test_each_release_is_an_asset_event_that_queues_the_consumer(daily):
+    """The publish task's outlet ``privfair.toy_daily`` gets one event per new release, whose
+    extra names the version, partition and status; the re-run adds none. The consumer DAG
+    scheduled on the Asset is queued for its next run."""
+    env = daily["env"]
+    rows = _query(
+        env,
+        "SELECT a.uri, e.extra, e.source_dag_id FROM asset_event e JOIN asset a "
+        "ON a.id = e.asset_id WHERE a.name = ? ORDER BY e.id",
+        "privfair.toy_daily",
+    )
+    releases = _releases(daily["store"])
+    assert [json.loads(extra)["partition"] for _, extra, _ in rows] == DAYS  # no 6th event
+    for uri, extra, source in rows:
+        extra = json.loads(extra)
+        assert uri == "privfair://releases/toy_daily" and source == "toy_daily"
+        assert extra["status"] == "published"
+        assert extra["version"] == releases[extra["partition"]]["version"]
+        assert extra["path"].endswith(f"toy_daily/{extra['version']}")
+    queued = _query(
+        env,
+        "SELECT q.target_dag_id FROM asset_dag_run_queue q JOIN asset a ON a.id = q.asset_id "
+        "WHERE a.name = ?",
+        "privfair.toy_daily",
+    )
+    assert queued == [("toy_daily_consumer",)]
+
+
+def test_the_dag_runs_daily_from_the_first_partition(daily):
+    (row,) = _query(
+        daily["env"],
+        "SELECT timetable_summary, next_dagrun_data_interval_start FROM dag WHERE dag_id = ?",
+        "toy_daily",
+    )
+    assert row[0] == "0 0 * * *", row
+
+
+def test_a_schedule_across_the_partitions_is_an_import_error(daily):
+    rc, log = daily["done"]["errors"]
+    assert rc == 0, log[-3000:]
+    assert "toy_weekly.yaml" in log and "spec key 'schedule'" in log, log[-3000:]
+    assert "'0 0 * * 1'" in log
+
+
+@pytest.mark.skipif(not OPENLINEAGE, reason="the openlineage extra is not installed")
+def test_openlineage_file_transport_records_the_tasks(daily):
+    """With ``AIRFLOW__OPENLINEAGE__TRANSPORT`` set (here: file), the run writes a START and a
+    COMPLETE OpenLineage event per task; without it (the other runs) nothing is written."""
+    events = [json.loads(x) for x in daily["lineage"].read_text().splitlines() if x.strip()]
+    seen = {(e["job"]["name"], e["eventType"]) for e in events}
+    for task_id in ("ingest", "protect", "validate", "publish", "cleanup"):
+        assert (f"toy_daily.{task_id}", "START") in seen, sorted(seen)
+        assert (f"toy_daily.{task_id}", "COMPLETE") in seen, sorted(seen)
+    runs = {e["run"]["runId"] for e in events if e["job"]["name"] == "toy_daily.ingest"}
+    assert len(runs) == 1  # only the first of the six runs had the transport
