@@ -71,6 +71,9 @@ def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
     specs, dags, store = tmp / "specs", tmp / "dags", tmp / "store"
     write_days(specs, 5, rows=60)
     write_spec(specs)
+    write_spec(specs, name="toy_weekly", granularity="week", schedule=None)
+    keys = {"column": "c", "keys": ["a", "b", "c"]}
+    write_spec(specs, name="toy_keys", schedule=None, partitions=keys)
     dags.mkdir()
     # the repository's DAG file, linked: it finds the repository through its resolved path
     (dags / "privfair_dags.py").symlink_to(REPO / "dags" / "privfair_dags.py")
@@ -91,7 +94,29 @@ def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         spec_text(name="toy_weekly", granularity="week", schedule="@weekly")
     )
     bad_env = {**clone_home(airflow_home, tmp / "home_bad"), **settings}
-    errors = Run(bad_env, "dags", "list-import-errors", PRIVFAIR_SPECS_DIR=str(bad))
+    errors = Run(
+        bad_env, "dags", "list-import-errors", "--local", "-o", "json", PRIVFAIR_SPECS_DIR=str(bad)
+    )
+
+    # a key partitioning: the run's key comes from the conf, and only from there
+    by_key = {
+        "keyed": Run(
+            clone_home(airflow_home, tmp / "home_keyed"),
+            "dags",
+            "test",
+            "toy_keys",
+            "-c",
+            json.dumps({"partition": "b"}),
+            **{**settings, "PRIVFAIR_STORE": str(tmp / "store_keys")},
+        ),
+        "unkeyed": Run(
+            clone_home(airflow_home, tmp / "home_unkeyed"),
+            "dags",
+            "test",
+            "toy_keys",
+            **{**settings, "PRIVFAIR_STORE": str(tmp / "store_unkeyed")},
+        ),
+    }
 
     lineage = tmp / "openlineage.jsonl"
     transport = {"type": "file", "log_file_path": str(lineage), "append": True}
@@ -108,6 +133,7 @@ def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         seconds["rerun"] = time.perf_counter() - t0
     finally:
         done["errors"] = errors.result()
+        done.update({k: r.result() for k, r in by_key.items()})
     print("seconds per dags test:", {k: round(v, 1) for k, v in seconds.items()})
     return {
         "env": env,
@@ -116,6 +142,7 @@ def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         "before_rerun": before,
         "lineage": lineage,
         "specs": specs,
+        "tmp": tmp,
     }
 
 
@@ -194,18 +221,24 @@ def test_each_release_is_an_asset_event_that_queues_the_consumer(daily):
     assert queued == [("toy_daily_consumer",)]
 
 
-def test_the_dag_runs_daily_from_the_first_partition(daily):
-    (row,) = _query(
+def test_the_dags_run_one_partition_per_period_from_the_first(daily):
+    """The daily DAG ticks at midnight, the weekly one on Mondays (not cron's Sunday
+    ``@weekly``); with catchup, the scheduler's first interval is the first partition."""
+    rows = _query(
         daily["env"],
-        "SELECT timetable_summary, next_dagrun_data_interval_start FROM dag WHERE dag_id = ?",
-        "toy_daily",
+        "SELECT dag_id, timetable_summary, next_dagrun_data_interval_start, "
+        "next_dagrun_data_interval_end FROM dag WHERE dag_id LIKE 'toy_%ly' ORDER BY dag_id",
     )
-    assert row[0] == "0 0 * * *", row
+    summary = {r[0]: (r[1], r[2][:10], r[3][:10]) for r in rows}
+    assert summary == {
+        "toy_daily": ("0 0 * * *", "2026-11-02", "2026-11-03"),
+        "toy_weekly": ("0 0 * * 1", "2026-11-02", "2026-11-09"),
+    }
 
 
 def test_a_schedule_across_the_partitions_is_an_import_error(daily):
     rc, log = daily["done"]["errors"]
-    assert rc == 0, log[-3000:]
+    assert rc == 1, log[-3000:]
     assert "toy_weekly.yaml" in log and "spec key 'schedule'" in log, log[-3000:]
     assert "'0 0 * * 1'" in log
 
@@ -221,3 +254,20 @@ def test_openlineage_file_transport_records_the_tasks(daily):
         assert (f"toy_daily.{task_id}", "COMPLETE") in seen, sorted(seen)
     runs = {e["run"]["runId"] for e in events if e["job"]["name"] == "toy_daily.ingest"}
     assert len(runs) == 1  # only the first of the six runs had the transport
+
+
+def test_a_key_partitioning_releases_the_key_given_in_the_conf(daily):
+    """``-c '{"partition": "b"}'`` releases the rows whose ``c`` is ``b``; without a key the
+    run fails at ingest (no retry), naming the conf key, and publishes nothing."""
+    rc, log = daily["done"]["keyed"]
+    assert rc == 0, log[-5000:]
+    assert "partition: b" in log
+    store = daily["tmp"] / "store_keys" / "toy_keys"
+    version = (store / "latest").read_text().strip()
+    man = json.loads((store / version / "manifest.json").read_text())
+    assert man["partition"] == "b" and man["validation"]["status"] == "passed"
+    rc, log = daily["done"]["unkeyed"]
+    assert rc == 1, log[-5000:]
+    assert "spec key 'conf.partition'" in log and "action=fail" in log
+    assert "starting task_id=publish" not in log
+    assert not (daily["tmp"] / "store_unkeyed" / "toy_keys").exists()
