@@ -12,6 +12,30 @@ release and its shareable copy are the ones ``privfair run`` produces. ``cleanup
 task, removes the run's work folder when the run ends, whatever its outcome; no task keeps a
 copy of the raw input (each reads the source and checks its fingerprint).
 
+Recurring releases (a spec with ``partitions``): each run releases one partition, versioned by
+its own rows, so a partition's release is idempotent like any other. A time partitioning's DAG
+runs on a data-interval timetable on the granularity's cron (``pipelines.partitions.CRON``:
+daily at 00:00 UTC, weekly on Mondays, monthly on the 1st), from ``partitions.start`` up to
+``end``, with catchup; the spec's ``schedule`` may be omitted or name that cron, any other is an
+import error naming the spec file (``partitions.schedule_of``). A run's partition is the period
+holding its logical date (a scheduled run's logical date is its data interval's start;
+``airflow dags test toy_daily 2026-11-02`` releases the day 2026-11-02), or the run conf's
+``partition`` (a key partitioning's only way: ``-c '{"partition": "b"}'``).
+
+Every ``publish`` task declares the outlet Asset ``privfair.<pipeline>`` (URI
+``privfair://releases/<pipeline>``, whatever the store); a new release (status ``published``
+or ``rebuilt``) records an asset event whose ``extra`` holds ``pipeline``, ``version``,
+``partition`` (null without partitions), ``status`` and ``path``, so a DAG with
+``schedule=[Asset.ref(name="privfair.<pipeline>")]`` runs on each new release. A re-run whose
+version is already published skips ``publish`` (the log says ``exists``): no event, so no
+consumer runs for a release it has seen. (The event carries no Airflow partition key: Airflow
+would then queue only partition-aware consumers.)
+
+OpenLineage (``pip install privfair[openlineage]``: the Airflow provider) is off unless a
+transport is configured, e.g. ``AIRFLOW__OPENLINEAGE__TRANSPORT='{"type": "console"}'`` or
+``'{"type": "file", "log_file_path": "/tmp/ol.jsonl", "append": true}'``; each task then emits
+START/COMPLETE events (job ``<pipeline>.<task>``).
+
 Adding a spec file to the specs folder adds a DAG; no code change. Parsing is light: only the
 specs (YAML + pydantic) are read here; pyarrow, the components and Great Expectations are
 imported inside the tasks.
@@ -23,7 +47,8 @@ Settings (environment of the scheduler / ``airflow dags test``):
 * ``PRIVFAIR_DATA_DIR``   raw dataset files (default: the checked download cache)
 * ``PRIVFAIR_WORK_DIR``   work files of each run (default ``$AIRFLOW_HOME/privfair_work``)
 
-Per run (``airflow dags test <dag> -c '{...}'`` or trigger conf): ``store``, ``data_dir``,
+Per run (``airflow dags test <dag> -c '{...}'`` or trigger conf): ``partition`` (partitioned
+specs only), ``store``, ``data_dir``,
 ``overrides`` (algorithm parameters, e.g. ``{"k": 20}``; validated by
 ``pipelines.catalogue.with_params``) and ``evaluate``: null (the default: the ``evaluate`` task
 returns at once) or the options of ``privfair evaluate``, e.g. ``{"grid": "k=5,10", "folds": 5,
