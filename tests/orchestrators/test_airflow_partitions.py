@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 import sqlite3
 import time
 from pathlib import Path
@@ -58,6 +59,13 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
         for p in sorted(root.rglob("*"))
         if p.is_file()
     }
+
+
+def _port() -> str:
+    """A free local port (the scheduler's log server; another test may hold Airflow's 8793)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return str(sock.getsockname()[1])
 
 
 def _query(env: dict[str, str], sql: str, *args) -> list[tuple]:
@@ -131,6 +139,16 @@ def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         t0 = time.perf_counter()
         done["rerun"] = Run(env, "dags", "test", "toy_daily", RERUN).result()
         seconds["rerun"] = time.perf_counter() - t0
+        # The scheduler, briefly, with the released DAGs paused (their catchup would start):
+        # it turns the consumer's queued asset events into a run.
+        done["pause"] = Run(
+            env, "dags", "pause", "--treat-dag-id-as-regex", "-y", "^toy_(daily|weekly|keys)$"
+        ).result()
+        t0 = time.perf_counter()
+        done["scheduler"] = Run(
+            env, "scheduler", "--num-runs", "3", AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=_port()
+        ).result(timeout=300)
+        seconds["scheduler"] = time.perf_counter() - t0
     finally:
         done["errors"] = errors.result()
         done.update({k: r.result() for k, r in by_key.items()})
@@ -195,8 +213,8 @@ def test_rerunning_a_partition_publishes_nothing_and_emits_no_event(daily):
 
 def test_each_release_is_an_asset_event_that_queues_the_consumer(daily):
     """The publish task's outlet ``privfair.toy_daily`` gets one event per new release, whose
-    extra names the version, partition and status; the re-run adds none. The consumer DAG
-    scheduled on the Asset is queued for its next run."""
+    extra names the version, partition and status; the re-run adds none. The scheduler starts
+    the consumer DAG scheduled on the Asset (``Asset.ref(name="privfair.toy_daily")``)."""
     env = daily["env"]
     rows = _query(
         env,
@@ -212,13 +230,12 @@ def test_each_release_is_an_asset_event_that_queues_the_consumer(daily):
         assert extra["status"] == "published"
         assert extra["version"] == releases[extra["partition"]]["version"]
         assert extra["path"].endswith(f"toy_daily/{extra['version']}")
-    queued = _query(
-        env,
-        "SELECT q.target_dag_id FROM asset_dag_run_queue q JOIN asset a ON a.id = q.asset_id "
-        "WHERE a.name = ?",
-        "privfair.toy_daily",
-    )
-    assert queued == [("toy_daily_consumer",)]
+    # the events queued the consumer; the scheduler made that queue a run and emptied it
+    rc, log = daily["done"]["scheduler"]
+    assert rc == 0, log[-5000:]
+    runs = _query(env, "SELECT run_type FROM dag_run WHERE dag_id = 'toy_daily_consumer'")
+    assert runs == [("asset_triggered",)]
+    assert _query(env, "SELECT target_dag_id FROM asset_dag_run_queue") == []
 
 
 def test_the_dags_run_one_partition_per_period_from_the_first(daily):
