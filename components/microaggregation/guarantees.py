@@ -140,7 +140,7 @@ class SeedNearest(Guarantee):
 
     kind: Literal["seed_nearest"] = "seed_nearest"
     grouping: Literal["fairlet", "mdav"] = "fairlet"
-    scaling: Literal["minmax", "zscore"] = "minmax"
+    scaling: Literal["minmax", "zscore", "none"] = "minmax"
     sample: int | None = Field(default=None, ge=1)
     seed: int = 0
     block_rows: int | None = Field(default=None, ge=2)
