@@ -18,6 +18,7 @@ already 0/1 and are not rescaled.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -28,8 +29,10 @@ from components.microaggregation.columns import plain
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
 
-#: The distance scalings of the numeric QIs (``scale_of``); the params' ``scaling`` literal.
-SCALINGS = ("minmax", "zscore", "none")
+#: The distance scalings of the numeric QIs (``scale_of``): the type of the params' and of
+#: C11's ``scaling``.
+Scaling = Literal["minmax", "zscore", "none"]
+SCALINGS: tuple[str, ...] = get_args(Scaling)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from components.core.descriptor import Params
+from components.microaggregation.encoding import Scaling
 
 __all__ = ["MDAVParams", "FairMDAVParams"]
 
@@ -26,13 +27,12 @@ BlockRows = Field(
     "execution engine; None: one block (the paper's algorithm)",
 )
 
-Scaling = Literal["minmax", "zscore", "none"]  # encoding.SCALINGS, applied by encoding.scale_of
 ScalingField = Field(
     "minmax",
     description="scaling of the numeric QIs in the distance: 'minmax' onto [0, 1] (spec A7), "
     "'zscore' onto mean 0 and sd 1, 'none' raw units (the Fair-MDAV authors' cleanup, which "
     "their Table 3 k = 100 and Table 5 LR rows need; wide-range columns such as capital-gain "
-    "then dominate the grouping)",
+    "then dominate the grouping, and the information loss is in raw units too)",
 )
 
 TraceSample = Field(
