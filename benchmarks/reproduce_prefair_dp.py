@@ -4,7 +4,7 @@ under the authors' (spec ``prefair.md`` section 6.1, from their notebooks [R]).
 
 Usage (from the repository root)::
 
-    PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_prefair_dp.py   # ~10 min
+    PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_prefair_dp.py   # ~8 min
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_prefair_dp.py --seeds 1
 
 Per (seed, fold) of ``evaluate``'s stratified folds, MST and Greedy-PreFair (the specs of
