@@ -332,3 +332,29 @@ def ledger_table(rows: list[dict]) -> pa.Table:
         ]
     )
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def release_cost(params, table=None):
+    """The privacy cost of one MST or PreFair release with ``params`` on ``table`` (only its
+    column count is read: every column is an attribute), before any noise: OpenDP's composed
+    rho of the planned steps, exactly the ``privacy.rho`` the run reports, and its (epsilon,
+    delta) conversion. Without a table, the budget rho the plan fits within (an upper bound).
+
+    >>> from components.synthesis.params import MSTParams
+    >>> c = release_cost(MSTParams(epsilon=1.0))
+    >>> round(c.rho, 9), c.delta
+    (0.014973058, 1e-09)
+    """
+    from components.core.descriptor import Cost
+    from components.synthesis.params import selector_of
+
+    if table is None:
+        rho = rho_budget(float(params.epsilon), float(params.delta))
+    else:
+        d = table.num_columns
+        selector = selector_of(params)
+        _, steps = plan(params.epsilon, params.delta, d, selector, params.split)
+        rho = composed_total(
+            [steps[p].rho for p in PHASES for _ in range(calls(p, d, selector))]
+        )
+    return Cost(rho=rho, epsilon=epsilon_of(rho, float(params.delta)), delta=float(params.delta))
