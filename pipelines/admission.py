@@ -40,6 +40,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = ["Admission", "admit", "check_republish", "ledger_for", "dataset_key", "digest_of"]
 
 ENV = "PRIVFAIR_LEDGER"
+#: How a manifest names the store's own ledger (never by its absolute path on this machine).
+STORE_LEDGER = "<store>/.privfair/ledger.sqlite"
 
 
 def ledger_url(plan: ReleasePlan) -> tuple[str, str] | None:
@@ -71,7 +73,9 @@ def ledger_for(plan: ReleasePlan) -> Ledger | None:
             )
         return None
     url, key = found
-    return Ledger.open(url, key)
+    ledger = Ledger.open(url, key)
+    ledger.own = key == "the store's ledger"
+    return ledger
 
 
 def dataset_key(plan: ReleasePlan) -> str:
@@ -143,7 +147,7 @@ class Admission:
             "remaining": acc["remaining"] if self.cost is not None else None,
             "entry": self.charge.entry,
             "run": self.charge.run_id,
-            "ledger": self.ledger.url,
+            "ledger": STORE_LEDGER if self.ledger.own else self.ledger.url,
             "intersects": self.intersects,
             "other_pipelines": self.others,
         }

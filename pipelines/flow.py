@@ -557,7 +557,10 @@ def publish(
 def admit(plan: ReleasePlan, ing: Ingested, version: str) -> Admission | None:
     """Record this release in the plan's ledger before its algorithm runs, reserving the cost
     of a differentially private one against the spec's budget (``pipelines.admission.admit``:
-    ``BudgetExceeded`` when it does not fit, before any noise is drawn)."""
+    ``BudgetExceeded`` when it does not fit, before any noise is drawn). What the release owes
+    is computed first, so a spec or input it would refuse (a demand on a missing column, a
+    role the algorithm does not read) is refused before anything is recorded or charged."""
+    plan.required(ing.table)
     return _admit(plan, ing, version)
 
 

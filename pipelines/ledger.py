@@ -344,7 +344,7 @@ class Ledger:
     def __init__(self, backend: _Backend, shown: str) -> None:
         self._b = backend
         self.url = shown  # redacted
-        self._ready = False
+        self.own = False  # the store's own ledger (manifests name it without its path)
 
     @classmethod
     def open(cls, url: str, key: str = "budget.ledger") -> Ledger:
