@@ -26,7 +26,7 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -248,7 +248,8 @@ def check_republish(
     if others:
         warnings.append(
             "rows of this release were also released by other pipelines of dataset "
-            f"'{adm.dataset}': " + ", ".join(f"{p} {v}" for p, v in others)
+            f"'{adm.dataset}': "
+            + ", ".join(f"{p} {v}" for p, v in others)
             + " (compare what each publishes: together they may reveal more than either)"
         )
     if adm.cost is not None:

@@ -70,7 +70,9 @@ def ledger_summary(entries: Sequence[Entry]) -> list[dict]:
                 "budget": declared,
                 "remaining": acc["remaining"],
                 "statuses": statuses,
-                "releases": sorted({(e.pipeline, e.version) for e in here if e.status == "published"}),
+                "releases": sorted(
+                    {(e.pipeline, e.version) for e in here if e.status == "published"}
+                ),
             }
         )
     return out

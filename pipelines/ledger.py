@@ -244,7 +244,11 @@ def _spent_rhos(entries: Sequence[Entry], block: str, per: str) -> list[float]:
 
 
 def account(
-    entries: Sequence[Entry], blocks: Sequence[str], per: str, budget: dict | None, cost: float = 0.0
+    entries: Sequence[Entry],
+    blocks: Sequence[str],
+    per: str,
+    budget: dict | None,
+    cost: float = 0.0,
 ) -> tuple[str, dict, bool]:
     """(most-spent block, its ``compose`` account, whether every block fits) after charging
     ``cost`` on ``blocks``."""
@@ -362,7 +366,9 @@ class Ledger:
             try:
                 path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             except OSError as e:
-                raise StoreError(shown, f"cannot create the ledger's folder: {e.strerror}") from None
+                raise StoreError(
+                    shown, f"cannot create the ledger's folder: {e.strerror}"
+                ) from None
             backend: _Backend = _SQLite(path)
         elif scheme in ("postgresql", "postgres"):
             try:
@@ -374,9 +380,7 @@ class Ledger:
                 ) from None
             backend = _Postgres(url)
         else:
-            raise StoreError(
-                shown, "a ledger URL is sqlite:///PATH or postgresql://USER@HOST/DB"
-            )
+            raise StoreError(shown, "a ledger URL is sqlite:///PATH or postgresql://USER@HOST/DB")
         ledger = cls(backend, shown)
         ledger._init()
         return ledger
@@ -514,9 +518,7 @@ class Ledger:
                 (digest, policy, _now(), run_id),
             )
 
-    def entries(
-        self, dataset: str | None = None, pipeline: str | None = None
-    ) -> list[Entry]:
+    def entries(self, dataset: str | None = None, pipeline: str | None = None) -> list[Entry]:
         """Every entry (of ``dataset`` / ``pipeline`` when given), oldest first."""
         conds, params = [], []
         for col, v in (("dataset", dataset), ("pipeline", pipeline)):

@@ -287,7 +287,10 @@ def _ledger(man: dict) -> str:
     if not led:
         return '<p id="ledger">Not recorded in a ledger (a remote store without a ledger URL).</p>'
     rows = [
-        ("Dataset (ledger key)", f"<code>{esc(led.get('dataset'))}</code>, unit {esc(led.get('unit'))}"),
+        (
+            "Dataset (ledger key)",
+            f"<code>{esc(led.get('dataset'))}</code>, unit {esc(led.get('unit'))}",
+        ),
         ("Blocks", esc(", ".join(led.get("blocks") or []))),
         ("Ledger", f"<code>{esc(led.get('ledger') or '—')}</code>, entry {esc(led.get('entry'))}"),
     ]
@@ -319,9 +322,16 @@ def _ledger(man: dict) -> str:
                 if spent.get("epsilon") is not None
                 else ""
             )
-            rows.append(("Spent after this release (most-spent block)", f"rho = {_num(spent.get('rho'))}{eps}"))
+            rows.append(
+                (
+                    "Spent after this release (most-spent block)",
+                    f"rho = {_num(spent.get('rho'))}{eps}",
+                )
+            )
             eps = (
-                f", epsilon = {_num(left.get('epsilon'))}" if left.get("epsilon") is not None else ""
+                f", epsilon = {_num(left.get('epsilon'))}"
+                if left.get("epsilon") is not None
+                else ""
             )
             rows.append(("Remaining", f"rho = {_num(left.get('rho'))}{eps}"))
     else:
@@ -342,7 +352,9 @@ def _ledger(man: dict) -> str:
         rows.append(
             (
                 "Also released by",
-                "<br>".join(f"{esc(o['pipeline'])} <code>{esc(o['version'])}</code>" for o in others),
+                "<br>".join(
+                    f"{esc(o['pipeline'])} <code>{esc(o['version'])}</code>" for o in others
+                ),
             )
         )
     return _kv_table(rows, "ledger")

@@ -55,19 +55,48 @@ def postgres_server() -> Iterator[str]:
     data, port = root / "data", _free_port()
     env = {**os.environ, "LC_ALL": "C"}
     subprocess.run(
-        [*prefix, str(bindir / "initdb"), "-D", str(data), "-U", "privfair", "--auth=trust", "-E", "UTF8"],
-        check=True, capture_output=True, env=env, cwd=root,
+        [
+            *prefix,
+            str(bindir / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            "privfair",
+            "--auth=trust",
+            "-E",
+            "UTF8",
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+        cwd=root,
     )
     opts = f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c fsync=off"
     subprocess.run(
-        [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-o", opts, "-l", str(root / "log"), "-w", "start"],
-        check=True, capture_output=True, env=env, cwd=root,
+        [
+            *prefix,
+            str(bindir / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            opts,
+            "-l",
+            str(root / "log"),
+            "-w",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+        env=env,
+        cwd=root,
     )
     try:
         yield f"postgresql://privfair@127.0.0.1:{port}/postgres"
     finally:
         subprocess.run(
             [*prefix, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-            capture_output=True, env=env, cwd=root,
+            capture_output=True,
+            env=env,
+            cwd=root,
         )
         shutil.rmtree(root, ignore_errors=True)

@@ -354,7 +354,5 @@ def release_cost(params, table=None):
         d = table.num_columns
         selector = selector_of(params)
         _, steps = plan(params.epsilon, params.delta, d, selector, params.split)
-        rho = composed_total(
-            [steps[p].rho for p in PHASES for _ in range(calls(p, d, selector))]
-        )
+        rho = composed_total([steps[p].rho for p in PHASES for _ in range(calls(p, d, selector))])
     return Cost(rho=rho, epsilon=epsilon_of(rho, float(params.delta)), delta=float(params.delta))

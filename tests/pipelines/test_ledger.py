@@ -100,7 +100,9 @@ def test_budget_of_three_releases_refuses_the_fourth(
         assert code == 0, err
         assert "ledger: charged rho=" in out
     assert len(_versions(store, "toy_dp")) == 3
-    man = json.loads((store / "toy_dp" / _versions(store, "toy_dp")[0] / "manifest.json").read_text())
+    man = json.loads(
+        (store / "toy_dp" / _versions(store, "toy_dp")[0] / "manifest.json").read_text()
+    )
     # the charge reserved before the noise is what the release reports it spent
     assert man["ledger"]["charge"]["rho"] == man["metrics"]["privacy"]["rho"] == cost.rho
     write_days(tmp_path, 4)
@@ -206,8 +208,15 @@ def test_partitions_compose_in_parallel(tmp_path, capsys, cost):
     rows = _budget_json(capsys, "--store", str(store))["blocks"]
     assert all(r["spent_rho"] == pytest.approx(2 * cost.rho) for r in rows)
     code, _, err = run_cli(
-        capsys, "run", str(spec), "--store", str(store), "--partition", day_keys(1)[0],
-        "--set", "iters=21",
+        capsys,
+        "run",
+        str(spec),
+        "--store",
+        str(store),
+        "--partition",
+        day_keys(1)[0],
+        "--set",
+        "iters=21",
     )
     assert code == 2
     assert day_keys(1)[0] in err and "exhausted" in err

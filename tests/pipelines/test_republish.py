@@ -87,7 +87,9 @@ def test_allow_publishes_and_warns(tmp_path, capsys):
     man = json.loads((store / "toy_daily" / latest / "manifest.json").read_text())
     assert man["ledger"]["policy"] == "allow" and man["ledger"]["intersects"]
     assert "may be intersected" in (store / "toy_daily" / latest / "report.html").read_text()
-    assert "intersect" not in (store / "toy_daily" / latest / "shared" / "manifest.json").read_text()
+    assert (
+        "intersect" not in (store / "toy_daily" / latest / "shared" / "manifest.json").read_text()
+    )
 
 
 def test_identical_outputs_are_not_a_republication(tmp_path, capsys):
