@@ -5,9 +5,11 @@ Two rules, each in one place:
 - **Budget** (``admit``, before the algorithm runs): a differentially private release states
   its cost from its params and the input's schema (``Algorithm.privacy_cost``) and reserves it
   on every block it reads, in one transaction that checks the spec's ``budget``; a release
-  over budget is refused (``BudgetExceeded``, exit 2) before any noise is drawn. Every
-  release, DP or not, gets its ledger entries here (a release without a budget is charged with
-  no cap, and the report says no budget is declared).
+  over budget is refused (``BudgetExceeded``, exit 2) before any noise is drawn (a DP release
+  without a budget is charged with no cap, and the report says no budget is declared). A
+  release that is not DP spends nothing: it is recorded once its validation passed, just
+  before its manifest is written (``Admission.enter``), so a run that fails earlier leaves
+  no ledger behind.
 - **Re-publication** (``check_republish``, after the algorithm ran, before anything is
   written): a release of an algorithm that is not DP whose blocks an earlier *published*
   release of the same pipeline covered with different public outputs (their sha256 differ:
@@ -30,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from pipelines.ledger import Charge, Ledger, RepublishRefused, default_url, redact
+from pipelines.ledger import Charge, Ledger, RepublishRefused, default_url, expand, redact
 from schemas.errors import SpecError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -59,10 +61,11 @@ def ledger_url(plan: ReleasePlan) -> tuple[str, str] | None:
     return None
 
 
-def ledger_for(plan: ReleasePlan) -> Ledger | None:
+def ledger_for(plan: ReleasePlan, create: bool = True) -> Ledger | None:
     """The plan's ledger, opened (``StoreError`` naming the redacted URL when it cannot be).
-    None only without any: a store that is not a local folder and no URL, which a spec with a
-    ``budget`` may not have (``SpecError``)."""
+    None without any: a store that is not a local folder and no URL, which a spec with a
+    ``budget`` may not have (``SpecError``); with ``create=False``, also when the store's own
+    ledger does not exist yet (nothing is created)."""
     found = ledger_url(plan)
     if found is None:
         if plan.spec.budget is not None:
@@ -73,6 +76,12 @@ def ledger_for(plan: ReleasePlan) -> Ledger | None:
             )
         return None
     url, key = found
+    if (
+        not create
+        and key == "the store's ledger"
+        and not plan.open_store().exists(".privfair", "ledger.sqlite")
+    ):
+        return None
     ledger = Ledger.open(url, key)
     ledger.own = key == "the store's ledger"
     return ledger
@@ -108,34 +117,67 @@ def _policy(plan: ReleasePlan) -> str:
 
 @dataclass
 class Admission:
-    """A release's place in the ledger: its charge (``run_id``, first ``entry``, ``blocks``),
-    the account after it, and what the re-publication check found."""
+    """A release's place in the ledger: its entries (``charge``: run id, first entry, blocks,
+    the account after it; None until a release that is not DP is entered), and what the
+    re-publication check found (``digest`` of its outputs, the earlier releases it
+    ``intersects``, ``others``: other pipelines' releases of the same rows)."""
 
-    ledger: Ledger
-    charge: Charge
+    plan: ReleasePlan
+    version: str
+    charge: Charge | None
     dataset: str
+    blocks: tuple[str, ...]
     cost: Cost | None
     budget: dict | None
     policy: str | None
+    ledger: Ledger | None = None
+    where: str = STORE_LEDGER  # how manifests name the ledger: never a password, nor a local path
+    digest: str | None = None
     intersects: list[dict] = field(default_factory=list)
     others: list[dict] = field(default_factory=list)
     status: str = "reserved"
 
-    def mark(self, status: str, note: str | None = None) -> None:
-        """Record how the release ended (once: the first final status stays)."""
-        if self.status != "reserved":
+    def open(self) -> Ledger:
+        if self.ledger is None:
+            self.ledger = ledger_for(self.plan)
+            assert self.ledger is not None  # admit found one
+        return self.ledger
+
+    def enter(self) -> None:
+        """Record a release that is not DP (no charge, its policy and output digest), once its
+        validation passed; a DP release was recorded by ``admit``."""
+        if self.charge is not None:
             return
-        self.ledger.mark(self.charge.run_id, status, note)
+        self.charge = self.open().reserve(
+            dataset=self.dataset,
+            blocks=self.blocks,
+            per="partition",
+            pipeline=self.plan.name,
+            version=self.version,
+            partition=self.plan.partition,
+            family=self.plan.algo.family,
+            cost=None,
+            budget=None,
+            policy=self.policy,
+            digest=self.digest,
+        )
+
+    def mark(self, status: str, note: str | None = None) -> None:
+        """Record how the release ended (once: the first final status stays); nothing for a
+        release that was never entered."""
+        if self.status != "reserved" or self.charge is None:
+            return
+        self.open().mark(self.charge.run_id, status, note)
         self.status = status
 
     def record(self) -> dict:
         """``manifest["ledger"]``: the dataset, the blocks charged, the policy, this release's
         charge, the declared budget, and spent/remaining after it on the most-spent block."""
-        acc = self.charge.account
+        acc = self.charge.account if self.charge is not None else {}
         return {
             "dataset": self.dataset,
             "unit": "record",
-            "blocks": list(self.charge.blocks),
+            "blocks": list(self.charge.blocks if self.charge is not None else self.blocks),
             "policy": self.policy,
             "charge": (
                 {"rho": self.cost.rho, "epsilon": self.cost.epsilon, "delta": self.cost.delta}
@@ -143,11 +185,13 @@ class Admission:
                 else None
             ),
             "budget": self.budget,
-            "spent": acc["spent"] if self.cost is not None else None,
-            "remaining": acc["remaining"] if self.cost is not None else None,
-            "entry": self.charge.entry,
-            "run": self.charge.run_id,
-            "ledger": STORE_LEDGER if self.ledger.own else self.ledger.url,
+            "spent": acc.get("spent") if self.cost is not None else None,
+            "remaining": acc.get("remaining") if self.cost is not None else None,
+            "entry": self.charge.entry if self.charge is not None else None,
+            "run": self.charge.run_id if self.charge is not None else None,
+            "ledger": self.where,
+            "digest": self.digest,
+            "version": self.version,
             "intersects": self.intersects,
             "other_pipelines": self.others,
         }
@@ -158,22 +202,24 @@ class Admission:
         (a record never holds a URL with its password)."""
         if not record:
             return None
-        ledger = ledger_for(plan)
-        if ledger is None:  # pragma: no cover - the task that admitted it had one
-            return None
         from components.core.descriptor import Cost
 
         c = record.get("charge")
         acc = {"spent": record.get("spent"), "remaining": record.get("remaining")}
+        run = record.get("run")
         return cls(
-            ledger,
-            Charge(record["run"], record["entry"], tuple(record["blocks"]), acc),
+            plan,
+            record["version"],
+            Charge(run, record["entry"], tuple(record["blocks"]), acc) if run else None,
             record["dataset"],
+            tuple(record["blocks"]),
             Cost(c["rho"], c["epsilon"], c["delta"]) if c else None,
             record.get("budget"),
             record.get("policy"),
-            list(record.get("intersects") or []),
-            list(record.get("other_pipelines") or []),
+            where=record.get("ledger") or STORE_LEDGER,
+            digest=record.get("digest"),
+            intersects=list(record.get("intersects") or []),
+            others=list(record.get("other_pipelines") or []),
         )
 
     def public(self) -> dict | None:
@@ -185,30 +231,38 @@ class Admission:
 
 
 def admit(plan: ReleasePlan, ing: Ingested, version: str) -> Admission | None:
-    """Record this release in the plan's ledger before it runs; for a differentially private
-    algorithm, reserve its cost against the spec's budget (``BudgetExceeded`` when any block
-    it reads cannot afford it: nothing has run). None when the plan has no ledger."""
-    ledger = ledger_for(plan)
-    if ledger is None:
-        return None
+    """For a differentially private algorithm, reserve its cost in the plan's ledger against
+    the spec's budget before it runs (``BudgetExceeded`` when any block it reads cannot afford
+    it: nothing has run). A release that is not DP is only prepared here (``Admission.enter``
+    records it once validated). None when the plan has no ledger."""
     cost = plan.algo.privacy_cost(plan.spec.params, ing.table)
     dp = cost is not None
-    blocks = list(ing.input.get("blocks") or ["*"])
-    budget = _budget(plan) if dp else None
-    per = _per(plan) if dp else "partition"
+    ledger = ledger_for(plan, create=dp)
+    if ledger is None and (dp or ledger_url(plan) is None):
+        return None
+    blocks = tuple(ing.input.get("blocks") or ["*"])
+    url, key = ledger_url(plan)  # type: ignore[misc] - not None: a ledger or its URL exists
+    where = STORE_LEDGER if key == "the store's ledger" else redact(expand(url, key))
+    if not dp:
+        return Admission(
+            plan, version, None, dataset_key(plan), blocks, None, None, _policy(plan), ledger, where
+        )
+    budget = _budget(plan)
     charge = ledger.reserve(
         dataset=dataset_key(plan),
         blocks=blocks,
-        per=per,
+        per=_per(plan),
         pipeline=plan.name,
         version=version,
         partition=plan.partition,
         family=plan.algo.family,
         cost=cost,
         budget=budget,
-        policy=None if dp else _policy(plan),
+        policy=None,
     )
-    return Admission(ledger, charge, dataset_key(plan), cost, budget, None if dp else _policy(plan))
+    return Admission(
+        plan, version, charge, dataset_key(plan), charge.blocks, cost, budget, None, ledger, where
+    )
 
 
 def digest_of(output_bytes: dict[str, bytes]) -> str:
@@ -234,13 +288,16 @@ def check_republish(
     from pipelines.flow import parquet_bytes
 
     data = {k: v if isinstance(v, bytes) else parquet_bytes(v) for k, v in outputs.items()}
-    digest = digest_of(data)
-    adm.ledger.set_digest(adm.charge.run_id, digest, adm.policy)
-    mine = set(adm.charge.blocks)
+    digest = adm.digest = digest_of(data)
+    if adm.ledger is None:  # the store's ledger does not exist yet: nothing was released
+        adm.ledger = ledger_for(plan, create=False)
+        if adm.ledger is None:
+            return []
+    mine = set(adm.blocks)
     earlier = [
         e
         for e in adm.ledger.entries(dataset=adm.dataset)
-        if e.status == "published" and e.run_id != adm.charge.run_id and _overlap(e.block, mine)
+        if e.status == "published" and _overlap(e.block, mine)
     ]
     warnings = []
     others = sorted({(e.pipeline, e.version) for e in earlier if e.pipeline != plan.name})
@@ -269,6 +326,7 @@ def check_republish(
             "group"
         )
         return warnings
+    adm.enter()  # the refused attempt is on record too (it counts nothing)
     adm.mark("refused", f"republish: {adm.policy}")
     if adm.policy == "new_partitions":
         fresh = sorted(mine - {b for bs in clash.values() for b in bs})

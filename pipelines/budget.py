@@ -20,9 +20,9 @@ from schemas.errors import StoreError
 __all__ = ["open_ledger", "ledger_summary"]
 
 
-def open_ledger(url: str | None, store: str | None) -> Ledger:
+def open_ledger(url: str | None, store: str | None) -> Ledger | None:
     """The ledger ``privfair budget`` reads: ``url``, else ``$PRIVFAIR_LEDGER``, else the local
-    store's own (``StoreError`` when that store has none yet: nothing is created)."""
+    store's own (None when that store has none yet: nothing is created)."""
     from pipelines.release import Store
 
     if url is None:
@@ -33,7 +33,7 @@ def open_ledger(url: str | None, store: str | None) -> Ledger:
             raise StoreError(st.path(), "a remote store keeps no ledger: give --ledger URL")
         url = default_url(st.path())
         if not st.exists(".privfair", "ledger.sqlite"):
-            raise StoreError(url, "no ledger yet: no release was recorded in this store")
+            return None
     return Ledger.open(url, "--ledger")
 
 

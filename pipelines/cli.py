@@ -101,6 +101,9 @@ def cmd_budget(args: argparse.Namespace) -> int:
     from pipelines.budget import ledger_summary, open_ledger
 
     ledger = open_ledger(args.ledger, args.store)
+    if ledger is None:
+        print(f"no ledger in {args.store}: no release was recorded there")
+        return 0
     rows = ledger_summary(ledger.entries(dataset=args.dataset))
     if args.json:
         print(json.dumps({"ledger": ledger.url, "blocks": rows}, indent=2))

@@ -407,6 +407,8 @@ def build_candidate(
         declared_copies(result.contract, outputs),
         cand.local_dir if cand.store.local else None,
     )
+    if validation.passed and adm is not None:
+        adm.enter()  # a release that is not DP is recorded once it may be published
     man = manifest(plan, ing, result, validation, cand.version, adm)
     from pipelines.report import render_public_report, render_report
 

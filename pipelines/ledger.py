@@ -445,6 +445,7 @@ class Ledger:
         budget: dict | None,
         policy: str | None,
         unit: str = "record",
+        digest: str | None = None,
     ) -> Charge:
         """Check the budget and record this release on ``blocks`` in one transaction.
 
@@ -481,7 +482,7 @@ class Ledger:
                         json.dumps(budget, sort_keys=True) if budget is not None else None,
                         per,
                         policy,
-                        None,
+                        digest,
                         status,
                         None,
                         now,
@@ -509,13 +510,6 @@ class Ledger:
                 f"UPDATE {TABLE} SET status = ?, note = COALESCE(?, note), updated_at = ? "
                 "WHERE run_id = ? AND status <> 'refused'",
                 (status, note, _now(), run_id),
-            )
-
-    def set_digest(self, run_id: str, digest: str, policy: str | None) -> None:
-        with self._tx() as cur:
-            cur.execute(
-                f"UPDATE {TABLE} SET digest = ?, policy = ?, updated_at = ? WHERE run_id = ?",
-                (digest, policy, _now(), run_id),
             )
 
     def entries(self, dataset: str | None = None, pipeline: str | None = None) -> list[Entry]:

@@ -431,6 +431,13 @@ def _staged(store: Store, pipeline: str, version: str, name: str | None) -> Cand
     return Candidate.attach(store, pipeline, version, name)
 
 
+def _staged_ledger(store: Store, cand: Candidate | None) -> dict | None:
+    """The ledger record of a staged candidate's manifest (its entry exists once staged)."""
+    if cand is None:
+        return None
+    return json.loads(store.read_text(*cand.parts, "manifest.json")).get("ledger")
+
+
 def publish_task(
     protected: ProtectRecord | dict,
     validated: ValidateRecord | dict | None,
@@ -455,7 +462,7 @@ def publish_task(
     cand = _staged(st, name, version, val.candidate if val else None)
     existing = flow.already_published(st, name, version)
     message = existing.message or rec.rebuilt
-    adm = Admission.restore(plan, rec.ledger)
+    adm = Admission.restore(plan, _staged_ledger(st, cand) or rec.ledger)
     if existing:
         if cand is not None:
             cand.discard()
@@ -469,6 +476,7 @@ def publish_task(
             cand = _staged(st, name, version, val.candidate)
             if cand is None:  # pragma: no cover - validate_task just staged it
                 raise RuntimeError(f"candidate {val.candidate} vanished from staging")
+            adm = Admission.restore(plan, _staged_ledger(st, cand)) or adm
         published = flow.publish(plan, cand, adm=adm)
         status = flow.status_of(published, bool(message))
         message = message if published else None

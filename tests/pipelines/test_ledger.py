@@ -307,3 +307,11 @@ def test_composition_arithmetic(rhos, cap):
     assert acc["remaining"]["rho"] == pytest.approx(
         max(0.0, rho_budget(eps, delta) - math.fsum(rhos)), abs=1e-9
     )
+
+
+def test_budget_command_on_a_store_without_a_ledger(tmp_path, capsys):
+    code, out, _ = run_cli(capsys, "budget", "--store", str(tmp_path / "none"))
+    assert code == 0 and "no ledger" in out
+    assert not (tmp_path / "none").exists()
+    code, _, err = run_cli(capsys, "budget", "--ledger", "postgresql://a:pw@127.0.0.1:1/x")
+    assert code == 2 and "a:***@" in err and ":pw@" not in err

@@ -130,3 +130,29 @@ def test_other_pipelines_of_the_dataset_are_a_warning(tmp_path, capsys):
     code, out, err = _run(capsys, other, store, "--set", "k=6")
     assert code == 0, err
     assert "also released by other pipelines" in out and "toy_daily" in out
+
+
+def test_the_orchestrators_tasks_apply_the_policy(tmp_path):
+    """protect/validate/publish tasks: the first release is entered as published; a second
+    grouping of the same rows is refused in validate_task, before anything is staged."""
+    from pipelines import tasks
+    from pipelines.catalogue import load_spec, with_params
+    from pipelines.ledger import RepublishRefused
+
+    write_days(tmp_path, 2)
+    store = tmp_path / "store"
+    spec = load_spec(_spec(tmp_path, partitions=False))
+    for i, k in enumerate((5, 6)):
+        s = with_params(spec, {"k": k})
+        work = tmp_path / f"work{i}"
+        prot = tasks.protect_task(s, tasks.ingest_task(s, work), work, store)
+        if i == 0:
+            pub = tasks.publish_task(prot, tasks.validate_task(prot, store), store)
+            assert pub.status == "published" and pub.ledger["policy"] == "refuse"
+            assert isinstance(pub.ledger["entry"], int)
+        else:
+            with pytest.raises(RepublishRefused, match="republish: refuse"):
+                tasks.validate_task(prot, store)
+    ledger = Ledger.open(f"sqlite:///{store / '.privfair' / 'ledger.sqlite'}")
+    assert [e.status for e in ledger.entries()] == ["published", "refused"]
+    assert not any((store / "toy_daily" / ".staging").glob("*"))
