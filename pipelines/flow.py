@@ -15,6 +15,12 @@ every other file; ``report.html``; each sidecar as ``internal/<sidecar>.parquet`
 ``shared/<output>.parquet``, the public manifest and report: ``pipelines.share``). An existing
 version is reused only when it is complete (``already_published``); otherwise it is quarantined
 and built again.
+
+Every release that runs goes through the ledger (``pipelines.ledger``, ``pipelines.admission``):
+``admit`` reserves a differentially private release's cost before its algorithm runs (refused
+over budget), ``admitted`` applies the spec's re-publication policy to the outputs before any
+file is written, ``stage`` and ``publish`` record how it ended. A reused version runs nothing
+and spends nothing.
 """
 
 from __future__ import annotations

@@ -23,8 +23,9 @@ rules the ledger enforces:
 
 >>> redact("postgresql://ann:s3cret@db:5432/ledger")
 'postgresql://ann:***@db:5432/ledger'
->>> compose([0.01, 0.02], {"rho": 0.035})["remaining"]["rho"]
-0.005000000000000004
+>>> acc = compose([0.01, 0.02], {"rho": 0.035})
+>>> round(acc["spent"]["rho"], 12), round(acc["remaining"]["rho"], 12), acc["fits"]
+(0.03, 0.005, True)
 """
 
 from __future__ import annotations

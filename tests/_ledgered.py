@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pyarrow as pa
 import yaml
 from _partitioned import spec_text
 
@@ -24,13 +23,17 @@ COLUMNS = {
 }
 
 
-def release_cost():
-    """The cost of one release of the DP spec (MST over the four toy columns)."""
-    from components.core.registry import algorithm
+def release_cost(folder: Path):
+    """The cost of one release of the DP spec (MST over the four toy columns), as the flow
+    computes it from the ingested table (written to ``folder``)."""
+    from _partitioned import write_days
 
-    algo = algorithm("mst")
-    table = pa.table({c: [0] for c in ("x", "c", "PA", "y")})
-    return algo.privacy_cost(algo.params(**PARAMS), table)
+    from pipelines.catalogue import load_spec
+    from pipelines.flow import ReleasePlan
+
+    write_days(folder, 1)
+    plan = ReleasePlan.of(load_spec(write_dp_spec(folder, partitions=False)))
+    return plan.algo.privacy_cost(plan.spec.params, plan.ingest().table)
 
 
 def write_dp_spec(folder: Path, name: str = "toy_dp", partitions: bool = True, **extra) -> Path:

@@ -335,8 +335,9 @@ def ledger_table(rows: list[dict]) -> pa.Table:
 
 
 def release_cost(params, table=None):
-    """The privacy cost of one MST or PreFair release with ``params`` on ``table`` (only its
-    column count is read: every column is an attribute), before any noise: OpenDP's composed
+    """The privacy cost of one MST or PreFair release with ``params`` on ``table`` (its roles
+    are checked, ``InputError`` as the run would raise, and its column count read: every
+    column is an attribute; no value is read), before any noise: OpenDP's composed
     rho of the planned steps, exactly the ``privacy.rho`` the run reports, and its (epsilon,
     delta) conversion. Without a table, the budget rho the plan fits within (an upper bound).
 
@@ -351,8 +352,12 @@ def release_cost(params, table=None):
     if table is None:
         rho = rho_budget(float(params.epsilon), float(params.delta))
     else:
-        d = table.num_columns
+        from components.synthesis.inputs import synthesis_roles
+
         selector = selector_of(params)
+        # the roles are checked first: a table the run would refuse is refused before any charge
+        synthesis_roles(table, fair=selector != "mst")
+        d = table.num_columns
         _, steps = plan(params.epsilon, params.delta, d, selector, params.split)
         rho = composed_total([steps[p].rho for p in PHASES for _ in range(calls(p, d, selector))])
     return Cost(rho=rho, epsilon=epsilon_of(rho, float(params.delta)), delta=float(params.delta))

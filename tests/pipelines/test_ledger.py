@@ -30,8 +30,8 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def cost():
-    return release_cost()
+def cost(tmp_path_factory):
+    return release_cost(tmp_path_factory.mktemp("cost"))
 
 
 @pytest.fixture
@@ -245,6 +245,20 @@ def test_manifests_and_report_state_the_charge(tmp_path, capsys, cost):
     assert run_cli(capsys, "run", str(nobudget), "--store", str(store))[0] == 0
     folder = store / "toy_free" / _versions(store, "toy_free")[0]
     assert "no budget is declared" in (folder / "report.html").read_text()
+
+
+def test_a_table_the_run_refuses_is_refused_before_the_charge(tmp_path, capsys):
+    """A role MST does not read is refused by the cost itself: no ledger is created."""
+    import yaml
+
+    write_days(tmp_path, 1)
+    spec = write_dp_spec(tmp_path, partitions=False, budget={"rho": 1})
+    raw = yaml.safe_load(spec.read_text())
+    raw["dataset"]["columns"]["x"]["role"] = "quasi_identifier"
+    spec.write_text(yaml.safe_dump(raw))
+    code, _, err = run_cli(capsys, "run", str(spec), "--store", str(tmp_path / "store"))
+    assert code == 2 and "column 'x'" in err
+    assert not (tmp_path / "store").exists()
 
 
 def test_bad_ledger_urls_exit_2_without_the_password(tmp_path, capsys, monkeypatch):
