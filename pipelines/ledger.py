@@ -266,7 +266,6 @@ def account(
 
 # --- backends --------------------------------------------------------------------------------
 class _Backend:
-    placeholder = "?"
     id_type = "INTEGER PRIMARY KEY AUTOINCREMENT"
 
     def sql(self, text: str) -> str:
@@ -279,11 +278,15 @@ class _SQLite(_Backend):
 
     @contextmanager
     def transaction(self, lock_key: str | None) -> Iterator[Any]:
-        fresh = not self.path.exists()
+        if not self.path.exists():  # the owner's only, from the start (its -wal/-shm follow it)
+            try:
+                os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600))
+            except OSError as e:
+                raise StoreError(
+                    str(self.path), f"cannot create the ledger: {e.strerror}"
+                ) from None
         conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
-            if fresh:
-                os.chmod(self.path, 0o600)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("BEGIN IMMEDIATE")  # one writer at a time: check-and-reserve is atomic
             cur = conn.cursor()

@@ -329,3 +329,22 @@ def test_budget_command_on_a_store_without_a_ledger(tmp_path, capsys):
     assert not (tmp_path / "none").exists()
     code, _, err = run_cli(capsys, "budget", "--ledger", "postgresql://a:pw@127.0.0.1:1/x")
     assert code == 2 and "a:***@" in err and ":pw@" not in err
+
+
+def test_the_store_ledger_is_the_owners_and_versioned(tmp_path, capsys):
+    """The SQLite ledger is created 0600; a ledger of another schema version is refused
+    (exit 2 naming the versions), as is a file that is not a ledger."""
+    import sqlite3
+    import stat
+
+    path = tmp_path / "l" / "ledger.sqlite"
+    Ledger.open(f"sqlite:///{path}")
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE privfair_ledger_meta SET value = '99' WHERE key = 'schema'")
+    code, _, err = run_cli(capsys, "budget", "--ledger", f"sqlite:///{path}")
+    assert code == 2 and "schema version 99" in err
+    junk = tmp_path / "junk.sqlite"
+    junk.write_text("not a database, " * 100)
+    code, _, err = run_cli(capsys, "budget", "--ledger", f"sqlite:///{junk}")
+    assert code == 2 and "the ledger cannot be used" in err
