@@ -233,15 +233,14 @@ def _now() -> str:
 
 
 def _spent_rhos(entries: Sequence[Entry], block: str, per: str) -> list[float]:
-    """The rhos that count against ``block``: per dataset, each release once whatever it read;
-    per partition, the entries of that block and of ``*`` (a release that read every block)."""
-    if per == "dataset":
-        by_run: dict[str, float] = {}
-        for e in entries:
-            if e.counted:
-                by_run[e.run_id] = max(by_run.get(e.run_id, 0.0), float(e.rho))  # type: ignore[arg-type]
-        return list(by_run.values())
-    return [float(e.rho) for e in entries if e.counted and e.block in (block, "*")]  # type: ignore[arg-type]
+    """The rhos that count against ``block``, each release (run) once: per dataset, every
+    release whatever it read; per partition, the releases with an entry on that block or on
+    ``*`` (a release that read every block)."""
+    by_run: dict[str, float] = {}
+    for e in entries:
+        if e.counted and (per == "dataset" or e.block in (block, "*")):
+            by_run[e.run_id] = max(by_run.get(e.run_id, 0.0), float(e.rho))  # type: ignore[arg-type]
+    return list(by_run.values())
 
 
 def account(

@@ -348,3 +348,80 @@ def test_the_store_ledger_is_the_owners_and_versioned(tmp_path, capsys):
     junk.write_text("not a database, " * 100)
     code, _, err = run_cli(capsys, "budget", "--ledger", f"sqlite:///{junk}")
     assert code == 2 and "the ledger cannot be used" in err
+
+
+def test_a_ledger_password_is_in_no_file_of_the_store(tmp_path, capsys, cost, pg_ledger):
+    """A PostgreSQL URL with a password (the test server trusts any): the release is charged
+    there, and the password is in no manifest, report or ledger record, only ``***``."""
+    url = pg_ledger.replace("privfair@", "privfair:s3cretpw@")
+    write_days(tmp_path, 1)
+    spec = write_dp_spec(tmp_path, partitions=False, budget={"rho": 2 * cost.rho, "ledger": url})
+    store = tmp_path / "store"
+    code, out, err = run_cli(capsys, "run", str(spec), "--store", str(store))
+    assert code == 0, err
+    assert "s3cretpw" not in out + err
+    for path in store.rglob("*"):
+        if path.is_file():
+            assert b"s3cretpw" not in path.read_bytes(), path
+    man = json.loads(next(store.glob("toy_dp/*/manifest.json")).read_text())
+    assert man["spec"]["budget"]["ledger"] == redact(url) == man["ledger"]["ledger"]
+    assert not (store / ".privfair" / "ledger.sqlite").exists()  # charged in PostgreSQL only
+    assert [e.status for e in Ledger.open(url).entries()] == ["published"]
+
+
+_statuses = st.sampled_from(["reserved", "published", "quarantined", "failed", "refused"])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.lists(st.sampled_from("abc*"), min_size=1, max_size=3, unique=True), _rho, _statuses
+        ),
+        max_size=8,
+    ),
+    _rho,
+)
+def test_parallel_composition_arithmetic(releases, cap):
+    """Per partition, a block's spent rho is the sum over the releases that read it (or read
+    every block, ``*``); per dataset, each release counts once whatever it read; a refused
+    attempt counts nothing; a charge fits only if it fits on every block it reads."""
+    from pipelines.ledger import Entry, _spent_rhos, account
+
+    entries = [
+        Entry(
+            i * 10 + j,
+            f"r{i}",
+            "d",
+            "record",
+            b,
+            "p",
+            "v",
+            None,
+            None,
+            rho,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            status,
+            None,
+            "",
+            "",
+        )
+        for i, (blocks, rho, status) in enumerate(releases)
+        for j, b in enumerate(blocks)
+    ]
+    counted = [(set(b), r) for b, r, s in releases if s != "refused"]
+    for block in "abc":
+        want = math.fsum(r for bs, r in counted if block in bs or "*" in bs)
+        assert math.fsum(_spent_rhos(entries, block, "partition")) == pytest.approx(want)
+    assert math.fsum(_spent_rhos(entries, "*", "dataset")) == pytest.approx(
+        math.fsum(r for _, r in counted)
+    )
+    _, worst, fits = account(entries, ["a", "b"], "partition", {"rho": cap}, 0.01)
+    each = [compose(_spent_rhos(entries, b, "partition"), {"rho": cap}, 0.01) for b in "ab"]
+    assert fits == all(a["fits"] for a in each)
+    assert worst["spent"]["rho"] == max(a["spent"]["rho"] for a in each)
