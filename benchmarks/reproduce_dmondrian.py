@@ -13,11 +13,15 @@ From the repository root::
 
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_dmondrian.py
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_dmondrian.py --quick
+    PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_dmondrian.py --cap
 
 The full run (about 25 min on a busy 2-core machine) writes
 ``benchmarks/results_reproduce_dmondrian.md`` and ``benchmarks/results_reproduce_dmondrian_*.svg``.
 ``--quick`` (a t step of 0.05, one timing run, 2,000 queries) prints the report and writes files
-only when ``--out`` is given. ``--json PATH`` saves the raw results, ``--from-json PATH``
+only when ``--out`` is given. ``--cap`` (a few minutes) runs only the class-count and LM curves
+of dMondrian, dSabre and dSabre with ``split_pairs`` against t, beside dSabre's ceiling
+|R| - min(a, b) - min(c, d) (``cap_curves``), and writes ``results_reproduce_dmondrian_cap.md``
+and ``results_reproduce_dmondrian_{german,adult}_{classes,cap_lm}.svg``. ``--json PATH`` saves the raw results, ``--from-json PATH``
 rebuilds the report from them.
 
 Notes
@@ -823,6 +827,123 @@ def svg_plots(res: dict, prefix: Path) -> list[Path]:
     return written
 
 
+CAP_ALGORITHMS: tuple[tuple[str, Callable, Callable[[float], Any]], ...] = (
+    ("dMondrian", dmondrian, lambda t: DMondrianParams(t=t, utility_queries=0)),
+    ("dSabre", dsabre, lambda t: DSabreParams(t=t, utility_queries=0)),
+    (
+        "dSabre, split_pairs",
+        dsabre,
+        lambda t: DSabreParams(t=t, utility_queries=0, split_pairs=True),
+    ),
+)
+
+
+def dsabre_cap(counts: tuple[int, int, int, int]) -> int:
+    """dSabre's ceiling on the class count: |R| - min(a, b) - min(c, d) (halving never splits
+    a (1, 1, 0, 0) or (0, 0, 1, 1) leaf).
+
+    >>> dsabre_cap((109, 201, 191, 499))
+    700
+    """
+    a, b, c, d = counts
+    return a + b + c + d - min(a, b) - min(c, d)
+
+
+def cap_curves(names: list[str], steps: dict[str, float]) -> dict[str, Any]:
+    """Per dataset and t (``grid`` plus t_max itself): classes and LM of every
+    ``CAP_ALGORITHMS`` entry, and dSabre's ceiling."""
+    out: dict[str, Any] = {"rows": [], "cap": {}, "t_max": {}}
+    for name in names:
+        table = load(name)
+        prep = prepare(table, None)
+        top = float(t_max(prep.p_minus))
+        out["cap"][name] = dsabre_cap(prep.counts)
+        out["t_max"][name] = top
+        for t in sorted(set(grid(prep.tau_r, top, steps[name])) | {top}):
+            for label, algo, make in CAP_ALGORITHMS:
+                m = algo(table, make(t)).metrics
+                out["rows"].append(
+                    {
+                        "data": name,
+                        "algorithm": label,
+                        "t": t,
+                        "classes": m["classes"],
+                        "lm_norm": m["information_loss"]["lm_norm"],
+                    }
+                )
+                print(f"{name} {label} t={t:.4f} classes={m['classes']}", file=sys.stderr)
+    return out
+
+
+def cap_report(res: dict[str, Any], command: str, seconds: float) -> str:
+    """Markdown of ``cap_curves``: per dataset a table of classes and LM against t."""
+    L = [
+        "# dSabre's class-count ceiling against dMondrian (issue 27)",
+        "",
+        f"Command: `{command}` ({dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, {seconds:.0f} s). "
+        "Classes and LM (normalised, AMB-14) of each release, no count queries. dSabre's "
+        "Dichotomize halves (a, b, c, d) into (floor(a/2), floor(b/2), ceil(c/2), ceil(d/2)) and "
+        "the rest, so a (1, 1, 0, 0) or (0, 0, 1, 1) leaf (one negative and one positive row of "
+        "one PD group) never splits: the paper's dSabre makes **at most** |R| - min(a, b) - "
+        "min(c, d) classes (a ceiling, whatever t). `split_pairs` (off by default, a deviation) "
+        "splits such a pair when both single rows pass tau <= t; a single row has tau = p- or "
+        "1 - p-, so that needs t = max(p-, 1 - p-).",
+        "",
+    ]
+    for name, cap in res["cap"].items():
+        rows = [r for r in res["rows"] if r["data"] == name]
+        ts = sorted({r["t"] for r in rows})
+        by = {(r["algorithm"], r["t"]): r for r in rows}
+        labels = [a for a, _, _ in CAP_ALGORITHMS]
+        L += [
+            f"## {name.capitalize()}: dSabre's ceiling {cap:,} classes, t_max = "
+            f"{res['t_max'][name]:.4f}",
+            "",
+            "| t | " + " | ".join(f"{a}: classes | {a}: LM" for a in labels) + " |",
+            "|---|" + "---|---|" * len(labels),
+        ]
+        for t in ts:
+            cells = []
+            for a in labels:
+                r = by[(a, t)]
+                cells.append(f"{r['classes']:,} | {r['lm_norm']:.4f}")
+            L.append(f"| {t:.6g} | " + " | ".join(cells) + " |")
+        L.append("")
+    return "\n".join(L)
+
+
+def cap_svgs(res: dict[str, Any], prefix: Path) -> list[Path]:
+    """Classes and LM against t, the three algorithms and dSabre's ceiling, per dataset."""
+    written = []
+    for name, cap in res["cap"].items():
+        rows = [r for r in res["rows"] if r["data"] == name]
+
+        def pts(label: str, key: str, rows: list[dict] = rows) -> list[tuple[float, float, str]]:
+            return [(r["t"], r[key], f"t = {r['t']:.4f}") for r in rows if r["algorithm"] == label]
+
+        ts = sorted({r["t"] for r in rows})
+        ceiling = [(t, float(cap), "ceiling") for t in ts]
+        labels = [a for a, _, _ in CAP_ALGORITHMS]
+        for key, title, ylab, extra in (
+            (
+                "classes",
+                "classes against t (dSabre's ceiling |R| - min(a,b) - min(c,d))",
+                "classes",
+                [("dSabre ceiling", ceiling)],
+            ),
+            ("cap_lm", "LM (normalised) against t", "LM_norm", []),
+        ):
+            metric = "classes" if key == "classes" else "lm_norm"
+            series = [(a, pts(a, metric)) for a in labels] + extra
+            svg = plots.scatter_chart(
+                series, title=f"{name.capitalize()}: {title}", x_label="t", y_label=ylab
+            )
+            path = prefix.with_name(f"{prefix.name}_{name}_{key}.svg")
+            path.write_text(svg)
+            written.append(path)
+    return written
+
+
 def report(res: dict) -> str:
     rows = res["rows"]
     L = [
@@ -1083,9 +1204,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="report path (default: the results file, full run)")
     ap.add_argument("--json", type=Path, help="also save the raw results here")
     ap.add_argument("--from-json", type=Path, help="only rebuild the report from saved results")
+    ap.add_argument(
+        "--cap",
+        action="store_true",
+        help="only the class-count and LM curves of dMondrian, dSabre and dSabre split_pairs",
+    )
     args = ap.parse_args(argv)
     if args.data_dir:
         os.environ["PRIVFAIR_DATA_DIR"] = str(Path(args.data_dir).resolve())
+    if args.cap:
+        started = time.perf_counter()
+        names = [d for d in args.datasets.split(",") if d]
+        res = cap_curves(names, {"german": args.german_step, "adult": args.adult_step})
+        command = "PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/" + " ".join(
+            ["reproduce_dmondrian.py", *shown_args(sys.argv[1:])]
+        )
+        prefix = HERE / "results_reproduce_dmondrian"
+        svgs = cap_svgs(res, prefix)
+        text = cap_report(res, command, time.perf_counter() - started)
+        text += "\nPlots: " + ", ".join(f"`{p.name}`" for p in svgs) + ".\n"
+        (HERE / "results_reproduce_dmondrian_cap.md").write_text(text)
+        print(text)
+        return 0
     out = args.out or (None if args.quick else HERE / "results_reproduce_dmondrian.md")
 
     if args.from_json:

@@ -12,6 +12,30 @@ release and its shareable copy are the ones ``privfair run`` produces. ``cleanup
 task, removes the run's work folder when the run ends, whatever its outcome; no task keeps a
 copy of the raw input (each reads the source and checks its fingerprint).
 
+Recurring releases (a spec with ``partitions``): each run releases one partition, versioned by
+its own rows, so a partition's release is idempotent like any other. A time partitioning's DAG
+runs on a data-interval timetable on the granularity's cron (``pipelines.partitions.CRON``:
+daily at 00:00 UTC, weekly on Mondays, monthly on the 1st), from ``partitions.start`` up to
+``end``, with catchup; the spec's ``schedule`` may be omitted or name that cron, any other is an
+import error naming the spec file (``partitions.schedule_of``). A run's partition is the period
+holding its logical date (a scheduled run's logical date is its data interval's start;
+``airflow dags test toy_daily 2026-11-02`` releases the day 2026-11-02), or the run conf's
+``partition`` (a key partitioning's only way: ``-c '{"partition": "b"}'``).
+
+Every ``publish`` task declares the outlet Asset ``privfair.<pipeline>`` (URI
+``privfair://releases/<pipeline>``, whatever the store); a new release (status ``published``
+or ``rebuilt``) records an asset event whose ``extra`` holds ``pipeline``, ``version``,
+``partition`` (null without partitions), ``status`` and ``path``, so a DAG with
+``schedule=[Asset.ref(name="privfair.<pipeline>")]`` runs on each new release. A re-run whose
+version is already published skips ``publish`` (the log says ``exists``): no event, so no
+consumer runs for a release it has seen. (The event carries no Airflow partition key: Airflow
+would then queue only partition-aware consumers.)
+
+OpenLineage (``pip install privfair[openlineage]``: the Airflow provider) is off unless a
+transport is configured, e.g. ``AIRFLOW__OPENLINEAGE__TRANSPORT='{"type": "console"}'`` or
+``'{"type": "file", "log_file_path": "/tmp/ol.jsonl", "append": true}'``; each task then emits
+START/COMPLETE events (job ``<pipeline>.<task>``).
+
 Adding a spec file to the specs folder adds a DAG; no code change. Parsing is light: only the
 specs (YAML + pydantic) are read here; pyarrow, the components and Great Expectations are
 imported inside the tasks.
@@ -23,7 +47,8 @@ Settings (environment of the scheduler / ``airflow dags test``):
 * ``PRIVFAIR_DATA_DIR``   raw dataset files (default: the checked download cache)
 * ``PRIVFAIR_WORK_DIR``   work files of each run (default ``$AIRFLOW_HOME/privfair_work``)
 
-Per run (``airflow dags test <dag> -c '{...}'`` or trigger conf): ``store``, ``data_dir``,
+Per run (``airflow dags test <dag> -c '{...}'`` or trigger conf): ``partition`` (partitioned
+specs only), ``store``, ``data_dir``,
 ``overrides`` (algorithm parameters, e.g. ``{"k": 20}``; validated by
 ``pipelines.catalogue.with_params``) and ``evaluate``: null (the default: the ``evaluate`` task
 returns at once) or the options of ``privfair evaluate``, e.g. ``{"grid": "k=5,10", "folds": 5,
@@ -45,13 +70,24 @@ from datetime import timedelta
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import ExceptionRetryPolicy, Param, RetryAction, RetryRule, dag, task
+from airflow.sdk import (
+    Asset,
+    CronDataIntervalTimetable,
+    ExceptionRetryPolicy,
+    Param,
+    RetryAction,
+    RetryRule,
+    dag,
+    task,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # the dags folder is on sys.path, the repository may not be
     sys.path.insert(0, str(REPO))
 
+from pipelines import partitions  # noqa: E402
 from pipelines.catalogue import load_specs  # noqa: E402  (light: YAML, pydantic, descriptors)
+from schemas.errors import SpecError  # noqa: E402
 
 # Deterministic failures fail at once; anything else (a download, a full disk) is retried once.
 NO_RETRY = ExceptionRetryPolicy(
@@ -78,6 +114,79 @@ DEFAULT_ARGS = {
 }
 
 
+#: Where every release of a pipeline is announced (store-independent: the store is a run
+#: setting; the event's ``extra`` says where the release went).
+ASSET_URI = "privfair://releases/{pipeline}"
+
+
+def release_asset(pipeline: str) -> Asset:
+    """The Airflow Asset a pipeline's ``publish`` task updates with each new release: name
+    ``privfair.<pipeline>``, URI ``privfair://releases/<pipeline>``. A downstream DAG schedules
+    on it with ``schedule=[Asset.ref(name="privfair.<pipeline>")]`` (or this very Asset)."""
+    return Asset(name=f"privfair.{pipeline}", uri=ASSET_URI.format(pipeline=pipeline))
+
+
+def _timing(spec, source: Path) -> dict:
+    """The DAG's schedule, start, end and catchup.
+
+    Without partitions: the spec's ``schedule`` from 2024-01-01, no catchup (as before). With a
+    time partitioning: one run per partition, a data-interval timetable on the granularity's
+    cron (``partitions.schedule_of``; a contradicting ``schedule`` is refused at parse, naming the
+    spec file), from ``partitions.start`` to the last period before ``partitions.end``, with
+    catchup (every partition since ``start`` is released). Each scheduled run's logical date is
+    its period's start. With a key partitioning: no schedule (a run per key, by conf)."""
+    try:
+        cron = partitions.schedule_of(spec)
+    except SpecError as e:
+        raise SpecError(e.key, e.rule, str(source)) from None
+    part = spec.partitions
+    if part is None or part.granularity is None:
+        start = pendulum.datetime(2024, 1, 1, tz="UTC")
+        return {"schedule": cron, "start_date": start, "end_date": None, "catchup": False}
+
+    def midnight(d):
+        return pendulum.datetime(d.year, d.month, d.day, tz="UTC")
+
+    return {
+        "schedule": CronDataIntervalTimetable(cron, timezone="UTC"),
+        "start_date": midnight(part.start),
+        # a run is made for every interval starting at or before end_date: stop short of `end`
+        "end_date": midnight(part.end) - timedelta(seconds=1) if part.end else None,
+        "catchup": True,
+    }
+
+
+def _partition_of(spec) -> str | None:
+    """The partition the running DAG run releases (task side).
+
+    The run conf's ``partition`` when given (the only way for a key partitioning); else, for a
+    time partitioning, the period holding the run's logical date: a scheduled run's logical
+    date is its data interval's start, and ``airflow dags test <dag> <date>`` /
+    a trigger with a logical date release the period starting at (holding) that date. Airflow's
+    own manual data interval would be the period *before* it, so it is used only for a run
+    without a logical date (an Airflow 3 manual trigger): the last complete period. None when
+    the spec has no partitions. ``SpecError`` names the conf key / the date and the rule."""
+    from airflow.sdk import get_current_context
+
+    ctx = get_current_context()
+    given = ctx["params"].get("partition")
+    part = spec.partitions
+    if given is not None:
+        return partitions.check_key(part, given, "conf.partition")
+    if part is None:
+        return None
+    if part.granularity is None:
+        raise SpecError(
+            "conf.partition",
+            f"{spec.name} is partitioned by the keys of '{part.column}': give the run's key, "
+            'e.g. airflow dags test -c \'{"partition": "KEY"}\'',
+        )
+    when = ctx.get("logical_date") or ctx.get("data_interval_start")
+    if when is None:
+        raise SpecError("conf.partition", "the run has no logical date: give its partition")
+    return partitions.check_key(part, partitions.key_for(part, when), "logical_date")
+
+
 def _run_settings(spec_name: str) -> dict:
     """Store, data dir, overrides and work folder of the running task (lazy: task-side only)."""
     from airflow.sdk import get_current_context
@@ -100,39 +209,56 @@ def _run_settings(spec_name: str) -> dict:
 
 def build_dag(spec_path: Path, spec):
     name = spec.name
+    timing = _timing(spec, spec_path)
+    asset = release_asset(name)
     doc = (
         f"**{name}** from `{spec_path}`\n\n{spec.description}\n\n"
         f"component `{spec.component.name}` {dict(spec.component.params)}; "
         f"schedule `{spec.schedule}`"
     )
+    params = {
+        "store": Param(None, type=["null", "string"], description="release store"),
+        "data_dir": Param(None, type=["null", "string"], description="raw data folder"),
+        "overrides": Param({}, type="object", description="component parameter overrides"),
+        "execution": Param(
+            {},
+            type="object",
+            description="where the component's blocks run, over the spec's execution: "
+            "{engine: 'spark', master: 'local[2]', workers: 2}; the version is the same",
+        ),
+        "evaluate": Param(
+            None,
+            type=["null", "object"],
+            description="privfair evaluate options, e.g. {grid: 'k=5,10', folds: 5, "
+            "classifiers: 'lr'}; null skips the evaluation",
+        ),
+    }
+    if spec.partitions is not None:
+        part = spec.partitions
+        doc += (
+            f"\n\npartitioned on `{part.column}` "
+            + (f"by {part.granularity} from {part.start}" if part.granularity else "by key")
+            + f"; each new release updates the Asset `{asset.name}` ({asset.uri})"
+        )
+        params["partition"] = Param(
+            None,
+            type=["null", "string"],
+            description="the partition to release (a time partitioning: the ISO date starting "
+            "its period; default: the run's logical date's period)",
+        )
 
     @dag(
         dag_id=name,
         description=(spec.description or name).strip()[:200],
         doc_md=doc,
-        schedule=spec.schedule,
-        start_date=pendulum.datetime(2024, 1, 1, tz="UTC"),
-        catchup=False,
+        schedule=timing["schedule"],
+        start_date=timing["start_date"],
+        end_date=timing["end_date"],
+        catchup=timing["catchup"],
         max_active_runs=1,
         default_args=DEFAULT_ARGS,
         tags=["privfair", spec.component.name],
-        params={
-            "store": Param(None, type=["null", "string"], description="release store"),
-            "data_dir": Param(None, type=["null", "string"], description="raw data folder"),
-            "overrides": Param({}, type="object", description="component parameter overrides"),
-            "execution": Param(
-                {},
-                type="object",
-                description="where the component's blocks run, over the spec's execution: "
-                "{engine: 'spark', master: 'local[2]', workers: 2}; the version is the same",
-            ),
-            "evaluate": Param(
-                None,
-                type=["null", "object"],
-                description="privfair evaluate options, e.g. {grid: 'k=5,10', folds: 5, "
-                "classifiers: 'lr'}; null skips the evaluation",
-            ),
-        },
+        params=params,
     )
     def pipeline():
         @task
@@ -142,7 +268,10 @@ def build_dag(spec_path: Path, spec):
 
             s = _run_settings(name)
             eff = with_params(spec, s["overrides"])
-            return tasks.ingest_task(eff, s["work"] / "raw", s["data_dir"]).as_dict()
+            key = _partition_of(spec)
+            if key is not None:
+                print(f"partition: {key}")
+            return tasks.ingest_task(eff, s["work"] / "raw", s["data_dir"], partition=key).as_dict()
 
         @task
         def protect(ingested: dict) -> dict:
@@ -183,13 +312,29 @@ def build_dag(spec_path: Path, spec):
             s = _run_settings(name)
             return tasks.validate_task(protected, s["store"], raise_on_failure=True).as_dict()
 
-        @task
+        @task(outlets=[asset])
         def publish(protected: dict, validated: dict) -> dict:
+            from airflow.sdk import get_current_context
+            from airflow.sdk.exceptions import AirflowSkipException
+
             from pipelines import tasks
 
             s = _run_settings(name)
             out = tasks.publish_task(protected, validated, s["store"])
             print(f"{out.status}: {name} {out.version} -> {out.path}")
+            if out.status == "exists":
+                # Airflow records an event on every declared outlet of a task that succeeds: a
+                # re-run that published nothing new is skipped, so the Asset's consumers do
+                # not run again for a release they have already seen.
+                raise AirflowSkipException(f"{name} {out.version} is already published")
+            rec = tasks.ProtectRecord.of(protected)
+            get_current_context()["outlet_events"][asset].extra = {
+                "pipeline": name,
+                "version": out.version,
+                "partition": rec.partition,
+                "status": out.status,
+                "path": out.path,
+            }
             return out.as_dict()
 
         @task

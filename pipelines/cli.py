@@ -73,9 +73,73 @@ def cmd_run(args: argparse.Namespace) -> int:
         value = m.get(out.metrics)
         if value is not None and not isinstance(value, list):
             print(f"  {m.label}: {_fmt(value)}")
+    if out.ledger is not None:
+        print(f"  ledger: {_ledger_line(out.ledger)}")
     for w in out.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _ledger_line(rec: dict) -> str:
+    """One line of a release's ledger record: its charge, then spent and remaining."""
+    blocks = ", ".join(rec.get("blocks") or [])
+    if rec.get("charge") is None:
+        return f"recorded on {rec.get('dataset')} [{blocks}] (republish: {rec.get('policy')})"
+    c = rec["charge"]
+    text = f"charged rho={c['rho']:.6g} (epsilon={c['epsilon']:.6g}) on {rec['dataset']} [{blocks}]"
+    if rec.get("budget") is None:
+        return text + f"; spent rho={rec['spent']['rho']:.6g}; no budget declared"
+    left = rec.get("remaining") or {}
+    rest = f"rho={left.get('rho', 0):.6g}"
+    if left.get("epsilon") is not None:
+        rest += f", epsilon={left['epsilon']:.6g}"
+    return text + f"; spent rho={rec['spent']['rho']:.6g}, remaining {rest}"
+
+
+def cmd_budget(args: argparse.Namespace) -> int:
+    """The ledger per dataset, unit and block: spent, entries by status, remaining."""
+    from pipelines.budget import ledger_summary, open_ledger
+
+    ledger = open_ledger(args.ledger, args.store)
+    if ledger is None:
+        print(f"no ledger in {args.store}: no release was recorded there")
+        return 0
+    rows = ledger_summary(ledger.entries(dataset=args.dataset))
+    if args.json:
+        print(json.dumps({"ledger": ledger.url, "blocks": rows}, indent=2))
+        return 0
+    print(f"ledger: {ledger.url}")
+    if not rows:
+        print("no entries" + (f" for dataset '{args.dataset}'" if args.dataset else ""))
+        return 0
+    print(
+        f"{'dataset':<24} {'block':<12} {'spent rho':>12} {'epsilon':>10} {'budget':>22} "
+        f"{'remaining':>22}  entries"
+    )
+    for r in rows:
+        eps = f"{r['spent_epsilon']:.4g}" if r["spent_epsilon"] is not None else "-"
+        budget = _fmt_budget(r["budget"])
+        left = r["remaining"]
+        rem = (
+            "-"
+            if left is None
+            else f"rho={left['rho']:.4g}"
+            + (f" eps={left['epsilon']:.4g}" if left.get("epsilon") is not None else "")
+        )
+        counts = ", ".join(f"{k} {v}" for k, v in sorted(r["statuses"].items()))
+        print(
+            f"{r['dataset']:<24} {r['block']:<12} {r['spent_rho']:>12.6g} {eps:>10} "
+            f"{budget:>22} {rem:>22}  {counts}"
+        )
+    return 0
+
+
+def _fmt_budget(b: dict | None) -> str:
+    if not b:
+        return "none declared"
+    if b.get("rho") is not None:
+        return f"rho={b['rho']:g}/{b.get('per')}"
+    return f"eps={b['epsilon']:g},d={b['delta']:g}/{b.get('per')}"
 
 
 def cmd_export(args: argparse.Namespace) -> int:
@@ -402,6 +466,20 @@ def parser() -> argparse.ArgumentParser:
     pr.add_argument("version", nargs="?", default=None, help="version (with a pipeline name)")
     pr.add_argument("--store", default=DEFAULT_STORE)
     pr.set_defaults(fn=cmd_promote)
+    bu = sub.add_parser(
+        "budget",
+        help="show the privacy-budget ledger: spent and remaining per dataset and block",
+        description="The ledger's entries per dataset, privacy unit and block: the composed "
+        "zCDP rho spent (and its OpenDP epsilon at the declared budget's delta), the entries "
+        "by status (reserved, published, quarantined and failed count; refused does not), and "
+        "what remains of the budget the latest entry declared. The ledger: --ledger, else "
+        "$PRIVFAIR_LEDGER, else the store's own (<store>/.privfair/ledger.sqlite).",
+    )
+    bu.add_argument("--store", default=DEFAULT_STORE)
+    bu.add_argument("--ledger", default=None, help="ledger URL (sqlite:///PATH, postgresql://...)")
+    bu.add_argument("--dataset", default=None, help="only this dataset's entries")
+    bu.add_argument("--json", action="store_true")
+    bu.set_defaults(fn=cmd_budget)
     return p
 
 

@@ -15,6 +15,12 @@ every other file; ``report.html``; each sidecar as ``internal/<sidecar>.parquet`
 ``shared/<output>.parquet``, the public manifest and report: ``pipelines.share``). An existing
 version is reused only when it is complete (``already_published``); otherwise it is quarantined
 and built again.
+
+Every release that runs goes through the ledger (``pipelines.ledger``, ``pipelines.admission``):
+``admit`` reserves a differentially private release's cost before its algorithm runs (refused
+over budget), ``admitted`` applies the spec's re-publication policy to the outputs before any
+file is written, ``stage`` and ``publish`` record how it ended. A reused version runs nothing
+and spends nothing.
 """
 
 from __future__ import annotations
@@ -36,6 +42,8 @@ from components.core.engine import Engine, make_engine, using
 from components.core.registry import family_of
 from components.core.result import META_CONTRACT, ComponentResult
 from pipelines import share
+from pipelines.admission import Admission, check_republish
+from pipelines.admission import admit as _admit
 from pipelines.catalogue import algorithm_of, parse_spec
 from pipelines.ingest import load_dataset, private_columns
 from pipelines.partitions import check_key
@@ -310,8 +318,11 @@ def manifest(
     result: ComponentResult,
     validation: Validation,
     version: str,
+    adm: Admission | None = None,
 ) -> dict:
-    """The owner's manifest (everything; the shareable copy has its own, ``share``)."""
+    """The owner's manifest (everything; the shareable copy has its own, ``share``). With a
+    ledger, ``ledger`` records this release's entry (``Admission.record``); a ledger URL in
+    the spec is kept only with its password redacted."""
     algo = plan.algo
     return {
         "pipeline": plan.name,
@@ -320,7 +331,7 @@ def manifest(
         # microseconds: repair_latest orders releases by this stamp
         "published_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "code_version": code_version(plan.package),
-        "spec": plan.spec.model_dump(mode="json"),
+        "spec": _redacted_spec(plan.spec),
         "spec_fingerprint": plan.spec.fingerprint(),
         "component": result.component,
         "family": algo.family,
@@ -341,7 +352,19 @@ def manifest(
             for k, t in result.sidecars.items()
         },
         "files": {"report": "report.html", **validation.artefacts},
+        **({"ledger": adm.record()} if adm is not None else {}),
     }
+
+
+def _redacted_spec(spec: PipelineSpec) -> dict:
+    """The spec as data, each ledger URL with its password redacted."""
+    from pipelines.ledger import redact
+
+    d = spec.model_dump(mode="json")
+    for key in ("budget", "republish"):
+        if isinstance(d.get(key), dict) and d[key].get("ledger"):
+            d[key]["ledger"] = redact(d[key]["ledger"])
+    return d
 
 
 def cost_of_protection(plan: ReleasePlan, ing: Ingested) -> dict:
@@ -361,7 +384,11 @@ def cost_of_protection(plan: ReleasePlan, ing: Ingested) -> dict:
 
 
 def build_candidate(
-    plan: ReleasePlan | PipelineSpec, ing: Ingested, result: ComponentResult, cand: Candidate
+    plan: ReleasePlan | PipelineSpec,
+    ing: Ingested,
+    result: ComponentResult,
+    cand: Candidate,
+    adm: Admission | None = None,
 ) -> tuple[Validation, dict]:
     """Write the candidate's files, validate what was written (against the contract rebuilt
     from the spec and the input), then write the owner's report, the shareable copy (public
@@ -386,7 +413,9 @@ def build_candidate(
         declared_copies(result.contract, outputs),
         cand.local_dir if cand.store.local else None,
     )
-    man = manifest(plan, ing, result, validation, cand.version)
+    if validation.passed and adm is not None:
+        adm.enter()  # a release that is not DP is recorded once it may be published
+    man = manifest(plan, ing, result, validation, cand.version, adm)
     from pipelines.report import render_public_report, render_report
 
     if validation.passed:
@@ -403,6 +432,7 @@ def build_candidate(
             man["validation"],
             outputs,
             partition=plan.partition,
+            charge=adm.public() if adm is not None else None,
         )
         cand.write(
             share.shared_file(share.REPORT), render_public_report(pub, algo, outputs).encode()
@@ -439,16 +469,41 @@ class Staged:
         return self.validation.passed
 
 
-def stage(plan: ReleasePlan, ing: Ingested, result: ComponentResult, version: str) -> Staged:
+def stage(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    version: str,
+    adm: Admission | None = None,
+) -> Staged:
     """Build and validate the candidate of ``version`` in the store's staging area
     (``build_candidate``). A candidate whose validation fails is quarantined (nothing is
-    published); a failure while writing leaves no candidate and no empty folder behind."""
+    published; its ledger entry says ``quarantined``, its charge stays); a failure while
+    writing leaves no candidate and no empty folder behind (the entry says ``failed``)."""
+    try:
+        staged = _stage(plan, ing, result, version, adm)
+    except BaseException:
+        if adm is not None:
+            adm.mark("failed")
+        raise
+    if not staged.passed and adm is not None:
+        adm.mark("quarantined", staged.quarantine)
+    return staged
+
+
+def _stage(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    version: str,
+    adm: Admission | None,
+) -> Staged:
     store = plan.open_store()
     sweep_staging(store, plan.name, older_than_s=3600)
     try:
         cand = Candidate(store, plan.name, version)
         try:
-            validation, _ = build_candidate(plan, ing, result, cand)
+            validation, _ = build_candidate(plan, ing, result, cand, adm)
         except OSError as e:  # a write of the candidate (validation artefacts included)
             cand.discard()
             raise StoreError(
@@ -521,10 +576,16 @@ def published_or_failed(staged: Staged) -> None:
         )
 
 
-def publish(plan: ReleasePlan, cand: Candidate, crash_after: str | None = None) -> bool:
+def publish(
+    plan: ReleasePlan,
+    cand: Candidate,
+    crash_after: str | None = None,
+    adm: Admission | None = None,
+) -> bool:
     """Move the validated candidate into ``<store>/<pipeline>/<version>`` atomically, then
     ``latest``. False when another run published this version first (``latest`` is then
-    pointed at it); the candidate is gone either way."""
+    pointed at it); the candidate is gone either way. The ledger entry says ``published``,
+    or ``failed`` (its charge stays: the mechanism ran)."""
     store = plan.open_store()
     try:
         try:
@@ -535,10 +596,39 @@ def publish(plan: ReleasePlan, cand: Candidate, crash_after: str | None = None) 
             cand.discard()
     except BaseException:
         tidy(store, plan.name)
+        if adm is not None:
+            adm.mark("failed")
         raise
     if not published:
         set_latest(store, plan.name, cand.version)
+    if adm is not None:
+        adm.mark(
+            "published" if published else "failed",
+            None if published else "another run published this version first",
+        )
     return published
+
+
+def admit(plan: ReleasePlan, ing: Ingested, version: str) -> Admission | None:
+    """Record this release in the plan's ledger before its algorithm runs, reserving the cost
+    of a differentially private one against the spec's budget (``pipelines.admission.admit``:
+    ``BudgetExceeded`` when it does not fit, before any noise is drawn). What the release owes
+    is computed first, so a spec or input it would refuse (a demand on a missing column, a
+    role the algorithm does not read) is refused before anything is recorded or charged."""
+    plan.required(ing.table)
+    return _admit(plan, ing, version)
+
+
+def admitted(plan: ReleasePlan, adm: Admission | None, result: ComponentResult) -> None:
+    """Apply the spec's re-publication policy to ``result``'s public outputs
+    (``pipelines.admission.check_republish``: ``RepublishRefused``, nothing written), adding
+    its warnings to the result's."""
+    try:
+        result.warnings.extend(check_republish(plan, adm, result.outputs))
+    except BaseException:
+        if adm is not None:
+            adm.mark("failed")
+        raise
 
 
 @dataclass(frozen=True)
@@ -597,6 +687,7 @@ class Outcome:
     headline: list = field(default_factory=list)
     message: str | None = None
     warnings: list = field(default_factory=list)
+    ledger: dict | None = None
 
 
 def run_release(
@@ -611,7 +702,13 @@ def run_release(
     produced); an incomplete one is quarantined and rebuilt (status ``rebuilt``, with a
     ``message``). A failed validation quarantines the candidate and raises
     ``ContractViolation``; a failed run leaves no empty staging or pipeline folder behind.
-    ``partition`` releases that partition of a partitioned spec (``PipelineSpec.partitions``)."""
+    ``partition`` releases that partition of a partitioned spec (``PipelineSpec.partitions``).
+
+    A release that runs is first recorded in the ledger (``admit``: a differentially private
+    one reserves its cost, ``BudgetExceeded`` if over budget); a re-run of a published version
+    runs nothing and charges nothing. The spec's ``republish`` policy is applied to the
+    outputs before anything is written (``admitted``). ``crash_after="charge"`` kills the
+    process right after the charge (tests)."""
     plan = ReleasePlan.of(spec, store_uri, data_dir, partition)
     store = plan.open_store()
     ing = plan.ingest()
@@ -631,16 +728,28 @@ def run_release(
             metrics=man.get("metrics", {}),
             headline=headline,
             warnings=man.get("warnings", []),
+            ledger=man.get("ledger"),
         )
-    result = protect(plan, ing)
-    staged = stage(plan, ing, result, version)
+    adm = admit(plan, ing, version)
+    if crash_after == "charge":
+        import os
+
+        os._exit(17)
+    try:
+        result = protect(plan, ing)
+    except BaseException:
+        if adm is not None:
+            adm.mark("failed")
+        raise
+    admitted(plan, adm, result)
+    staged = stage(plan, ing, result, version, adm)
     published_or_failed(staged)
     if crash_after == "validate":
         import os
 
         os._exit(17)
     assert staged.cand is not None
-    published = publish(plan, staged.cand, crash_after=crash_after)
+    published = publish(plan, staged.cand, crash_after=crash_after, adm=adm)
     return Outcome(
         status_of(published, existing.problem is not None),
         spec.name,
@@ -651,6 +760,7 @@ def run_release(
         headline,
         existing.message if published else None,
         result.warnings,
+        adm.record() if adm is not None else None,
     )
 
 

@@ -17,7 +17,7 @@ text. The same keys name Dagster's partitions, Airflow's data intervals and the 
 >>> check_key(part, "2026-11-03")
 Traceback (most recent call last):
 ...
-schemas.errors.SpecError: --partition: '2026-11-03' does not start a week (a Monday)
+schemas.errors.SpecError: spec key '--partition': '2026-11-03' does not start a week (a Monday)
 """
 
 from __future__ import annotations
@@ -28,12 +28,33 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.errors import InputError, SpecError
-from schemas.spec import PartitionSpec, aligned
+from schemas.spec import PartitionSpec, PipelineSpec, aligned
 
-__all__ = ["WHOLE", "check_key", "key_column", "key_for", "keys_of", "select", "window"]
+__all__ = [
+    "CRON",
+    "WHOLE",
+    "check_key",
+    "key_column",
+    "key_for",
+    "keys_of",
+    "schedule_of",
+    "select",
+    "window",
+]
 
 #: The one block of an input that is not partitioned (the ledger's key for "every row").
 WHOLE = "*"
+
+#: The cron of each granularity: one tick at the start of every period (UTC), so that an
+#: orchestrator's data interval between two ticks is exactly one partition. Weeks tick on
+#: Monday: cron's ``@weekly`` is Sunday-based and would straddle two partitions.
+CRON = {"day": "0 0 * * *", "week": "0 0 * * 1", "month": "0 0 1 * *"}
+#: The spellings of each granularity's cron a spec's ``schedule`` may use.
+_SAME_CRON = {
+    "day": {"@daily", "@midnight", CRON["day"]},
+    "week": {CRON["week"]},
+    "month": {"@monthly", CRON["month"]},
+}
 
 _ALIGN = {"day": "a day", "week": "a week (a Monday)", "month": "a month (the 1st)"}
 
@@ -130,3 +151,46 @@ def window(part: PartitionSpec, key: str) -> tuple[date, date]:
         return d, d + timedelta(days=7)
     nxt = (d.replace(day=28) + timedelta(days=4)).replace(day=1)
     return d, nxt
+
+
+def schedule_of(spec: PipelineSpec) -> str | None:
+    """The schedule an orchestrator runs ``spec`` on: its own ``schedule`` without partitions,
+    the granularity's cron (``CRON``) for a time partitioning (one run per partition), none for
+    a key partitioning (a run is started per key).
+
+    The granularity decides: a spec's ``schedule`` may be omitted or spell the same cron;
+    any other schedule (``@weekly`` for weeks too: cron's week starts on Sunday) would cut
+    runs across partitions and is a ``SpecError`` naming ``schedule``. A key partitioning
+    with a schedule is refused too: a timed run would not know which key it releases.
+
+    >>> from schemas.spec import PipelineSpec
+    >>> data = {"path": "x.csv", "columns": {"x": {"role": "quasi_identifier"}}}
+    >>> base = {"name": "s", "dataset": data, "component": {"name": "mdav"}}
+    >>> week = {"column": "day", "granularity": "week", "start": "2026-11-02"}
+    >>> schedule_of(PipelineSpec(**base, partitions=week))
+    '0 0 * * 1'
+    >>> schedule_of(PipelineSpec(**base, partitions=week, schedule="@weekly"))
+    Traceback (most recent call last):
+    ...
+    schemas.errors.SpecError: spec key 'schedule': '@weekly' runs across the partitions: a week partitioning runs on '0 0 * * 1' (each Monday 00:00 UTC); omit 'schedule' or give that
+    """
+    part = spec.partitions
+    if part is None:
+        return spec.schedule
+    if part.granularity is None:
+        if spec.schedule is not None:
+            raise SpecError(
+                "schedule",
+                f"'{spec.schedule}': a key partitioning has no time to schedule on; omit "
+                "'schedule' and start one run per key (its key as the run's partition)",
+            )
+        return None
+    cron = CRON[part.granularity]
+    if spec.schedule is not None and spec.schedule not in _SAME_CRON[part.granularity]:
+        first = {"day": "00:00 UTC", "week": "each Monday 00:00 UTC", "month": "the 1st 00:00 UTC"}
+        raise SpecError(
+            "schedule",
+            f"'{spec.schedule}' runs across the partitions: a {part.granularity} partitioning "
+            f"runs on '{cron}' ({first[part.granularity]}); omit 'schedule' or give that",
+        )
+    return cron

@@ -275,6 +275,91 @@ def _warnings(man: dict) -> str:
     return f'<ul class="warnings" id="warnings">\n{items}\n</ul>'
 
 
+def _num(v) -> str:
+    return "—" if v is None else f"{v:.6g}"
+
+
+def _ledger(man: dict) -> str:
+    """The release's ledger record (owner only): what it spent and what remains of the
+    declared budget (or that none is declared), the blocks charged, the re-publication
+    policy and the earlier releases it may be intersected with."""
+    led = man.get("ledger")
+    if not led:
+        return '<p id="ledger">Not recorded in a ledger (a remote store without a ledger URL).</p>'
+    rows = [
+        (
+            "Dataset (ledger key)",
+            f"<code>{esc(led.get('dataset'))}</code>, unit {esc(led.get('unit'))}",
+        ),
+        ("Blocks", esc(", ".join(led.get("blocks") or []))),
+        ("Ledger", f"<code>{esc(led.get('ledger') or '—')}</code>, entry {esc(led.get('entry'))}"),
+    ]
+    charge = led.get("charge")
+    if charge is not None:
+        rows.append(
+            (
+                "This release spent",
+                f"rho = {_num(charge.get('rho'))} (epsilon = {_num(charge.get('epsilon'))} at "
+                f"delta = {_num(charge.get('delta'))})",
+            )
+        )
+        budget = led.get("budget")
+        spent, left = led.get("spent") or {}, led.get("remaining") or {}
+        if budget is None:
+            rows.append(
+                ("Budget", "no budget is declared: releases are recorded, nothing is capped")
+            )
+            rows.append(("Spent so far (most-spent block)", f"rho = {_num(spent.get('rho'))}"))
+        else:
+            cap = (
+                f"rho = {_num(budget.get('rho'))}"
+                if budget.get("rho") is not None
+                else f"epsilon = {_num(budget.get('epsilon'))}, delta = {_num(budget.get('delta'))}"
+            )
+            rows.append(("Budget", f"{cap} per {esc(budget.get('per'))}"))
+            eps = (
+                f", epsilon = {_num(spent.get('epsilon'))}"
+                if spent.get("epsilon") is not None
+                else ""
+            )
+            rows.append(
+                (
+                    "Spent after this release (most-spent block)",
+                    f"rho = {_num(spent.get('rho'))}{eps}",
+                )
+            )
+            eps = (
+                f", epsilon = {_num(left.get('epsilon'))}"
+                if left.get("epsilon") is not None
+                else ""
+            )
+            rows.append(("Remaining", f"rho = {_num(left.get('rho'))}{eps}"))
+    else:
+        rows.append(("Re-publication policy", f"<code>republish: {esc(led.get('policy'))}</code>"))
+    inter = led.get("intersects") or []
+    if inter:
+        rows.append(
+            (
+                "May be intersected with",
+                "<br>".join(
+                    f"version <code>{esc(i['version'])}</code> (blocks {esc(', '.join(i['blocks']))})"
+                    for i in inter
+                ),
+            )
+        )
+    others = led.get("other_pipelines") or []
+    if others:
+        rows.append(
+            (
+                "Also released by",
+                "<br>".join(
+                    f"{esc(o['pipeline'])} <code>{esc(o['version'])}</code>" for o in others
+                ),
+            )
+        )
+    return _kv_table(rows, "ledger")
+
+
 def _params(man: dict) -> str:
     params = man.get("params") or {}
     rows = [
@@ -600,6 +685,8 @@ def render_report(
         _released(man),
         "<h2>Warnings</h2>",
         _warnings(man),
+        '<h2 id="budget">Privacy budget and re-publication</h2>',
+        _ledger(man),
         f"<h2>Guarantees ({_count_heading(v.get('results') or [])})</h2>",
         "<p>Every guarantee the component declares (and every one the spec demands), recomputed "
         "by the validator from the files of this release and the input, never from numbers the "

@@ -126,12 +126,17 @@ def public_manifest(
     validation_summary: dict,
     outputs: dict[str, pa.Table],
     partition: str | None = None,
+    charge: dict | None = None,
 ) -> dict[str, Any]:
     """The public manifest (module docstring); ``checksums`` is added by the writer. A
     partition's release names its partition key (a period or value the owner chose to
-    release, not something read from the rows)."""
+    release, not something read from the rows); a differentially private one its privacy
+    ``charge`` (rho, epsilon, delta: functions of its public params), never the ledger's
+    blocks, budget or other releases."""
     pub = algo.public.public_metrics(metrics)
     where = {"partition": partition} if partition is not None else {}
+    if charge is not None:
+        where["privacy_charge"] = charge
     return {
         **where,
         "format": FORMAT,

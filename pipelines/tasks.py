@@ -48,6 +48,7 @@ import pyarrow.parquet as pq
 
 from components.core.result import ComponentResult
 from pipelines import flow
+from pipelines.admission import Admission, check_republish
 from pipelines.catalogue import load_spec, parse_spec, with_execution
 from pipelines.release import STAGING, Candidate, Store, set_latest
 from schemas.contracts import contract_to_data, parse_contract
@@ -108,6 +109,7 @@ class ProtectRecord(Record):
     reused: str | None = None
     rebuilt: str | None = None  # why a published folder of this version was quarantined
     partition: str | None = None
+    ledger: dict | None = None  # this run's ledger entry (``Admission.record``), if it ran
 
 
 @dataclass(frozen=True)
@@ -129,6 +131,7 @@ class PublishRecord(Record):
     report: str | None = None
     message: str | None = None
     shared: str | None = None  # the shareable copy's folder (``privfair export`` copies it)
+    ledger: dict | None = None  # the release's ledger record (``manifest["ledger"]``)
 
 
 @dataclass(frozen=True)
@@ -274,7 +277,11 @@ def protect_task(
     is not recomputed (as ``privfair run`` skips it): the record points at the published files
     and the manifest's contract, params and metrics, and says ``reused``. The version id covers
     the input, the spec and the code, and algorithms are deterministic, so this is what the
-    algorithm would give. An incomplete one is quarantined (``rebuilt`` says why)."""
+    algorithm would give. An incomplete one is quarantined (``rebuilt`` says why).
+
+    A run that computes records itself in the ledger first (``flow.admit``: a differentially
+    private one reserves its cost, ``BudgetExceeded`` when over budget); a reused version
+    charges nothing."""
     spec = with_execution(as_spec(spec), **(execution or {}))
     ing_rec = IngestRecord.of(ingested)
     if spec.spec_dir is None and ing_rec.spec_dir:
@@ -285,6 +292,7 @@ def protect_task(
     version = plan.version(info["fingerprint"])
     st = _store(store) if store is not None else None
     existing = flow.already_published(st, spec.name, version) if st is not None else None
+    adm = None
     published = (
         Path(st.path(spec.name, version)) if st is not None and st.local and existing else None
     )
@@ -301,7 +309,15 @@ def protect_task(
         )
     else:
         ing = load_ingested(plan, ing_rec)
-        result = flow.protect(plan, ing)
+        adm = flow.admit(
+            flow.ReleasePlan.of(spec, st, ing_rec.data_dir, ing_rec.partition), ing, version
+        )
+        try:
+            result = flow.protect(plan, ing)
+        except BaseException:
+            if adm is not None:
+                adm.mark("failed")
+            raise
         outputs = {
             k: _write(work / flow.output_file(k), flow.parquet_bytes(t))
             for k, t in result.outputs.items()
@@ -340,6 +356,7 @@ def protect_task(
         reused=str(published) if published is not None else None,
         rebuilt=existing.message if existing is not None else None,
         partition=ing_rec.partition,
+        ledger=adm.record() if adm is not None else None,
     )
 
 
@@ -374,7 +391,15 @@ def validate_task(
             flow.declared_copies(result.contract, result.outputs),
         )
     else:
-        staged = flow.stage(plan, ing, result, rec.version)
+        adm = Admission.restore(plan, rec.ledger)
+        raw = {k: Path(p).read_bytes() for k, p in rec.outputs.items()}
+        try:
+            result.warnings.extend(check_republish(plan, adm, raw))
+        except BaseException:
+            if adm is not None:
+                adm.mark("failed")
+            raise
+        staged = flow.stage(plan, ing, result, rec.version, adm)
         validation = staged.validation
     summary = validation.summary()
     candidate = staged.cand.name if staged is not None and staged.cand is not None else None
@@ -406,6 +431,13 @@ def _staged(store: Store, pipeline: str, version: str, name: str | None) -> Cand
     return Candidate.attach(store, pipeline, version, name)
 
 
+def _staged_ledger(store: Store, cand: Candidate | None) -> dict | None:
+    """The ledger record of a staged candidate's manifest (its entry exists once staged)."""
+    if cand is None:
+        return None
+    return json.loads(store.read_text(*cand.parts, "manifest.json")).get("ledger")
+
+
 def publish_task(
     protected: ProtectRecord | dict,
     validated: ValidateRecord | dict | None,
@@ -430,9 +462,12 @@ def publish_task(
     cand = _staged(st, name, version, val.candidate if val else None)
     existing = flow.already_published(st, name, version)
     message = existing.message or rec.rebuilt
+    adm = Admission.restore(plan, _staged_ledger(st, cand) or rec.ledger)
     if existing:
         if cand is not None:
             cand.discard()
+        if adm is not None:
+            adm.mark("failed", "another run published this version first")
         set_latest(st, name, version)  # a re-run points latest at the version it produced
         status, message = "exists", None
     else:
@@ -441,10 +476,13 @@ def publish_task(
             cand = _staged(st, name, version, val.candidate)
             if cand is None:  # pragma: no cover - validate_task just staged it
                 raise RuntimeError(f"candidate {val.candidate} vanished from staging")
-        published = flow.publish(plan, cand)
+            adm = Admission.restore(plan, _staged_ledger(st, cand)) or adm
+        published = flow.publish(plan, cand, adm=adm)
         status = flow.status_of(published, bool(message))
         message = message if published else None
-    local = {}
+    local: dict[str, Any] = {}
+    if st.exists(name, version, "manifest.json"):
+        local["ledger"] = json.loads(st.read_text(name, version, "manifest.json")).get("ledger")
     if st.local:
         for key, fname in (("manifest", "manifest.json"), ("report", "report.html")):
             if st.exists(name, version, fname):

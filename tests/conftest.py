@@ -85,3 +85,18 @@ def browser():
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="session")
+def postgres_url():
+    """A PostgreSQL server started for the session (``_postgres.postgres_server``); its URL.
+    Skipped without the server binaries, except in CI (``CI`` set), where it is an error."""
+    from _postgres import binaries, postgres_server
+
+    if binaries() is None:
+        msg = "no PostgreSQL server (initdb, pg_ctl): install it with .ci/deps (postgresql)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    with postgres_server() as url:
+        yield url

@@ -33,6 +33,7 @@ __all__ = [
     "Disclosure",
     "KindCheck",
     "Algorithm",
+    "Cost",
     "Family",
     "resolve",
 ]
@@ -130,6 +131,22 @@ class Disclosure:
 
 
 @dataclass(frozen=True)
+class Cost:
+    """The privacy cost of one release, known before any noise is drawn: ``rho`` (zCDP, what
+    the ledger composes), ``epsilon`` and ``delta`` (OpenDP's conversion of ``rho`` at the
+    release's delta), per privacy ``unit`` (one ``record`` added or removed).
+
+    >>> Cost(rho=0.01, epsilon=1.0, delta=1e-9).unit
+    'record'
+    """
+
+    rho: float
+    epsilon: float
+    delta: float
+    unit: str = "record"
+
+
+@dataclass(frozen=True)
 class KindCheck:
     """A guarantee kind with its pure checker.
 
@@ -179,6 +196,9 @@ class Algorithm:
       takes no seed (a noise seed in a spec would let anyone who reads the spec subtract the
       noise). A release is still never re-drawn: its version is fixed by the spec, the input
       and the code, so a re-run finds it published and spends no budget.
+    - ``cost``: ``fn(params, table) -> Cost`` for a differentially private algorithm, its
+      privacy cost from the params and the input's schema only (never its values), equal to
+      what the run's ``privacy.rho`` metric reports; None for an algorithm that is not DP.
     """
 
     name: str
@@ -197,6 +217,12 @@ class Algorithm:
     row_level: bool = True
     replayable: bool = True
     public: Disclosure = field(default_factory=Disclosure)
+    cost: str | None = None
+
+    def privacy_cost(self, params: Params, table=None) -> Cost | None:
+        """What one release with ``params`` on ``table`` (its schema) spends, before it runs;
+        None for an algorithm that is not differentially private."""
+        return None if self.cost is None else resolve(self.cost)(params, table)
 
     def outline(self, params: Params) -> list[Guarantee]:
         return list(resolve(self.contract)(params, None))

@@ -399,7 +399,7 @@ def check_dichotomy_leaves(g: G.DichotomyLeaves, audit: pd.DataFrame) -> CheckRe
     if g.k < 1:
         return make_result(g, False, g.k, 1, f"k = {g.k} is not a class size (k >= 1)")
     p_minus = p_minus_of(audit)
-    want = sorted(dichotomize(_root(audit), g.t, g.k, p_minus, g.k_over))
+    want = sorted(dichotomize(_root(audit), g.t, g.k, p_minus, g.k_over, g.split_pairs))
     r = retained(audit)
     _, counts = _counts(
         r["__class"].to_numpy(), r["__protected"].to_numpy(), r["__negative"].to_numpy()
@@ -422,7 +422,7 @@ def check_dichotomy_leaves(g: G.DichotomyLeaves, audit: pd.DataFrame) -> CheckRe
         len(got),
         len(want),
         f"{len(got)} classes against {len(want)} Dichotomize leaves (t = {g.t:.6g}, k = {g.k} "
-        f"over {g.k_over.replace('_', '-')})"
+        f"over {g.k_over.replace('_', '-')}{', two-row leaves split' if g.split_pairs else ''})"
         + ("" if ok else f"; {len(diff)} count vectors differ"),
         diff,
     )

@@ -52,7 +52,15 @@ def contract(params: GeneralisationParams, table: pa.Table | None, algorithm: st
     if algorithm == "dmondrian":
         out.append(G.DisjointClasses(id="C8", attributes=pnd))
     else:
-        out.append(G.DichotomyLeaves(id="C9", t=params.t, k=params.k, k_over=params.k_over))
+        out.append(
+            G.DichotomyLeaves(
+                id="C9",
+                t=params.t,
+                k=params.k,
+                k_over=params.k_over,
+                split_pairs=getattr(params, "split_pairs", False),
+            )
+        )
     return out
 
 

@@ -13,6 +13,9 @@ nearest neighbours.
   seed, by Euclidean distance over normalised PND ranks (footnote 5), ties to the lowest row id
   (AMB-11). Exact nearest neighbours come from scipy's KD-tree over the bucket's distinct points.
 
+- ``split_pairs`` (``DSabreParams``, off by default): a documented deviation that splits a
+  two-row leaf the halving cannot split, when t allows (``dichotomize``).
+
 Theorem 23: the release is bd_f(max{t, tau(R)})-protective for every measure f.
 
 >>> from components.generalisation.examples import toy_table
@@ -42,39 +45,65 @@ __all__ = ["dsabre", "dichotomize", "take_out", "normalised_ranks"]
 Counts = tuple[int, int, int, int]
 
 
+def _pair_split(a: int, b: int, c: int, d: int) -> tuple[Counts, Counts] | None:
+    """The two single rows of a two-row leaf that halving cannot split into non-empty halves,
+    (1, 1, 0, 0) or (0, 0, 1, 1) (the cells differ in decision only); None for any other."""
+    if (a, b, c, d) == (1, 1, 0, 0):
+        return (1, 0, 0, 0), (0, 1, 0, 0)
+    if (a, b, c, d) == (0, 0, 1, 1):
+        return (0, 0, 1, 0), (0, 0, 0, 1)
+    return None
+
+
 def dichotomize(
-    root: Counts, t: float, k: int, p_minus: float, k_over: str = "classes"
+    root: Counts,
+    t: float,
+    k: int,
+    p_minus: float,
+    k_over: str = "classes",
+    split_pairs: bool = False,
 ) -> list[Counts]:
     """The leaf count vectors of Dichotomize(root, t) (Alg. 3 with AMB-9/AMB-10), in
     depth-first, left-first order; ``k_over``: what k covers (``dmondrian.k_allows``).
+
+    Halving never splits (1, 1, 0, 0) or (0, 0, 1, 1): one half would be empty. So the
+    paper's algorithm makes at most |R| - min(a, b) - min(c, d) classes, whatever t (a
+    ceiling, reached from t of about 0.3 on German and Adult). ``split_pairs`` (a deviation,
+    off by default) splits such a leaf into its two rows when both pass the same test as a
+    halving: a single row has tau = p- or 1 - p-, so this needs t >= max(p-, 1 - p-) and k = 1.
 
     >>> dichotomize((2, 2, 6, 6), 0.5, 3, 0.5, "classes")
     [(0, 0, 2, 2), (1, 1, 1, 1), (0, 0, 2, 2), (1, 1, 1, 1)]
     >>> dichotomize((2, 2, 6, 6), 0.5, 3, 0.5, "q_blocks")  # halves hold 2 protected rows
     [(2, 2, 6, 6)]
+    >>> dichotomize((1, 1, 0, 0), 0.7, 1, 0.7)  # the paper's: a two-row class
+    [(1, 1, 0, 0)]
+    >>> dichotomize((1, 1, 0, 0), 0.7, 1, 0.7, split_pairs=True)  # tau 0.3 and 0.7 <= t
+    [(1, 0, 0, 0), (0, 1, 0, 0)]
     """
     kmin = max(k, 1)
+
+    def allowed(h: Counts) -> bool:
+        return (
+            sum(h) >= kmin and _tau(*h, p_minus) <= t + TOL and (k <= 1 or k_allows(*h, k, k_over))
+        )
+
     leaves: list[Counts] = []
     stack = [tuple(int(x) for x in root)]
     while stack:
         a, b, c, d = stack.pop()
         a1, b1 = a // 2, b // 2
         c1, d1 = c - c // 2, d - d // 2  # ceil for the unprotected cells
-        a2, b2, c2, d2 = a - a1, b - b1, c - c1, d - d1
-        if (
-            a1 + b1 + c1 + d1 >= kmin
-            and a2 + b2 + c2 + d2 >= kmin
-            and _tau(a1, b1, c1, d1, p_minus) <= t + TOL
-            and _tau(a2, b2, c2, d2, p_minus) <= t + TOL
-            and (
-                k <= 1
-                or (k_allows(a1, b1, c1, d1, k, k_over) and k_allows(a2, b2, c2, d2, k, k_over))
-            )
-        ):
-            stack.append((a2, b2, c2, d2))
-            stack.append((a1, b1, c1, d1))
-        else:
+        halves: tuple[Counts, Counts] | None = ((a1, b1, c1, d1), (a - a1, b - b1, c - c1, d - d1))
+        if not (allowed(halves[0]) and allowed(halves[1])):
+            halves = _pair_split(a, b, c, d) if split_pairs else None
+            if halves is not None and not (allowed(halves[0]) and allowed(halves[1])):
+                halves = None
+        if halves is None:
             leaves.append((a, b, c, d))
+        else:
+            stack.append(halves[1])
+            stack.append(halves[0])
     return leaves
 
 
@@ -289,7 +318,9 @@ def dsabre(table: pa.Table, params: DSabreParams):
     """Run dSabre on ``table`` (roles in its field metadata); see the module docstring."""
     started = time.perf_counter()
     prep = prepare_for(table, params)
-    leaves = dichotomize(prep.counts, params.t, params.k, prep.p_minus, params.k_over)
+    leaves = dichotomize(
+        prep.counts, params.t, params.k, prep.p_minus, params.k_over, params.split_pairs
+    )
     sizes = np.array([d.size for d in prep.domains], dtype=np.int64)
     rng = np.random.default_rng(params.seed)
     classes = take_out(leaves, prep.cell, prep.ranks, sizes, rng, params.seed_bucket_rule)

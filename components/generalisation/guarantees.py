@@ -18,6 +18,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
+from components.generalisation.params import OptIn
 from schemas.contracts import Guarantee
 
 __all__ = [
@@ -134,12 +135,15 @@ class DisjointClasses(Guarantee):
     attributes: tuple[str, ...]
 
 
-class DichotomyLeaves(Guarantee):
+class DichotomyLeaves(OptIn, Guarantee):
     """C9 (dSabre): the multiset of the classes' 4-fold count vectors equals the leaves of
-    Dichotomize((|A|, |B|, |C|, |D|), ``t``, ``k``) with k over ``k_over``, recomputed from
-    the input's counts."""
+    Dichotomize((|A|, |B|, |C|, |D|), ``t``, ``k``) with k over ``k_over`` (and two-row leaves
+    split with ``split_pairs``), recomputed from the input's counts."""
+
+    opt_in = ("split_pairs",)
 
     kind: Literal["dichotomy_leaves"] = "dichotomy_leaves"
     t: float = Field(ge=0)
     k: int = Field(1, ge=1)
     k_over: Literal["q_blocks", "classes"] = "q_blocks"
+    split_pairs: bool = False  # DSabreParams.split_pairs; written out only when set

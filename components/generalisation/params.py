@@ -2,13 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 from components.core.descriptor import Params
 
-__all__ = ["GeneralisationParams", "DMondrianParams", "DSabreParams"]
+__all__ = ["GeneralisationParams", "DMondrianParams", "DSabreParams", "OptIn"]
+
+
+class OptIn(BaseModel):
+    """Mixin: the fields named in ``opt_in`` are written out (``model_dump``, hence a release's
+    manifest, params and contract) only when set away from their default. An option added
+    later with a default that keeps the old behaviour then leaves every existing release's
+    bytes as they were; a spec that sets it is recorded with it.
+
+    >>> class P(OptIn):
+    ...     opt_in = ("x",)
+    ...     x: bool = False
+    >>> P().model_dump(), P(x=True).model_dump()
+    ({}, {'x': True})
+    """
+
+    opt_in: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for name in self.opt_in:
+            if getattr(self, name) == type(self).model_fields[name].default:
+                data.pop(name, None)
+        return data
 
 
 class GeneralisationParams(Params):
@@ -68,13 +92,26 @@ class DMondrianParams(GeneralisationParams):
     )
 
 
-class DSabreParams(GeneralisationParams):
+class DSabreParams(OptIn, GeneralisationParams):
     """dSabre (Ruggieri 2014, Algs. 2-3): four (PD x decision) buckets halved while both halves
-    stay t-close, each leaf filled from a seed and its nearest neighbours."""
+    stay t-close, each leaf filled from a seed and its nearest neighbours.
+
+    ``split_pairs`` (off by default, a deviation from Alg. 3) lets Dichotomize split a two-row
+    leaf (1, 1, 0, 0) or (0, 0, 1, 1), which halving cannot split into non-empty halves, into
+    its two single rows when both have tau <= t (and k allows it)."""
+
+    opt_in = ("split_pairs",)
 
     seed: int = Field(0, description="seed of the redistribution (seed tuples, random buckets)")
     seed_bucket_rule: Literal["min_ratio", "random"] = Field(
         "min_ratio",
         description="bucket the seed tuple is drawn from: lowest size/requested ratio "
         "(footnote 4) or uniformly at random (Sabre)",
+    )
+    split_pairs: bool = Field(
+        False,
+        description="deviation from the paper's Alg. 3 (off: the paper's dSabre): split a "
+        "two-row leaf (1,1,0,0) or (0,0,1,1) into its two rows when both single-row halves "
+        "have tau <= t, i.e. t >= max(p-, 1 - p-) (k = 1); halving caps the classes at "
+        "|R| - min(a,b) - min(c,d) otherwise",
     )

@@ -15,6 +15,7 @@ import pandas as pd
 
 from components.core.checks import CheckResult, make_result, retained
 from components.microaggregation import guarantees as G
+from components.microaggregation.encoding import scale_of
 
 __all__ = [
     "check_group_size_range",
@@ -392,11 +393,8 @@ def _mixed_input(audit: pd.DataFrame, scaling: str) -> tuple[np.ndarray, np.ndar
     columns, grouped by attribute; distances computed on them equal one-hot distances."""
     num = [c for c in audit.columns if c.startswith("__in_num__")]
     x = audit[num].to_numpy(dtype=np.float64)
-    if scaling == "zscore":
-        off, sc = x.mean(axis=0), x.std(axis=0)
-    else:
-        off, sc = x.min(axis=0), x.max(axis=0) - x.min(axis=0)
-    x = (x - off) / np.where(sc > 0, sc, 1.0)
+    off, sc = scale_of(x, scaling)
+    x = (x - off) / sc
     blocks: dict[str, list[str]] = {}
     for c in audit.columns:
         if c.startswith("__in_hot__"):

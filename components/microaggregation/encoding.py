@@ -10,13 +10,15 @@ Squared Euclidean distance in the one-hot space, per nominal attribute j:
 and to a fractional centre c_j (a distribution over levels):
     ||c_j||^2 + [x_j present] * (1 - 2 c_j[x_j]).
 
-Numeric columns are min-max scaled to [0, 1] on the table being anonymised (z-score optional);
-one-hot columns are already 0/1 and are not rescaled.
+Numeric columns are min-max scaled to [0, 1] on the table being anonymised (z-score optional,
+or ``none``: raw units, as the Fair-MDAV authors' cleanup leaves them); one-hot columns are
+already 0/1 and are not rescaled.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 import numpy as np
 import pyarrow as pa
@@ -26,6 +28,11 @@ from components.core.inputs import absent_value
 from components.microaggregation.columns import plain
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
+
+#: The distance scalings of the numeric QIs (``scale_of``): the type of the params' and of
+#: C11's ``scaling``.
+Scaling = Literal["minmax", "zscore", "none"]
+SCALINGS: tuple[str, ...] = get_args(Scaling)
 
 
 @dataclass(frozen=True)
@@ -201,19 +208,33 @@ def encode_qis(
     n = table.num_rows
     numeric = np.column_stack(numeric_cols) if numeric_cols else np.zeros((n, 0))
     codes = np.column_stack(code_cols) if code_cols else np.zeros((n, 0), dtype=np.int32)
-    if fit is not None:
-        offset, scale = fit.offset, fit.scale
-    elif scaling == "minmax":
-        lo = numeric.min(axis=0) if n else np.zeros(numeric.shape[1])
-        hi = numeric.max(axis=0) if n else np.ones(numeric.shape[1])
-        offset, scale = lo, np.where(hi > lo, hi - lo, 1.0)
-    elif scaling == "zscore":
-        mu = numeric.mean(axis=0) if n else np.zeros(numeric.shape[1])
-        sd = numeric.std(axis=0) if n else np.ones(numeric.shape[1])
-        offset, scale = mu, np.where(sd > 0, sd, 1.0)
-    else:
-        raise InputError("scaling", "must be 'minmax' or 'zscore'", scaling)
+    offset, scale = (fit.offset, fit.scale) if fit is not None else scale_of(numeric, scaling)
     return EncodedQIs(numeric_names, numeric, nominal, codes, offset, scale, qi_roles, domains)
+
+
+def scale_of(numeric: np.ndarray, scaling: str) -> tuple[np.ndarray, np.ndarray]:
+    """(offset, scale) of each numeric column, scaled = (x - offset) / scale: ``minmax`` maps
+    the column onto [0, 1], ``zscore`` onto mean 0 and standard deviation 1, ``none`` keeps
+    raw units (offset 0, scale 1: a column with a large range dominates the distance). A
+    constant column keeps scale 1. The one rule for the component and its checker (C11).
+
+    >>> scale_of(np.array([[1.0, 5.0], [3.0, 5.0]]), "minmax")
+    (array([1., 5.]), array([2., 1.]))
+    >>> scale_of(np.array([[1.0, 5.0], [3.0, 5.0]]), "none")
+    (array([0., 0.]), array([1., 1.]))
+    """
+    n, q = numeric.shape
+    if scaling == "minmax":
+        lo = numeric.min(axis=0) if n else np.zeros(q)
+        hi = numeric.max(axis=0) if n else np.ones(q)
+        return lo, np.where(hi > lo, hi - lo, 1.0)
+    if scaling == "zscore":
+        mu = numeric.mean(axis=0) if n else np.zeros(q)
+        sd = numeric.std(axis=0) if n else np.ones(q)
+        return mu, np.where(sd > 0, sd, 1.0)
+    if scaling == "none":
+        return np.zeros(q), np.ones(q)
+    raise InputError("scaling", f"must be one of {', '.join(SCALINGS)}", scaling)
 
 
 def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, list]:

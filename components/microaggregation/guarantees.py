@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import Field
 
+from components.microaggregation.encoding import Scaling
 from schemas.contracts import Guarantee
 
 __all__ = [
@@ -140,7 +141,7 @@ class SeedNearest(Guarantee):
 
     kind: Literal["seed_nearest"] = "seed_nearest"
     grouping: Literal["fairlet", "mdav"] = "fairlet"
-    scaling: Literal["minmax", "zscore"] = "minmax"
+    scaling: Scaling = "minmax"
     sample: int | None = Field(default=None, ge=1)
     seed: int = 0
     block_rows: int | None = Field(default=None, ge=2)

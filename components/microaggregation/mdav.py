@@ -94,6 +94,8 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     While at least 3k records remain: r = the record farthest from the centroid, s = the record
     farthest from r; groups of r and of s with their k - 1 nearest records. Then one group of
     k if at least 2k remain, and the rest as the last group: every group size is in [k, 2k - 1].
+    Distances are squared Euclidean over the numeric QIs scaled by ``params.scaling``
+    (``encoding.scale_of``: min-max by default, ``none`` for raw units) and one-hot nominal QIs.
 
     Examples
     --------

@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from components.core.descriptor import Params
+from components.microaggregation.encoding import Scaling
 
 __all__ = ["MDAVParams", "FairMDAVParams"]
 
@@ -26,6 +27,14 @@ BlockRows = Field(
     "execution engine; None: one block (the paper's algorithm)",
 )
 
+ScalingField = Field(
+    "minmax",
+    description="scaling of the numeric QIs in the distance: 'minmax' onto [0, 1] (spec A7), "
+    "'zscore' onto mean 0 and sd 1, 'none' raw units (the Fair-MDAV authors' cleanup, which "
+    "their Table 3 k = 100 and Table 5 LR rows need; wide-range columns such as capital-gain "
+    "then dominate the grouping, and the information loss is in raw units too)",
+)
+
 TraceSample = Field(
     default=None,
     ge=1,
@@ -38,7 +47,7 @@ class MDAVParams(Params):
     """Plain MDAV microaggregation (Domingo-Ferrer & Torra 2005): groups of size in [k, 2k-1]."""
 
     k: int = Field(ge=2, description="minimum group size (k-anonymity level)")
-    scaling: Literal["minmax", "zscore"] = Field("minmax", description="QI scaling")
+    scaling: Scaling = ScalingField
     publish: Literal["schema", "onehot"] = Publish
     trace_sample: int | None = TraceSample
     seed: int = Field(0, description="seed of the greedy-trace sample")
@@ -60,7 +69,7 @@ class FairMDAVParams(Params):
     publish: Literal["schema", "onehot"] = Publish
     correction: Literal["positive", "negative"] = Field("positive", description="relabel direction")
     grouping: Literal["fairlet", "mdav"] = Field("fairlet", description="fairlets or MDAV groups")
-    scaling: Literal["minmax", "zscore"] = Field("minmax", description="QI scaling")
+    scaling: Scaling = ScalingField
     relabel_order: Literal["nearest", "random"] = Field(
         "nearest", description="which candidates are relabelled first"
     )

@@ -105,6 +105,7 @@ def _algorithm(name: str, title: str, params, paper: str) -> Algorithm:
         row_level=False,  # a new table, not the input's rows
         replayable=False,  # OpenDP's noise takes no seed
         public=PUBLIC,
+        cost=f"{_P}.accounting:release_cost",
     )
 
 

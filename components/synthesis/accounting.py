@@ -332,3 +332,32 @@ def ledger_table(rows: list[dict]) -> pa.Table:
         ]
     )
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def release_cost(params, table=None):
+    """The privacy cost of one MST or PreFair release with ``params`` on ``table`` (its roles
+    are checked, ``InputError`` as the run would raise, and its column count read: every
+    column is an attribute; no value is read), before any noise: OpenDP's composed
+    rho of the planned steps, exactly the ``privacy.rho`` the run reports, and its (epsilon,
+    delta) conversion. Without a table, the budget rho the plan fits within (an upper bound).
+
+    >>> from components.synthesis.params import MSTParams
+    >>> c = release_cost(MSTParams(epsilon=1.0))
+    >>> round(c.rho, 9), c.delta
+    (0.014973058, 1e-09)
+    """
+    from components.core.descriptor import Cost
+    from components.synthesis.params import selector_of
+
+    if table is None:
+        rho = rho_budget(float(params.epsilon), float(params.delta))
+    else:
+        from components.synthesis.inputs import synthesis_roles
+
+        selector = selector_of(params)
+        # the roles are checked first: a table the run would refuse is refused before any charge
+        synthesis_roles(table, fair=selector != "mst")
+        d = table.num_columns
+        _, steps = plan(params.epsilon, params.delta, d, selector, params.split)
+        rho = composed_total([steps[p].rho for p in PHASES for _ in range(calls(p, d, selector))])
+    return Cost(rho=rho, epsilon=epsilon_of(rho, float(params.delta)), delta=float(params.delta))

@@ -111,7 +111,7 @@ def _mixed_table(n: int, seed: int) -> tuple[pa.Table, TableRoles]:
     return t, roles
 
 
-@pytest.mark.parametrize("scaling", ["minmax", "zscore"])
+@pytest.mark.parametrize("scaling", ["minmax", "zscore", "none"])
 def test_mixed_distances_equal_dense_one_hot(scaling):
     """The grouping engine never builds the one-hot matrix; its distances must equal the dense
     squared Euclidean distances of the paper's encoding (missing -> all-zero block)."""

@@ -84,7 +84,7 @@ def fair_params(draw) -> FairMDAVParams:
         "tau": draw(st.sampled_from(TAUS)),
         "microaggregate": draw(st.booleans()),
         "correction": draw(st.sampled_from(["positive", "negative"])),
-        "scaling": draw(st.sampled_from(["minmax", "zscore"])),
+        "scaling": draw(st.sampled_from(["minmax", "zscore", "none"])),
         "relabel_order": draw(st.sampled_from(["nearest", "nearest", "random"])),
         "seed": draw(st.integers(0, 3)),
     }
@@ -147,7 +147,7 @@ def test_fair_mdav_contract_holds(table, params):
 @given(
     table=tables(),
     k=st.integers(2, 10),
-    scaling=st.sampled_from(["minmax", "zscore"]),
+    scaling=st.sampled_from(["minmax", "zscore", "none"]),
 )
 def test_mdav_contract_holds(table, k, scaling):
     assume(table.num_rows >= k)

@@ -1,8 +1,8 @@
 """The Airflow DAGs generated from the specs (``dags/privfair_dags.py``), through the real CLI.
 
-A session fixture migrates a SQLite metadata DB in a temporary ``AIRFLOW_HOME`` (Airflow 3
-needs one even for ``dags test``); the dags folder is the repository's ``dags/``. Airflow is
-never imported into the pytest process.
+A session fixture (``conftest.airflow_home``) migrates a SQLite metadata DB in a temporary
+``AIRFLOW_HOME`` (Airflow 3 needs one even for ``dags test``); the dags folder is the
+repository's ``dags/``. Airflow is never imported into the pytest process.
 """
 
 from __future__ import annotations
@@ -10,73 +10,16 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from _airflow import Run, clone_home
 from _shared import BROKEN_SPEC
 
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parents[2]
 SPECS = REPO / "pipelines" / "specs"
-AIRFLOW = str(Path(sys.executable).parent / "airflow")
-
-
-@pytest.fixture(scope="session")
-def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """A migrated SQLite metadata DB in a temporary AIRFLOW_HOME; returns the CLI env."""
-    from pipelines.orchestrate import airflow_env
-
-    tmp = tmp_path_factory.mktemp("airflow")
-    base = dict(os.environ)
-    for k in [k for k in base if k.startswith("AIRFLOW") or k.startswith("PRIVFAIR_SPECS")]:
-        del base[k]
-    base["PRIVFAIR_CACHE_DIR"] = str(tmp / "cache")
-    base["PRIVFAIR_WORK_DIR"] = str(tmp / "work")
-    env = airflow_env(tmp / "home", base=base)
-    proc = subprocess.run(
-        [AIRFLOW, "db", "migrate"], env=env, cwd=tmp, capture_output=True, text=True, timeout=600
-    )
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    assert (tmp / "home" / "airflow.db").is_file()
-    return env
-
-
-def clone_home(env: dict[str, str], home: Path) -> dict[str, str]:
-    """A copy of the migrated home, so independent CLI runs can go in parallel (one SQLite
-    file each: no 'database is locked')."""
-    shutil.copytree(env["AIRFLOW_HOME"], home, ignore=shutil.ignore_patterns("logs", "*.log"))
-    # airflow.cfg names the original DB by absolute path: point the copy at its own file
-    db = f"sqlite:///{home / 'airflow.db'}"
-    return {**env, "AIRFLOW_HOME": str(home), "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db}
-
-
-class Run:
-    """One ``airflow`` CLI call in the background; ``result()`` waits and returns rc, log."""
-
-    def __init__(self, env: dict[str, str], *args: str, **extra: str) -> None:
-        self.log_path = Path(env["AIRFLOW_HOME"]) / f"cli-{os.getpid()}-{id(self)}.log"
-        self._log = self.log_path.open("w")
-        self.proc = subprocess.Popen(
-            [AIRFLOW, *args],
-            env={**env, **extra},
-            cwd=env["AIRFLOW_HOME"],
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-
-    def result(self, timeout: float = 900) -> tuple[int, str]:
-        try:
-            rc = self.proc.wait(timeout=timeout)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
-            self._log.close()
-        return rc, self.log_path.read_text()
 
 
 def _files(root: Path) -> dict[str, tuple[int, int]]:

@@ -333,6 +333,7 @@ def test_mdav_k_below_two_component_api():
         ({"k": 3, "tau": 1.5}, "component.params.tau", "less than or equal to 1"),
         ({"k": 3, "tau": -0.5}, "component.params.tau", "greater than or equal to 0"),
         ({"k": 3, "kk": 4}, "component.params.kk", "unknown parameter of component 'fair_mdav'"),
+        ({"k": 3, "scaling": "raw"}, "component.params.scaling", "'minmax', 'zscore' or 'none'"),
     ],
 )
 def test_params_cli(tmp_path, capsys, params, key, rule):

@@ -169,6 +169,8 @@ def staging_entries(store: Path, pipeline: str) -> list[str]:
 def spec_variant(tmp_path: Path, name: str, **changes) -> Path:
     raw = yaml.safe_load(GERMAN.read_text())
     raw["name"] = name
+    # variants publish other groupings of the same rows on purpose (not part of the version)
+    raw["republish"] = "allow"
     for k, v in changes.items():
         raw[k] = v
     path = tmp_path / f"{name}.yaml"

@@ -59,6 +59,8 @@ def file_spec(folder: Path, path: str, name: str = "file_release") -> Path:
 def german_variant(tmp_path: Path, k: int) -> Path:
     raw = yaml.safe_load(GERMAN.read_text())
     raw["component"]["params"]["k"] = k
+    # another grouping of the same rows, published on purpose (not part of the version)
+    raw["republish"] = "allow"
     path = tmp_path / f"german_k{k}.yaml"
     path.write_text(yaml.safe_dump(raw))
     return path
