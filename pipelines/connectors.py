@@ -301,7 +301,8 @@ def _first_line(e: BaseException) -> str:
 def _iceberg_catalog(uri: str, warehouse: str | None, base: Path, name: str | None = None):
     from pyiceberg.catalog.sql import SqlCatalog
 
-    props = {"uri": uri}
+    # SQLAlchemy 2.1 takes postgresql:// as psycopg 3; the iceberg extra installs psycopg2
+    props = {"uri": re.sub(r"^postgres(ql)?://", "postgresql+psycopg2://", uri)}
     if uri.startswith("sqlite:///"):
         props["uri"] = f"sqlite:///{_sqlite_path(uri, base).resolve()}"
     if warehouse is not None:
