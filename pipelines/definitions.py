@@ -22,6 +22,27 @@ module is imported (a new YAML file adds a new asset graph, no code change):
   ``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER``, else each spec's ``execution``);
 * a job ``<spec>_job`` over the group (and ``privfair_releases`` over every spec's group) and, when the spec has a schedule, ``<spec>_schedule``
   (created stopped: turn it on in the UI or with ``dagster schedule start``);
+* an observable source asset ``<spec>/source`` upstream of ``raw_table``: its data version is
+  the input's fingerprint (``flow.ReleasePlan.observe``, one read of the source), so the
+  release shows as stale when the source changes; and a sensor ``<spec>_source_sensor``
+  (created stopped) that observes the source and requests a run of ``<spec>_job`` when it
+  changed (``run_key``: the fingerprint);
+* for a spec with ``partitions`` (``partitions_def_of``): daily / weekly (Monday) / monthly
+  partitions from ``start`` (to ``end``), static partitions for a key list, dynamic ones for
+  ``keys: dynamic``, keyed as ``pipelines.partitions`` keys them. Its assets and checks are
+  partitioned, a run releases ``context.partition_key`` (a partition's release is versioned
+  by its own rows and idempotent: re-running an unchanged partition publishes nothing), the
+  source's data versions are per partition (``DataVersionsByPartition``), the sensor
+  requests one run per changed or new partition (``run_key`` ``<key>:<fingerprint>``; under
+  ``keys: dynamic`` it adds the new keys first), and the schedule of a time partitioning is
+  built from the partitioned job (``build_schedule_from_partitioned_job``: each period once it
+  has ended; a key partitioning has none). Backfills: the UI's "Materialize" on the
+  partitions, or ``dagster job backfill -j <spec>_job --from KEY --to KEY``. A partitioned
+  spec stays out of ``privfair_releases`` (one job runs one partitioning);
+* on each ``release`` materialisation, catalogue metadata (``pipelines.catalog_metadata``):
+  ``dagster/table_name`` ``privfair.<pipeline>.<output>`` and ``dagster/column_schema`` (each
+  published column's type, role and the guarantees naming it), and, when the manifest has a
+  ``ledger`` section, ``privfair/budget_spent`` / ``privfair/budget_remaining``;
 * an asset ``<spec>/evaluation`` (``privfair evaluate`` on ``raw_table``: stratified folds,
   classifiers on protected vs raw training folds; run config ``grid``, ``folds``,
   ``classifiers``, ...) in its own group ``<spec>_evaluation``, outside the release job, so a
