@@ -17,7 +17,7 @@ text. The same keys name Dagster's partitions, Airflow's data intervals and the 
 >>> check_key(part, "2026-11-03")
 Traceback (most recent call last):
 ...
-schemas.errors.SpecError: --partition: '2026-11-03' does not start a week (a Monday)
+schemas.errors.SpecError: spec key '--partition': '2026-11-03' does not start a week (a Monday)
 """
 
 from __future__ import annotations
