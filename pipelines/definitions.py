@@ -672,7 +672,8 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                         }
                     ),
                     **_metric_md(man.get("metrics", {}), algo.headline),
-                    **column_schema(out.path, man),
+                    # the output schemas are read where the store is a local folder
+                    **(column_schema(out.path, man) if Path(out.path).is_dir() else {}),
                     **ledger_metadata(man),
                 }
             )
