@@ -26,7 +26,7 @@ module is imported (a new YAML file adds a new asset graph, no code change):
   the input's fingerprint (``flow.ReleasePlan.observe``, one read of the source), so the
   release shows as stale when the source changes; and a sensor ``<spec>_source_sensor``
   (created stopped) that observes the source and requests a run of ``<spec>_job`` when it
-  changed (``run_key``: the fingerprint);
+  changed (``run_key``: the fingerprint; its first tick only records what is there);
 * for a spec with ``partitions`` (``partitions_def_of``): daily / weekly (Monday) / monthly
   partitions from ``start`` (to ``end``), static partitions for a key list, dynamic ones for
   ``keys: dynamic``, keyed as ``pipelines.partitions`` keys them. Its assets and checks are
