@@ -12,7 +12,9 @@
 * the source sensor requests a run only on a change (partition + fingerprint as run key),
   and adds new keys under ``keys: dynamic``;
 * the partitions Dagster generates are the keys ``pipelines.partitions`` computes (weeks
-  start on Monday, months on the 1st), the schedule comes from the partitioned job.
+  start on Monday, months on the 1st), the schedule comes from the partitioned job;
+* ``dagster-webserver`` on the backfilled instance shows the 5 materialised partitions and a
+  partition's catalogue metadata (screenshot ``artifacts/dagster_ui_partitions.png``).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ def backfilled(tmp_path_factory: pytest.TempPathFactory):
     seconds = time.monotonic() - t0
     yield {
         "defs": defs,
+        "env": env,
         "instance": instance,
         "runs": runs,
         "store": store,
@@ -455,3 +458,73 @@ def test_partition_keys_match_the_partitions_module():
         }
     )
     assert partitions_def_of(unpartitioned) is None
+
+
+# --- the UI ------------------------------------------------------------------------------------
+PARTITIONS_SHOT = REPO / "artifacts" / "dagster_ui_partitions.png"
+
+
+def test_the_ui_shows_the_backfilled_partitions(backfilled, browser, tmp_path: Path):
+    """``dagster-webserver`` on the backfilled instance: the release's partitions page counts
+    the 5 materialised days; screenshot in ``artifacts/dagster_ui_partitions.png``."""
+    import contextlib
+    import signal
+    import socket
+    import urllib.request
+
+    from _shared import pixel_stats
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    log = tmp_path / "webserver.log"
+    PARTITIONS_SHOT.parent.mkdir(exist_ok=True)
+    cmd = [sys.executable, "-m", "pipelines.orchestrate", "sigdfl", str(BIN / "dagster-webserver")]
+    cmd += ["-m", "pipelines.definitions", "-h", "127.0.0.1", "-p", str(port)]
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            env=backfilled["env"],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, log.read_text()[-3000:]
+            try:
+                with urllib.request.urlopen(f"{url}/server_info", timeout=5) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(1)
+        page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        try:
+            page.goto(f"{url}/assets/toy_daily/release?view=partitions")
+            with contextlib.suppress(PlaywrightTimeout):  # the first visit's community dialog
+                page.get_by_role("button", name="Skip").click(timeout=4000)
+            page.get_by_text("Materialized (5)").first.wait_for(timeout=60_000)
+            page.get_by_text(DAYS[2], exact=True).first.click()
+            page.get_by_text("privfair.toy_daily.data").first.wait_for(timeout=60_000)
+            time.sleep(1)
+            text = page.locator("body").inner_text()
+            for shown in ("Materialized (5)", "privfair.toy_daily.data", "dagster/column_schema"):
+                assert shown in text, (shown, text[:3000])
+            assert "role quasi_identifier (numeric); guarantees: C4 k_anonymity" in text
+            stats = pixel_stats(browser, page.screenshot(path=str(PARTITIONS_SHOT)))
+            assert stats["colours"] >= 100 and stats["background_share"] < 0.985, stats
+        finally:
+            page.close()
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=15)
