@@ -22,6 +22,27 @@ module is imported (a new YAML file adds a new asset graph, no code change):
   ``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER``, else each spec's ``execution``);
 * a job ``<spec>_job`` over the group (and ``privfair_releases`` over every spec's group) and, when the spec has a schedule, ``<spec>_schedule``
   (created stopped: turn it on in the UI or with ``dagster schedule start``);
+* an observable source asset ``<spec>/source`` upstream of ``raw_table``: its data version is
+  the input's fingerprint (``flow.ReleasePlan.observe``, one read of the source), so the
+  release shows as stale when the source changes; and a sensor ``<spec>_source_sensor``
+  (created stopped) that observes the source and requests a run of ``<spec>_job`` when it
+  changed (``run_key``: the fingerprint; its first tick only records what is there);
+* for a spec with ``partitions`` (``partitions_def_of``): daily / weekly (Monday) / monthly
+  partitions from ``start`` (to ``end``), static partitions for a key list, dynamic ones for
+  ``keys: dynamic``, keyed as ``pipelines.partitions`` keys them. Its assets and checks are
+  partitioned, a run releases ``context.partition_key`` (a partition's release is versioned
+  by its own rows and idempotent: re-running an unchanged partition publishes nothing), the
+  source's data versions are per partition (``DataVersionsByPartition``), the sensor
+  requests one run per changed or new partition (``run_key`` ``<key>:<fingerprint>``; under
+  ``keys: dynamic`` it adds the new keys first), and the schedule of a time partitioning is
+  built from the partitioned job (``build_schedule_from_partitioned_job``: each period once it
+  has ended; a key partitioning has none). Backfills: the UI's "Materialize" on the
+  partitions, or ``dagster job backfill -j <spec>_job --from KEY --to KEY``. A partitioned
+  spec stays out of ``privfair_releases`` (one job runs one partitioning);
+* on each ``release`` materialisation, catalogue metadata (``pipelines.catalog_metadata``):
+  ``dagster/table_name`` ``privfair.<pipeline>.<output>`` and ``dagster/column_schema`` (each
+  published column's type, role and the guarantees naming it), and, when the manifest has a
+  ``ledger`` section, ``privfair/budget_spent`` / ``privfair/budget_remaining``;
 * an asset ``<spec>/evaluation`` (``privfair evaluate`` on ``raw_table``: stratified folds,
   classifiers on protected vs raw training folds; run config ``grid``, ``folds``,
   ``classifiers``, ...) in its own group ``<spec>_evaluation``, outside the release job, so a
@@ -38,9 +59,11 @@ under ``<instance storage>/privfair/<spec>/<run_id>/``.
     dagster asset materialize -m pipelines.definitions --select 'key:<spec name>/*'
 """
 
+import functools
 import json
 import os
 import typing
+import warnings
 from functools import cache
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -50,6 +73,7 @@ from pydantic import Field, create_model
 
 from components.core.descriptor import Algorithm, Metric
 from pipelines.catalogue import algorithm_of, check_keys, load_specs, outline, with_params
+from pipelines.partitions import WHOLE
 from pipelines.settings import cron_of, resolve_data_dir, resolve_store
 from schemas.errors import SpecError
 from schemas.spec import PipelineSpec
@@ -207,6 +231,116 @@ def _metric_md(metrics: dict, headline: tuple[Metric, ...]) -> dict[str, Any]:
     return md
 
 
+# --- partitions and the source ------------------------------------------------------------------
+DATA_VERSION_TAG = "dagster/data_version"  # the tag Dagster reads an observation's version from
+
+
+def partitions_def_of(spec: PipelineSpec) -> dg.PartitionsDefinition | None:
+    """The Dagster partitions of ``spec.partitions`` (None: not partitioned), keyed exactly as
+    ``pipelines.partitions`` keys them: a time partition by the ISO date its period starts on
+    (``%Y-%m-%d``, UTC; weeks start on Monday: ``day_offset=1``; months on the 1st), from
+    ``start`` up to ``end`` excluded; a key partition by its value (a fixed list: static
+    partitions; ``dynamic``: Dagster dynamic partitions named after the spec, which the source
+    sensor adds as the source shows new keys)."""
+    part = spec.partitions
+    if part is None:
+        return None
+    if part.granularity is not None:
+        when = {
+            "start_date": part.start.isoformat(),
+            "end_date": part.end.isoformat() if part.end is not None else None,
+            "fmt": "%Y-%m-%d",
+            "timezone": "UTC",
+        }
+        if part.granularity == "day":
+            return dg.DailyPartitionsDefinition(**when)
+        if part.granularity == "week":
+            return dg.WeeklyPartitionsDefinition(day_offset=1, **when)
+        return dg.MonthlyPartitionsDefinition(day_offset=1, **when)
+    if part.keys == "dynamic":
+        return dg.DynamicPartitionsDefinition(name=spec.name)
+    try:
+        return dg.StaticPartitionsDefinition(list(part.keys))
+    except dg.DagsterInvalidDefinitionError as e:
+        raise SpecError("partitions.keys", f"not usable as Dagster partition keys: {e}") from None
+
+
+def known_keys(pdef: dg.PartitionsDefinition, instance: dg.DagsterInstance) -> set[str]:
+    """The partition keys Dagster knows now (time partitions: up to the last complete period;
+    dynamic: those added to ``instance``)."""
+    if isinstance(pdef, dg.DynamicPartitionsDefinition):
+        return set(instance.get_dynamic_partitions(pdef.name))
+    return set(pdef.get_partition_keys())
+
+
+def observe_source(spec: PipelineSpec, data_dir: str | None) -> tuple[str, dict[str, str]]:
+    """The source's fingerprint and each partition's, from one read
+    (``flow.ReleasePlan.observe``): the data versions of ``<spec>/source``. A source that cannot
+    be read fails the observation with the reason (a ``dg.Failure``, no retry)."""
+    from pipelines.flow import ReleasePlan
+    from schemas.errors import PrivfairError
+
+    try:
+        return ReleasePlan.of(spec, data_dir=data_dir).observe()
+    except PrivfairError as e:
+        raise dg.Failure(description=f"cannot observe the source of '{spec.name}': {e}") from None
+
+
+def column_schema(release: str, man: dict) -> dict[str, Any]:
+    """Catalogue metadata of a published release (``pipelines.catalog_metadata``):
+    ``dagster/table_name`` ``privfair.<pipeline>.<output>`` of its main output (``data`` when
+    it has one, else its first), ``dagster/column_schema`` its columns (Arrow type; the
+    description names the role and the guarantees naming the column; tag ``privfair/role``);
+    with several outputs, ``privfair/tables`` lists every output's table name and columns."""
+    from pipelines.catalog_metadata import columns, table_name
+
+    found = columns(release, man)
+    if not found:
+        return {}
+    main = "data" if "data" in found else next(iter(found))
+    tables = {
+        out: dg.TableSchema(
+            columns=[
+                dg.TableColumn(
+                    name=c.name,
+                    type=c.type,
+                    description=c.description,
+                    tags={"privfair/role": c.role} if c.role else {},
+                )
+                for c in cols
+            ]
+        )
+        for out, cols in found.items()
+    }
+    md: dict[str, Any] = {
+        "dagster/table_name": table_name(man["pipeline"], main),
+        "dagster/column_schema": tables[main],
+    }
+    if len(found) > 1:
+        md["privfair/tables"] = _mv(
+            {
+                table_name(man["pipeline"], out): [c.name for c in cols]
+                for out, cols in found.items()
+            }
+        )
+    return md
+
+
+def ledger_metadata(man: dict) -> dict[str, Any]:
+    """``privfair/budget_spent`` and ``privfair/budget_remaining`` of the most-spent block after
+    this release, from the manifest's ``ledger`` section (none: no ledger activity)."""
+    led = man.get("ledger")
+    if not isinstance(led, dict):
+        return {}
+    md = {
+        "privfair/budget_spent": _mv(led.get("spent")),
+        "privfair/budget_remaining": _mv(led.get("remaining")),
+    }
+    if led.get("dataset"):
+        md["privfair/ledger_dataset"] = _mv(led["dataset"])
+    return md
+
+
 # --- one spec ----------------------------------------------------------------------------------
 class EvaluationConfig(dg.Config):
     """Run config of ``<spec>/evaluation`` (the options of ``privfair evaluate``)."""
@@ -229,6 +363,22 @@ class EvaluationConfig(dg.Config):
     )
 
 
+def _known_previews(fn):
+    """Run ``fn`` without Dagster's warnings about the two non-stable features we use
+    knowingly: ``observable_source_asset`` (beta) and partitioned asset checks (preview in
+    1.13; the checks of a partitioned spec must be per partition)."""
+
+    @functools.wraps(fn)
+    def quiet(*args, **kwargs):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            warnings.simplefilter("ignore", dg.PreviewWarning)
+            return fn(*args, **kwargs)
+
+    return quiet
+
+
+@_known_previews
 def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     """The assets, checks, job and schedule of one spec."""
     name = spec.name
@@ -236,6 +386,8 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     raw_key = dg.AssetKey([name, "raw_table"])
     prot_key = dg.AssetKey([name, "protected_table"])
     rel_key = dg.AssetKey([name, "release"])
+    src_key = dg.AssetKey([name, "source"])
+    pdef = partitions_def_of(spec)
     about = {
         "spec_file": dg.MetadataValue.path(str(path)),
         "component": spec.component.name,
@@ -243,29 +395,70 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         "params": dg.MetadataValue.json(dict(spec.component.params)),
         "dataset": spec.dataset.name or spec.dataset.path or "",
     }
-    common = {"group_name": name, "kinds": {"parquet"}}
+    common = {"group_name": name, "kinds": {"parquet"}, "partitions_def": pdef}
     Config = config_class(algo)
+
+    @dg.observable_source_asset(
+        key=src_key,
+        group_name=name,
+        partitions_def=pdef,
+        description=f"The raw input of {name} as it is now: its data version is the input's "
+        "fingerprint (per partition: the partition's, which changes only when its rows do), so "
+        "the release shows as stale when the source changes.",
+        metadata=about,
+    )
+    def source(context, privfair_data: PrivfairData):
+        whole, parts = observe_source(spec, privfair_data.resolved())
+        if pdef is None:
+            return dg.ObserveResult(
+                data_version=dg.DataVersion(whole), metadata={"source_fingerprint": whole}
+            )
+        known = known_keys(pdef, context.instance)
+        unknown = sorted(set(parts) - known)
+        if unknown:  # rows of a period not started yet, before start, or a key not added yet
+            context.log.warning(
+                f"{len(unknown)} partition key(s) in the source are not partitions of "
+                f"{name} (yet): {unknown[:5]}"
+            )
+        return dg.DataVersionsByPartition(
+            {k: dg.DataVersion(fp) for k, fp in parts.items() if k in known}
+        )
 
     @dg.asset(
         key=raw_key,
-        description=f"The typed input table of {name} (roles attached, checked).",
+        deps=[src_key],
+        description=f"The typed input table of {name} (roles attached, checked)"
+        + (f", one partition of it (partitions on '{spec.partitions.column}')." if pdef else "."),
         metadata=about,
         **common,
     )
-    def raw_table(context: dg.AssetExecutionContext, privfair_data: PrivfairData) -> dict:
+    def raw_table(
+        context: dg.AssetExecutionContext, privfair_data: PrivfairData
+    ) -> dg.Output[dict]:
         from pipelines import tasks
 
-        out = tasks.ingest_task(spec, _work_dir(context, spec, "raw"), privfair_data.resolved())
-        info = json.loads(Path(out.input).read_text())
-        context.add_output_metadata(
-            {
-                "dagster/row_count": out.rows,
-                "columns": out.columns,
-                "input_fingerprint": out.fingerprint,
-                "input_files": _mv(info.get("files", {})),
-            }
+        out = tasks.ingest_task(
+            spec,
+            _work_dir(context, spec, "raw"),
+            privfair_data.resolved(),
+            partition=context.partition_key if pdef is not None else None,
         )
-        return out.as_dict()
+        info = json.loads(Path(out.input).read_text())
+        md = {
+            "dagster/row_count": out.rows,
+            "columns": out.columns,
+            "input_fingerprint": out.fingerprint,
+            "input_files": _mv(info.get("files", {})),
+        }
+        if out.partition is not None:
+            md["partition"] = out.partition
+            md["source_fingerprint"] = info.get("source_fingerprint", "")
+        context.add_output_metadata(md)
+        # its data version is the input's fingerprint: what is downstream of it is stale
+        # exactly when the rows it releases changed
+        with warnings.catch_warnings():  # data_version of an Output: beta in Dagster 1.13
+            warnings.simplefilter("ignore", dg.BetaWarning)
+            return dg.Output(out.as_dict(), data_version=dg.DataVersion(out.fingerprint))
 
     @dg.asset(
         key=prot_key,
@@ -318,7 +511,13 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     docs = {k: _first_line(type(g).__doc__) for k, g in zip(keys, template, strict=True)}
     titles = {k: g.title for k, g in zip(keys, template, strict=True)}
     check_specs = [
-        dg.AssetCheckSpec(k, asset=prot_key, blocking=True, description=f"{titles[k]}: {docs[k]}")
+        dg.AssetCheckSpec(
+            k,
+            asset=prot_key,
+            blocking=True,
+            description=f"{titles[k]}: {docs[k]}",
+            partitions_def=pdef,
+        )
         for k in keys
     ]
     check_specs.append(
@@ -330,6 +529,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
             "of the contract rebuilt from the spec, the declared contract holding all of them, "
             "and the built-in schema expectations (columns, nulls, types, row count), run by "
             "Great Expectations on the files to be published.",
+            partitions_def=pdef,
         )
     )
 
@@ -472,8 +672,13 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                         }
                     ),
                     **_metric_md(man.get("metrics", {}), algo.headline),
+                    # the output schemas are read where the store is a local folder
+                    **(column_schema(out.path, man) if Path(out.path).is_dir() else {}),
+                    **ledger_metadata(man),
                 }
             )
+            if man.get("partition") is not None:
+                md["partition"] = man["partition"]
         context.add_output_metadata(md)
         return out.as_dict()
 
@@ -487,6 +692,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         metadata=about,
         group_name=f"{name}_evaluation",
         kinds={"parquet"},
+        partitions_def=pdef,
     )
     def evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig, raw: dict):
         import pyarrow.parquet as pq
@@ -535,9 +741,21 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         description=f"Build, validate and publish {name}.",
         tags={"privfair/pipeline": name},
     )
-    schedules = []
+    schedules: list = []
     cron = cron_of(spec.schedule)
-    if cron is not None:
+    if cron is not None and pdef is not None:
+        if isinstance(pdef, dg.TimeWindowPartitionsDefinition):
+            # the partitions set the cadence: each tick releases the period just ended
+            schedules.append(
+                dg.build_schedule_from_partitioned_job(
+                    job,
+                    name=f"{name}_schedule",
+                    description=f"{name}: each {spec.partitions.granularity}'s partition once "
+                    "the period has ended.",
+                )
+            )
+        # a key partitioning has no calendar: the source sensor starts its runs
+    elif cron is not None:
         schedules.append(
             dg.ScheduleDefinition(
                 name=f"{name}_schedule",
@@ -548,11 +766,88 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
             )
         )
     return {
-        "assets": [raw_table, protected_table, release, evaluation],
+        "assets": [source, raw_table, protected_table, release, evaluation],
         "asset_checks": [contract_checks],
         "jobs": [job],
         "schedules": schedules,
+        "sensors": [source_sensor(spec, src_key, pdef, job)],
     }
+
+
+SENSOR_INTERVAL = 300  # seconds between two reads of a source by its sensor
+
+
+def source_sensor(
+    spec: PipelineSpec,
+    src_key: dg.AssetKey,
+    pdef: dg.PartitionsDefinition | None,
+    job: Any,
+) -> dg.SensorDefinition:
+    """``<spec>_source_sensor`` (created stopped): reads the source (``observe_source``, one
+    read per tick), records the data versions that changed as observations of
+    ``<spec>/source`` and requests a run of ``<spec>_job`` for each change: the whole input
+    (``run_key`` its fingerprint) or each partition whose rows changed or appeared
+    (``run_key`` ``<key>:<fingerprint>``). Its cursor holds the versions last seen; the
+    first tick records them and requests nothing (backfill the partitions already there).
+    Under ``keys: dynamic`` it first adds the keys new in the source as partitions. A run of
+    an unchanged partition would publish nothing new anyway (its version exists)."""
+    name = spec.name
+    dynamic = isinstance(pdef, dg.DynamicPartitionsDefinition)
+
+    @dg.sensor(
+        name=f"{name}_source_sensor",
+        job=job,
+        minimum_interval_seconds=SENSOR_INTERVAL,
+        default_status=dg.DefaultSensorStatus.STOPPED,
+        description=f"Starts {name}_job when the source of {name} changes"
+        + (" (one run per changed partition)." if pdef is not None else "."),
+    )
+    def sensor(context: dg.SensorEvaluationContext, privfair_data: PrivfairData):
+        whole, parts = observe_source(spec, privfair_data.resolved())
+        now = parts if pdef is not None else {WHOLE: whole}
+        added: list[str] = []
+        if dynamic:
+            added = sorted(set(now) - known_keys(pdef, context.instance))
+        elif pdef is not None:
+            now = {k: v for k, v in now.items() if k in known_keys(pdef, context.instance)}
+        first = context.cursor is None
+        seen = json.loads(context.cursor) if context.cursor else {}
+        changed = {k: v for k, v in now.items() if seen.get(k) != v}
+        events = [
+            dg.AssetObservation(
+                asset_key=src_key,
+                partition=k if pdef is not None else None,
+                tags={DATA_VERSION_TAG: v},
+            )
+            for k, v in changed.items()
+        ]
+        requests = (
+            []
+            if first
+            else [
+                dg.RunRequest(
+                    run_key=f"{k}:{v}" if pdef is not None else v,
+                    partition_key=k if pdef is not None else None,
+                    tags={"privfair/source_fingerprint": whole},
+                )
+                for k, v in changed.items()
+            ]
+        )
+        return dg.SensorResult(
+            run_requests=requests,
+            skip_reason=None
+            if requests
+            else (
+                f"first look at the source: {len(now)} version(s) recorded"
+                if first
+                else "the source has not changed"
+            ),
+            cursor=json.dumps(now, sort_keys=True),
+            asset_events=events,
+            dynamic_partitions_requests=[pdef.build_add_request(added)] if added else None,
+        )
+
+    return sensor
 
 
 def build_defs(
@@ -562,17 +857,25 @@ def build_defs(
 ) -> dg.Definitions:
     """Definitions for every spec in ``specs_dir`` (default ``$PRIVFAIR_SPECS_DIR`` or the
     shipped specs). ``store``/``data_dir`` preset the resources (default: from the env)."""
-    parts: dict[str, list] = {"assets": [], "asset_checks": [], "jobs": [], "schedules": []}
+    parts: dict[str, list] = {
+        "assets": [],
+        "asset_checks": [],
+        "jobs": [],
+        "schedules": [],
+        "sensors": [],
+    }
     names = []
     for path, spec in load_specs(specs_dir):
-        names.append(spec.name)
+        if spec.partitions is None:  # a job runs one partitioning: each partitioned spec its own
+            names.append(spec.name)
         for key, items in spec_definitions(path, spec).items():
             parts[key] += items
     parts["jobs"].append(
         dg.define_asset_job(
             RELEASES_JOB,
             selection=dg.AssetSelection.groups(*names),
-            description="Every spec's release (the evaluations are left out).",
+            description="Every unpartitioned spec's release (the evaluations are left out; a "
+            "partitioned spec runs by partition in its own job).",
         )
     )
     return dg.Definitions(

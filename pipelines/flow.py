@@ -45,7 +45,7 @@ from pipelines import share
 from pipelines.admission import Admission, check_republish
 from pipelines.admission import admit as _admit
 from pipelines.catalogue import algorithm_of, parse_spec
-from pipelines.ingest import load_dataset, private_columns
+from pipelines.ingest import load_dataset, private_columns, source_versions
 from pipelines.partitions import check_key
 from pipelines.release import (
     Candidate,
@@ -182,6 +182,18 @@ class ReleasePlan:
             partition=self.partition,
         )
         return Ingested(table, info)
+
+    def observe(self) -> tuple[str, dict[str, str]]:
+        """The source's fingerprint now and each partition's (``ingest.source_versions``), read
+        as ``ingest`` reads it: what a release of the whole input, or of each partition, would
+        record as its input fingerprint."""
+        return source_versions(
+            self.spec.dataset,
+            self.data_dir,
+            family_of(self.algo).dataset_roles,
+            base_dir=self.spec.spec_dir,
+            partitions=self.spec.partitions,
+        )
 
     def version(self, input_fingerprint: str) -> str:
         """Deterministic release version: input fingerprint + spec + the code version of the

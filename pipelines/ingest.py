@@ -21,7 +21,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from pipelines.partitions import check_key, keys_of, select
+from pipelines.partitions import check_key, key_column, keys_of, select
 from pipelines.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
 from schemas.datasets import DATASETS
 from schemas.errors import DataSourceError, InputError, SpecError
@@ -83,9 +83,7 @@ def load_dataset(
             "blocks": [partition],
             "source_fingerprint": fingerprint,
         }
-        fingerprint = hashlib.sha256(
-            json.dumps([partition, table_fingerprint(table)]).encode()
-        ).hexdigest()
+        fingerprint = partition_fingerprint(partition, table)
         if table.num_rows == 0:
             raise InputError(
                 partitions.column, f"partition '{partition}' has no rows in dataset '{label}'"
@@ -107,6 +105,44 @@ def load_dataset(
     if nulls:
         record["nulls"] = nulls
     return table, record
+
+
+def partition_fingerprint(key: str, rows: pa.Table) -> str:
+    """The fingerprint of partition ``key`` holding ``rows`` (the source's rows of that key, as
+    read, before the spec's column policies): sha256 of the key and ``table_fingerprint``, so
+    it changes when and only when that partition's rows change."""
+    return hashlib.sha256(json.dumps([key, table_fingerprint(rows)]).encode()).hexdigest()
+
+
+def source_versions(
+    ds: DatasetSpec,
+    data_dir: str | Path | None = None,
+    presets: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None,
+    base_dir: str | Path | None = None,
+    partitions: PartitionSpec | None = None,
+) -> tuple[str, dict[str, str]]:
+    """What the source holds now, from one read of it: the whole source's fingerprint (the
+    ``fingerprint`` of an unpartitioned release's input record) and, with ``partitions``, each
+    partition key found in it with the ``fingerprint`` a release of that partition records
+    (``partition_fingerprint``; ``{}`` without partitions). The orchestrators compare these
+    with what they saw before to tell which releases are stale.
+
+    The table is read as ``load_dataset`` reads it (same files, presets and roles), and the key
+    column computed once; no row-level Python."""
+    if ds.name is not None:
+        table, _, digests = _load_builtin(ds.name, data_dir)
+        table = _override(table, (presets or {}).get(ds.name, {}), "preset", ds.name)
+        table = _override(table, ds.columns or {}, "dataset.columns", ds.name)
+    else:
+        table, _, digests = _load_file(ds, base_dir, data_dir)
+    whole = fingerprint_digests(digests)
+    if partitions is None:
+        return whole, {}
+    keys = key_column(table, partitions)
+    return whole, {
+        k: partition_fingerprint(k, table.filter(pc.equal(keys, k)))
+        for k in sorted(pc.unique(keys).to_pylist())
+    }
 
 
 def table_fingerprint(table: pa.Table) -> str:

@@ -486,9 +486,9 @@ def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
     specs = tmp_path / "specs"
     shutil.copytree(SPECS, specs)
     (specs / "german_fair_mdav_k20.yaml").write_text(NEW_SPEC)
-    new = {
+    new = {  # with the observable source of its raw input
         f"german_fair_mdav_k20/{a}"
-        for a in ("raw_table", "protected_table", "release", "evaluation")
+        for a in ("source", "raw_table", "protected_table", "release", "evaluation")
     }
 
     before = {

@@ -238,7 +238,10 @@ def test_catalogue_checks_and_a_launched_run(dagster_dev, browser):
     }
     nodes = server.graphql(GROUP_QUERY, {"group": group})["assetNodes"]
     keys = {"/".join(n["assetKey"]["path"]): n for n in nodes}
-    assert set(keys) == {f"{PIPELINE}/{a}" for a in ("raw_table", "protected_table", "release")}
+    # the group also holds the observable source of the raw input (observed, not materialised)
+    assert set(keys) == {
+        f"{PIPELINE}/{a}" for a in ("source", "raw_table", "protected_table", "release")
+    }
     assert keys[f"{PIPELINE}/protected_table"]["hasAssetChecks"]
     checks = server.graphql(CHECKS_QUERY, {"path": [PIPELINE, "protected_table"]})
     checks = checks["assetNodeOrError"]["assetChecksOrError"]["checks"]
