@@ -23,11 +23,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from schemas.roles import read_roles
 
-__all__ = ["Column", "columns", "guarantees_naming", "table_name"]
+__all__ = ["Column", "columns", "describe", "guarantees_naming", "table_name"]
 
 _NOT_PARAMETERS = frozenset({"id", "kind"})
 
@@ -42,19 +43,28 @@ class Column:
     role: str | None
     kind: str | None
     guarantees: tuple[str, ...]
+    values: tuple[tuple[str, tuple], ...] = ()  # (favoured | unfavoured | positive, values)
 
     @property
     def description(self) -> str:
-        """``role (kind); guarantees: ...`` as a catalogue shows it.
+        """``privfair role: ROLE (KIND)[; favoured: V...]; guarantees: ...`` as a catalogue
+        shows it, and as a lakehouse table's column doc or a database column comment keeps it
+        (``pipelines.connectors.roles_from_docs`` reads the role back from it).
 
         >>> Column("x", "int64", "quasi_identifier", "numeric", ("C4 k_anonymity",)).description
-        'role quasi_identifier (numeric); guarantees: C4 k_anonymity'
+        'privfair role: quasi_identifier (numeric); guarantees: C4 k_anonymity'
+        >>> Column("s", "int64", "protected", "binary", (), (("favoured", (1,)),)).description
+        'privfair role: protected (binary); favoured: 1; guarantees: none name this column'
         >>> Column("z", "double", None, None, ()).description
-        'role not recorded; guarantees: none name this column'
+        'privfair role: not recorded; guarantees: none name this column'
         """
-        role = f"role {self.role}" + (f" ({self.kind})" if self.kind else "")
-        if self.role is None:
-            role = "role not recorded"
+        role = "privfair role: " + (
+            f"{self.role}" + (f" ({self.kind})" if self.kind else "")
+            if self.role is not None
+            else "not recorded"
+        )
+        for key, vals in self.values:
+            role += f"; {key}: {', '.join(str(v) for v in vals)}"
         named = ", ".join(self.guarantees) if self.guarantees else "none name this column"
         return f"{role}; guarantees: {named}"
 
@@ -100,6 +110,31 @@ def guarantees_naming(contract: list[dict], column: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def describe(schema: pa.Schema, contract: list[dict]) -> list[Column]:
+    """The columns of a published output's ``schema`` (roles in its field metadata) with the
+    guarantees of ``contract`` (manifest form) naming each, in schema order."""
+    roles = {r.name: r for r in read_roles(schema).columns}
+    out = []
+    for f in schema:
+        r = roles.get(f.name)
+        values = tuple(
+            (key, tuple(getattr(r, key)))
+            for key in ("favoured", "unfavoured", "positive")
+            if r is not None and getattr(r, key, None)
+        )
+        out.append(
+            Column(
+                name=f.name,
+                type=str(f.type),
+                role=r.role.value if r is not None else None,
+                kind=r.kind.value if r is not None and r.kind else None,
+                guarantees=guarantees_naming(contract, f.name),
+                values=values,
+            )
+        )
+    return out
+
+
 def columns(release: str | Path, manifest: dict) -> dict[str, list[Column]]:
     """Each published output of ``release`` (its folder; ``manifest`` its owner manifest) with
     its columns, in file order."""
@@ -107,18 +142,7 @@ def columns(release: str | Path, manifest: dict) -> dict[str, list[Column]]:
 
     outputs, _ = release_files(manifest)
     contract = manifest.get("contract") or []
-    found: dict[str, list[Column]] = {}
-    for name, file in outputs.items():
-        schema = pq.read_schema(Path(release) / file)
-        roles = {r.name: r for r in read_roles(schema).columns}
-        found[name] = [
-            Column(
-                name=f.name,
-                type=str(f.type),
-                role=roles[f.name].role.value if f.name in roles else None,
-                kind=roles[f.name].kind.value if f.name in roles and roles[f.name].kind else None,
-                guarantees=guarantees_naming(contract, f.name),
-            )
-            for f in schema
-        ]
-    return found
+    return {
+        name: describe(pq.read_schema(Path(release) / file), contract)
+        for name, file in outputs.items()
+    }

@@ -168,18 +168,19 @@ def _sha(obj) -> str:
 
 
 # --- roles kept by the source -------------------------------------------------------------------
-_ROLE_DOC = re.compile(r"privfair role:\s*(?P<role>[a-z_]+)\s*\((?P<kind>[a-z]+)\)(?P<rest>[^.]*)")
+_ROLE_DOC = re.compile(r"privfair role:\s*(?P<role>[a-z_]+)\s*\((?P<kind>[a-z]+)\)(?P<rest>.*)")
 
 
 def roles_from_docs(docs: Mapping[str, str] | None) -> dict[str, dict]:
     """The column roles a source's comments or docs declare, as ``dataset.columns`` entries.
 
     A doc declares a role as ``privfair role: ROLE (KIND)``, optionally followed by
-    ``; favoured: V, W``, ``; unfavoured: V``, ``; positive: V`` (what ``pipelines.targets``
-    writes into an Iceberg table's column docs, so a published release reads back with its
-    roles). Values are text; a numeric-looking one is read as a number.
+    ``; favoured: V, W``, ``; unfavoured: V``, ``; positive: V`` (the form of
+    ``pipelines.catalog_metadata.Column.description``, which ``pipelines.targets`` writes into
+    an Iceberg table's column docs, so a published release reads back with its roles). Values
+    are text; a numeric-looking one is read as a number.
 
-    >>> roles_from_docs({"sex": "privfair role: protected (binary); favoured: 1. Guarantees: ..."})
+    >>> roles_from_docs({"sex": "privfair role: protected (binary); favoured: 1; guarantees: C6"})
     {'sex': {'role': 'protected', 'kind': 'binary', 'favoured': [1]}}
     """
     out: dict[str, dict] = {}

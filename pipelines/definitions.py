@@ -328,10 +328,13 @@ def column_schema(release: str, man: dict) -> dict[str, Any]:
 
 def ledger_metadata(man: dict) -> dict[str, Any]:
     """``privfair/budget_spent`` and ``privfair/budget_remaining`` of the most-spent block after
-    this release, from the manifest's ``ledger`` section (none: no ledger activity)."""
+    a differentially private release, from the manifest's ``ledger`` section; for another
+    release, the re-publication policy it was admitted under (``privfair/republish``)."""
     led = man.get("ledger")
     if not isinstance(led, dict):
         return {}
+    if led.get("charge") is None:  # not differentially private: recorded, nothing spent
+        return {"privfair/republish": _mv(led["policy"])} if led.get("policy") else {}
     md = {
         "privfair/budget_spent": _mv(led.get("spent")),
         "privfair/budget_remaining": _mv(led.get("remaining")),

@@ -38,7 +38,6 @@ import pyarrow.compute as pc
 from components.core.order import published_order
 from schemas import contracts as C
 from schemas.errors import ContractViolation, SpecError, StoreError
-from schemas.roles import read_roles
 from schemas.spec import TargetSpec
 
 __all__ = ["PARTITION_COLUMN", "Written", "column_docs", "discard", "publish", "write_and_audit"]
@@ -66,26 +65,12 @@ def tag_of(release_id: str) -> str:
 
 
 def column_docs(table: pa.Table, contract: list) -> dict[str, str]:
-    """Each column's documentation: its role (kind, favoured/positive values) in the form
-    ``pipelines.connectors.roles_from_docs`` reads back, and the guarantees naming it."""
-    roles = read_roles(table)
-    named: dict[str, list[str]] = {}
-    for g in contract:
-        for f in getattr(g, "column_fields", ()):
-            value = getattr(g, f, None)
-            for col in (value,) if isinstance(value, str) else value or ():
-                named.setdefault(col, []).append(f"{g.id} {g.kind}")
-    docs = {}
-    for name in table.column_names:
-        role = roles[name] if name in roles else None  # noqa: SIM401 (TableRoles has no get)
-        what = f"{role.role.value} ({role.kind.value})" if role is not None else "unlabelled"
-        for key in ("favoured", "unfavoured", "positive"):
-            values = getattr(role, key, None) if role is not None else None
-            if values:
-                what += f"; {key}: {', '.join(str(v) for v in values)}"
-        g = "; ".join(named.get(name, [])) or "none naming it"
-        docs[name] = f"privfair role: {what}. Guarantees: {g}."
-    return docs
+    """Each column's doc: ``pipelines.catalog_metadata.Column.description`` (its role, kind,
+    favoured/positive values and the guarantees naming it), the form
+    ``pipelines.connectors.roles_from_docs`` reads back."""
+    from pipelines.catalog_metadata import describe
+
+    return {c.name: c.description for c in describe(table.schema, C.contract_to_data(contract))}
 
 
 # --- where -----------------------------------------------------------------------------------------

@@ -214,8 +214,8 @@ def test_release_carries_catalogue_metadata(backfilled):
     cols = {c.name: c for c in schema.columns}
     assert list(cols) == ["x", "c", "PA", "y"]  # the published columns, not 'submitted'
     assert cols["x"].type == "int64" and cols["c"].type == "string"
-    assert cols["x"].description.startswith("role quasi_identifier (numeric);")
-    assert cols["PA"].description.startswith("role protected (binary);")
+    assert cols["x"].description.startswith("privfair role: quasi_identifier (numeric);")
+    assert cols["PA"].description.startswith("privfair role: protected (binary);")
     assert cols["y"].tags == {"privfair/role": "label"}
     for qi in ("x", "c"):
         assert "C4 k_anonymity" in cols[qi].description
@@ -223,7 +223,8 @@ def test_release_carries_catalogue_metadata(backfilled):
     assert "C13" not in cols["c"].description
     assert "k_anonymity" not in cols["PA"].description
     assert "C6 attributes_preserved" in cols["PA"].description
-    assert "privfair/budget_spent" not in md  # no ledger section in this manifest
+    assert "privfair/budget_spent" not in md  # MDAV spends no privacy budget
+    assert md["privfair/republish"].value == "refuse"
 
 
 def test_ledger_section_becomes_budget_metadata():
@@ -516,7 +517,7 @@ def test_the_ui_shows_the_backfilled_partitions(backfilled, browser, tmp_path: P
             text = page.locator("body").inner_text()
             for shown in ("Materialized (5)", "privfair.toy_daily.data", "dagster/column_schema"):
                 assert shown in text, (shown, text[:3000])
-            assert "role quasi_identifier (numeric); guarantees: C4 k_anonymity" in text
+            assert "privfair role: quasi_identifier (numeric); guarantees: C4 k_anonymity" in text
             stats = pixel_stats(browser, page.screenshot(path=str(PARTITIONS_SHOT)))
             assert stats["colours"] >= 100 and stats["background_share"] < 0.985, stats
         finally:
