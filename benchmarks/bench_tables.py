@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         t_src, r = best(lambda: read_source(src), args.repeats)
         t_pd, df = best(pandas_read, args.repeats)
         engine.dispose()
-        types_adbc = ", ".join(f"{f.name}: {f.type}" for f in a.schema[:4])
+        types_adbc = ", ".join(f"{f.name}: {f.type}" for f in list(a.schema)[:4])
         types_pd = ", ".join(f"{c}: {t}" for c, t in list(df.dtypes.items())[:4])
         lines += [
             "## Read",

@@ -40,6 +40,7 @@ from schemas.spec import SourceSpec
 
 __all__ = [
     "Read",
+    "connection_uri",
     "connections",
     "expand",
     "quote_name",
@@ -128,7 +129,13 @@ def resolve_url(src: SourceSpec, key: str = "dataset.source") -> str:
     Connection when Airflow is configured here)."""
     if src.url is not None:
         return expand(src.url, f"{key}.url")
-    conn = src.conn_id or ""
+    return connection_uri(src.conn_id or "", f"{key}.conn_id")
+
+
+def connection_uri(conn: str, key: str) -> str:
+    """The URI of connection ``conn`` (``key`` names it in errors): the run's
+    ``connections``, else ``$AIRFLOW_CONN_<ID>``, else the Airflow Connection when Airflow is
+    configured here; ``${VAR}`` in it expanded."""
     env = f"AIRFLOW_CONN_{conn.upper()}"
     if conn in _CONNECTIONS.get():
         uri = _CONNECTIONS.get()[conn]
@@ -138,11 +145,10 @@ def resolve_url(src: SourceSpec, key: str = "dataset.source") -> str:
         uri = _airflow_connection(conn)
         if uri is None:
             raise SpecError(
-                f"{key}.conn_id",
-                f"no connection '{conn}': set ${env} to its URI or define it in Airflow",
+                key, f"no connection '{conn}': set ${env} to its URI or define it in Airflow"
             )
     # Airflow writes postgres:// for its Postgres connections
-    return re.sub(r"^postgres://", "postgresql://", uri)
+    return re.sub(r"^postgres://", "postgresql://", expand(uri, key))
 
 
 def _airflow_connection(conn_id: str) -> str | None:

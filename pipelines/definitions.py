@@ -17,6 +17,8 @@ module is imported (a new YAML file adds a new asset graph, no code change):
   parameter optional (unset keeps the spec's value), validated by
   ``pipelines.catalogue.with_params``;
 * resources ``privfair_data`` (raw-data folder; default ``$PRIVFAIR_DATA_DIR``),
+  ``connections`` (``conn_id`` -> URI of a database source or lakehouse target; ``${VAR}`` in
+  a URI from the environment),
   ``release_store`` (default ``$PRIVFAIR_STORE`` or ``releases``, relative to the repo root)
   and ``execution_engine`` (where blocks run: ``local`` or ``spark`` and its master; default
   ``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER``, else each spec's ``execution``);
@@ -91,6 +93,20 @@ class PrivfairData(dg.ConfigurableResource):
 
     def resolved(self) -> str | None:
         return resolve_data_dir(self.data_dir or None)
+
+
+class Connections(dg.ConfigurableResource):
+    """URIs of the connections a spec names by ``conn_id`` (a database source, an Iceberg
+    catalog or Delta table target), e.g. ``{"raw_db": "postgresql://etl:${RAW_PW}@db/raw"}``:
+    a ``${VAR}`` is read from the run's environment, so no password is in the spec or this
+    configuration. A ``conn_id`` not listed here is looked up as ``$AIRFLOW_CONN_<ID>``."""
+
+    uris: dict[str, str] = Field(default_factory=dict, description="conn_id -> URI")
+
+    def scope(self):
+        from pipelines.connectors import connections
+
+        return connections(self.uris)
 
 
 class ReleaseStore(dg.ConfigurableResource):
@@ -410,8 +426,9 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         "the release shows as stale when the source changes.",
         metadata=about,
     )
-    def source(context, privfair_data: PrivfairData):
-        whole, parts = observe_source(spec, privfair_data.resolved())
+    def source(context, privfair_data: PrivfairData, connections: Connections):
+        with connections.scope():
+            whole, parts = observe_source(spec, privfair_data.resolved())
         if pdef is None:
             return dg.ObserveResult(
                 data_version=dg.DataVersion(whole), metadata={"source_fingerprint": whole}
@@ -436,16 +453,17 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         **common,
     )
     def raw_table(
-        context: dg.AssetExecutionContext, privfair_data: PrivfairData
+        context: dg.AssetExecutionContext, privfair_data: PrivfairData, connections: Connections
     ) -> dg.Output[dict]:
         from pipelines import tasks
 
-        out = tasks.ingest_task(
-            spec,
-            _work_dir(context, spec, "raw"),
-            privfair_data.resolved(),
-            partition=context.partition_key if pdef is not None else None,
-        )
+        with connections.scope():
+            out = tasks.ingest_task(
+                spec,
+                _work_dir(context, spec, "raw"),
+                privfair_data.resolved(),
+                partition=context.partition_key if pdef is not None else None,
+            )
         info = json.loads(Path(out.input).read_text())
         md = {
             "dagster/row_count": out.rows,
@@ -476,6 +494,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         context: dg.AssetExecutionContext,
         config: Config,  # type: ignore[valid-type]
         release_store: ReleaseStore,
+        connections: Connections,
         execution_engine: ExecutionEngine,
         raw: dict,
     ) -> dict:
@@ -484,9 +503,10 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         eff = config.apply(spec)
         work = _work_dir(context, spec, "protected")
         try:
-            out = tasks.protect_task(
-                eff, raw, work, release_store.resolved(), execution_engine.overrides()
-            )
+            with connections.scope():
+                out = tasks.protect_task(
+                    eff, raw, work, release_store.resolved(), execution_engine.overrides()
+                )
         except BaseException:  # the run ends here: no work file outlives it
             tasks.cleanup(_run_dir(context, spec))
             raise
@@ -544,12 +564,16 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         description=f"Great Expectations validation of the {name} candidate release.",
     )
     def contract_checks(
-        context: dg.AssetCheckExecutionContext, release_store: ReleaseStore, protected: dict
+        context: dg.AssetCheckExecutionContext,
+        release_store: ReleaseStore,
+        connections: Connections,
+        protected: dict,
     ):
         from pipelines import tasks
 
         try:
-            v = tasks.validate_task(protected, release_store.resolved(), raise_on_failure=False)
+            with connections.scope():
+                v = tasks.validate_task(protected, release_store.resolved(), raise_on_failure=False)
             summary = json.loads(Path(v.results).read_text())
         except BaseException:
             tasks.cleanup(Path(protected["work"]).parent)
@@ -619,7 +643,10 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         **common,
     )
     def release(
-        context: dg.AssetExecutionContext, release_store: ReleaseStore, protected: dict
+        context: dg.AssetExecutionContext,
+        release_store: ReleaseStore,
+        connections: Connections,
+        protected: dict,
     ) -> dict:
         from pipelines import tasks
 
@@ -638,7 +665,8 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
                     candidate=doc["candidate"],
                 )
         try:
-            out = tasks.publish_task(protected, validated, release_store.resolved())
+            with connections.scope():
+                out = tasks.publish_task(protected, validated, release_store.resolved())
         finally:
             tasks.cleanup(Path(protected["work"]).parent)
         md: dict[str, Any] = {
@@ -805,8 +833,11 @@ def source_sensor(
         description=f"Starts {name}_job when the source of {name} changes"
         + (" (one run per changed partition)." if pdef is not None else "."),
     )
-    def sensor(context: dg.SensorEvaluationContext, privfair_data: PrivfairData):
-        whole, parts = observe_source(spec, privfair_data.resolved())
+    def sensor(
+        context: dg.SensorEvaluationContext, privfair_data: PrivfairData, connections: Connections
+    ):
+        with connections.scope():
+            whole, parts = observe_source(spec, privfair_data.resolved())
         now = parts if pdef is not None else {WHOLE: whole}
         added: list[str] = []
         if dynamic:
@@ -891,6 +922,7 @@ def build_defs(
                 data_dir=data_dir or os.environ.get("PRIVFAIR_DATA_DIR", "")
             ),
             "release_store": ReleaseStore(uri=store or os.environ.get("PRIVFAIR_STORE", "")),
+            "connections": Connections(),
             "execution_engine": ExecutionEngine(
                 engine=os.environ.get("PRIVFAIR_ENGINE", ""),
                 master=os.environ.get("PRIVFAIR_SPARK_MASTER", ""),

@@ -97,9 +97,12 @@ def _iceberg_names(target: TargetSpec, plan, outputs: list[str]) -> dict[str, st
 
 
 def _catalog(target: TargetSpec, plan):
-    from pipelines.connectors import _iceberg_catalog, expand
+    from pipelines.connectors import _iceberg_catalog, connection_uri, expand
 
-    if target.catalog is None:
+    if target.conn_id is not None:
+        uri = connection_uri(target.conn_id, "target.conn_id")
+        warehouse = expand(target.warehouse, "target.warehouse") if target.warehouse else None
+    elif target.catalog is None:
         root = _lakehouse(plan)
         uri = f"sqlite:///{root / 'catalog.db'}"
         warehouse = (root / "warehouse").as_uri()
@@ -115,9 +118,12 @@ def _catalog(target: TargetSpec, plan):
 
 
 def _delta_url(target: TargetSpec, plan, output: str) -> str:
-    from pipelines.connectors import expand
+    from pipelines.connectors import connection_uri, expand
 
-    url = expand(target.url, "target.url")
+    if target.conn_id is not None:
+        url = connection_uri(target.conn_id, "target.conn_id")
+    else:
+        url = expand(target.url, "target.url")
     if "://" not in url and not Path(url).is_absolute():
         url = str((_base(plan) / url).resolve())
     return url if output == "data" else f"{url.rstrip('/')}_{output}"

@@ -360,10 +360,12 @@ class TargetSpec(_Model):
     - ``iceberg``: a table of a SQL catalog (``catalog``: ``sqlite:///PATH`` or
       ``postgresql://...``, ``catalog_name`` default ``privfair``, ``warehouse``), named
       ``table`` (``NS.NAME``, default ``privfair.<pipeline>``); default catalog and warehouse:
-      ``<store>/.lakehouse/``. Published by write-audit-publish: the release is written to an
+      ``<store>/.lakehouse/``; ``conn_id`` instead of ``catalog``: the catalog URI of a
+      connection (an Airflow Connection, a Dagster ``connections`` resource). Published by
+      write-audit-publish: the release is written to an
       audit branch, validated from it, and ``main`` fast-forwarded to it with a tag
       ``privfair-<release>`` in one commit.
-    - ``delta``: the Delta table at ``url``; written to a staging table beside it, validated
+    - ``delta``: the Delta table at ``url`` (or a connection's, ``conn_id``); written to a staging table beside it, validated
       from it, then the table is overwritten in one commit carrying the release's metadata.
     """
 
@@ -373,19 +375,22 @@ class TargetSpec(_Model):
     warehouse: str | None = None
     table: str | None = None
     url: str | None = None
+    conn_id: str | None = None
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> TargetSpec:
         allowed = {
-            "iceberg": {"catalog", "catalog_name", "warehouse", "table"},
-            "delta": {"url"},
+            "iceberg": {"catalog", "catalog_name", "warehouse", "table", "conn_id"},
+            "delta": {"url", "conn_id"},
         }[self.kind]
         given = {k for k in type(self).model_fields if k != "kind" and getattr(self, k) is not None}
         extra = sorted(given - allowed)
         if extra:
             raise ValueError(f"'{extra[0]}' is not a key of {_a(self.kind)} target")
-        if self.kind == "delta" and self.url is None:
-            raise ValueError("a delta target needs 'url'")
+        if self.kind == "delta" and (self.url is None) == (self.conn_id is None):
+            raise ValueError("a delta target needs exactly one of 'url' or 'conn_id'")
+        if self.catalog is not None and self.conn_id is not None:
+            raise ValueError("give the catalog as 'catalog' or as 'conn_id', not both")
         if self.table is not None and len(self.table.split(".")) < 2:
             raise ValueError(f"'table' must be NAMESPACE.NAME, not '{self.table}'")
         for k in ("url", "catalog", "warehouse"):

@@ -314,7 +314,7 @@ def test_the_evaluation_asset_stays_out_of_the_release_jobs(tmp_path: Path, monk
     with dg.DagsterInstance.ephemeral() as instance:
         res = dg.materialize(
             [defs.get_assets_def(raw), defs.get_assets_def(key)],
-            resources={"privfair_data": defs.resources["privfair_data"]},
+            resources={k: defs.resources[k] for k in ("privfair_data", "connections")},
             run_config={
                 "ops": {
                     "german_fair_mdav__evaluation": {
