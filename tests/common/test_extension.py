@@ -223,6 +223,7 @@ def test_dagster_builds_and_materialises_the_new_family(plugin, tmp_path):
         "toy_release/protected_table",
         "toy_release/raw_table",
         "toy_release/release",
+        "toy_release/source",
     ]
     assert set(got["checks"]) == {
         "R1_partition",

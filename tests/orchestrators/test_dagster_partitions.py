@@ -328,7 +328,7 @@ def _tick(sensor, instance, cursor, defs):
     ctx = dg.build_sensor_context(
         instance=instance,
         cursor=cursor,
-        resources={"privfair_data": defs.resources["privfair_data"]},
+        resources={k: defs.resources[k] for k in ("privfair_data", "connections")},
         definitions=defs,
     )
     # the daemon evaluates a tick with the instance as the dynamic partitions store
