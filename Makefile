@@ -6,9 +6,14 @@ export AIRFLOW_HOME ?= $(abspath .airflow_home)
 
 .PHONY: install demo test lint bench ui airflow-test
 
-install:
+# `install` re-runs only when what it installs from changed (a stamp inside .venv, so removing
+# .venv re-installs): `make airflow-test` or `make ui` do not re-sync on every call.
+INSTALL_STAMP := .venv/.privfair-install.stamp
+install: $(INSTALL_STAMP)
+$(INSTALL_STAMP): pyproject.toml uv.lock .ci/deps
 	bash .ci/deps
 	uv sync --frozen --all-extras
+	touch $@
 
 demo: install
 	uv run python -m pipelines.demo --store releases
@@ -22,9 +27,11 @@ lint: install
 bench: install
 	uv run python benchmarks/bench_microaggregation.py
 
+UI_PORT ?= 3000
 ui: install
-	uv run python -m pipelines.orchestrate dagster-dev -p 3000
+	uv run python -m pipelines.orchestrate dagster-dev -p $(UI_PORT)
 
-DAG ?= adult_fair_mdav
+# privfair-airflow: the airflow CLI with the repository's defaults (pipelines.orchestrate)
+DAG ?= german_fair_mdav
 airflow-test: install
-	uv run python -m pipelines.orchestrate airflow dags test $(DAG)
+	uv run privfair-airflow dags test $(DAG)

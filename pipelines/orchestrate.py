@@ -8,6 +8,12 @@ the spec catalogue in ``pipelines.catalogue``).
       python -m pipelines.orchestrate sigdfl CMD ARGS...   # exec CMD with SIGINT/SIGTERM reset
       python -m pipelines.orchestrate dagster-dev [-p 3000] # the Dagster UI (webserver + daemon)
       python -m pipelines.orchestrate airflow ARGS...       # airflow with the embedded defaults
+      privfair-airflow ARGS...                              # the same, as a console script
+
+A plain ``airflow`` reads ``$AIRFLOW_HOME/airflow.cfg`` (default ``~/airflow``) and finds
+no privfair DAG there; ``privfair-airflow`` (``uv run privfair-airflow dags test SPEC``) is
+``airflow`` with ``AIRFLOW_HOME`` defaulting to ``<repo>/.airflow_home``, the dags folder the
+repository's ``dags/`` and the SQLite metadata DB migrated on first use.
 """
 
 from __future__ import annotations
@@ -134,6 +140,13 @@ def main(argv: list[str] | None = None) -> int:
         _exec_sigdfl([_bin("airflow"), *rest])
     print(f"unknown command '{cmd}' (sigdfl, dagster-dev, airflow)", file=sys.stderr)
     return 2
+
+
+def airflow_main() -> int:
+    """The ``privfair-airflow`` console script: ``airflow`` with privfair's embedded defaults
+    (``python -m pipelines.orchestrate airflow ARGS...``); values already in the environment
+    win, so a deployment's own ``AIRFLOW_HOME`` or ``AIRFLOW__CORE__DAGS_FOLDER`` is kept."""
+    return main(["airflow", *sys.argv[1:]])
 
 
 if __name__ == "__main__":
