@@ -311,19 +311,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
     """An algorithm's parameters (type, default, range, meaning), the list of algorithms, or
     the whole reference as Markdown (``components.core.reference``)."""
     from components.core import reference
-    from components.core.registry import algorithm, algorithms, known_names
-    from schemas.errors import SpecError
+    from components.core.registry import algorithms
 
-    if args.algorithm is not None and args.algorithm not in known_names():
-        known = ", ".join(sorted(known_names()))
-        raise SpecError("component.name", f"unknown algorithm '{args.algorithm}'; known: {known}")
+    chosen = [reference.named(args.algorithm)] if args.algorithm else algorithms()
     if args.markdown:
-        chosen = [algorithm(args.algorithm)] if args.algorithm else algorithms()
         print(reference.markdown(chosen), end="")
     elif args.algorithm is None:
-        print(reference.listing(algorithms()))
+        print(reference.listing(chosen))
     else:
-        print(reference.describe(algorithm(args.algorithm)))
+        print(reference.describe(chosen[0]))
     return 0
 
 

@@ -26,8 +26,9 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from components.core.descriptor import Algorithm
+from schemas.errors import SpecError
 
-__all__ = ["Param", "parameters", "type_name", "describe", "listing", "markdown"]
+__all__ = ["Param", "named", "parameters", "type_name", "describe", "listing", "markdown"]
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,17 @@ class Param:
     default: str
     range: str
     meaning: str
+
+
+def named(name: str) -> Algorithm:
+    """The registered algorithm ``name``; ``SpecError`` (key ``component.name``) listing the
+    known ones otherwise."""
+    from components.core.registry import algorithm, known_names
+
+    if name not in known_names():
+        known = ", ".join(sorted(known_names()))
+        raise SpecError("component.name", f"unknown algorithm '{name}'; known: {known}")
+    return algorithm(name)
 
 
 def type_name(annotation: object) -> str:
@@ -139,7 +151,9 @@ def describe(algo: Algorithm) -> str:
         lines += ["", *rules.splitlines()]
     lines += ["", "parameters (component.params in a spec, --set KEY=VALUE on the command line):"]
     for p in parameters(algo):
-        lines.append(f"  {p.name}: {p.type} = {p.default}" + ("" if p.range == "—" else f"  ({p.range})"))
+        lines.append(
+            f"  {p.name}: {p.type} = {p.default}" + ("" if p.range == "—" else f"  ({p.range})")
+        )
         lines.append(f"      {p.meaning}")
     return "\n".join(lines)
 
