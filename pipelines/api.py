@@ -397,7 +397,6 @@ def open_release(path: str | Path, status: str = "open") -> Release:
     StoreError
         Not a release folder, or its manifest cannot be read.
     """
-    from components.core.descriptor import Metric
     from pipelines.release import Store, resolve_release
     from schemas.errors import StoreError
 
@@ -415,9 +414,7 @@ def open_release(path: str | Path, status: str = "open") -> Release:
     verdicts = tuple(Verdict.of(r) for r in results if r.get("id") != "schema")
     schema = tuple(Verdict.of(r) for r in results if r.get("id") == "schema")
     metrics = man.get("metrics") or {}
-    headline = {
-        label: Metric(key, label).get(metrics) for key, label in (man.get("headline") or {}).items()
-    }
+    headline = {m.label: m.get(metrics) for m in _headline(man)}
     return Release(
         pipeline=man["pipeline"],
         version=man["version"],
@@ -437,6 +434,21 @@ def open_release(path: str | Path, status: str = "open") -> Release:
         output_files={k: v["file"] for k, v in (man.get("outputs") or {}).items()},
         _fs=fs,
     )
+
+
+def _headline(man: dict) -> list:
+    """The headline metrics in the algorithm's order (the manifest's JSON sorts its keys);
+    the manifest's own list for an algorithm no longer registered."""
+    from components.core.descriptor import Metric
+    from components.core.registry import algorithm as _algorithm
+    from components.core.registry import known_names
+
+    recorded = man.get("headline") or {}
+    if man.get("component") in known_names():
+        order = [m for m in _algorithm(man["component"]).headline if m.key in recorded]
+        if len(order) == len(recorded):
+            return order
+    return [Metric(key, label) for key, label in recorded.items()]
 
 
 def _folder(release: Release | str | Path) -> Path:

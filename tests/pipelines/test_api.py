@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from components.core.registry import algorithm
 from pipelines import api
 from schemas.errors import ContractViolation, DataSourceError, InputError, SpecError
 from schemas.roles import read_roles
@@ -57,7 +58,8 @@ def test_a_frame_is_released_and_read_back_typed(tmp_path):
     assert read_roles(data).names == ["x", "c", "PA", "y"]  # roles travel with the table
     assert rel.to_pandas().groupby(["x", "c"]).size().min() >= 4
     assert set(rel.outputs) == {"data"}
-    assert rel.headline and set(rel.headline) <= {m for m in rel.headline}
+    assert list(rel.headline) == [m.label for m in algorithm("mdav").headline]
+    assert rel.headline["input rows"] == len(df) and rel.headline["groups"] == rel.metrics["groups"]
     with pytest.raises(KeyError, match="outputs: data"):
         rel.table("lineage")  # a sidecar is not an output
 
