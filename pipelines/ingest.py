@@ -450,7 +450,7 @@ def _load_source(
     return table, read.label, {read.label: read.fingerprint}, read.pin
 
 
-MEMORY = "<memory>"
+MEMORY = "table given in memory (Python API)"
 
 
 def _load_memory(ds: DatasetSpec, table: pa.Table | None) -> tuple[pa.Table, str, dict[str, str]]:

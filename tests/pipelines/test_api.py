@@ -68,7 +68,7 @@ def test_the_input_is_recorded_as_given_in_memory_and_fingerprinted_by_content(t
     df = frame()
     first = api.run(toy(), df, store=tmp_path)
     assert first.input["source"] == {"kind": "memory", "pin": None}
-    assert first.input["dataset"] == "<memory>"
+    assert first.input["dataset"] == "table given in memory (Python API)"
     # the same values as an Arrow table (no pandas metadata), in other chunks: same version
     arrow = pa.Table.from_pandas(df, preserve_index=False).replace_schema_metadata(None)
     chunked = pa.Table.from_batches(arrow.to_batches(max_chunksize=7))
@@ -191,3 +191,30 @@ def test_the_readme_example_runs_as_printed(tmp_path, monkeypatch):
     assert rel.passed and rel.status == "published"
     assert namespace["checked"].passed
     assert Path(namespace["copy"], "manifest.json").is_file()
+
+
+def test_a_dp_release_of_a_frame_is_charged_to_the_in_memory_dataset(tmp_path, capsys):
+    rng = np.random.default_rng(1)
+    n = 300
+    df = pd.DataFrame(
+        {
+            "a": rng.choice(["x", "y", "z"], n),
+            "sex": rng.choice(["F", "M"], n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    s = api.spec(
+        "dp_toy",
+        component="mst",
+        params={"epsilon": 1.0},
+        columns={
+            "a": {"role": "admissible", "kind": "nominal", "domain": ["x", "y", "z"]},
+            "sex": {"role": "protected", "kind": "nominal", "favoured": "M", "domain": ["F", "M"]},
+            "y": {"role": "label", "kind": "binary", "positive": 1},
+        },
+    )
+    rel = api.run(s, df, store=tmp_path)
+    assert rel.passed and set(rel.to_pandas().columns) == {"a", "sex", "y"}
+    code, out, _ = run_cli(capsys, "budget", "--store", str(tmp_path), "--json")
+    assert code == 0
+    assert [b["dataset"] for b in json.loads(out)["blocks"]] == ["memory"]
