@@ -402,7 +402,8 @@ def open_release(path: str | Path, status: str = "open") -> Release:
 
     text = str(path)
     local = "://" not in text or text.startswith("file://")
-    folder = str(resolve_release(Path(text.removeprefix("file://")))) if local else text
+    # absolute, so the release stays readable after the notebook changes its folder
+    folder = str(resolve_release(Path(text.removeprefix("file://"))).resolve()) if local else text
     store = Store.open(str(Path(folder).parent.parent) if local else folder.rsplit("/", 2)[0])
     fs = store.fs
     try:

@@ -218,3 +218,13 @@ def test_a_dp_release_of_a_frame_is_charged_to_the_in_memory_dataset(tmp_path, c
     code, out, _ = run_cli(capsys, "budget", "--store", str(tmp_path), "--json")
     assert code == 0
     assert [b["dataset"] for b in json.loads(out)["blocks"]] == ["memory"]
+
+
+def test_a_release_opened_by_a_relative_path_stays_readable(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rel = api.run(toy(), frame(), store="rel_store")
+    assert Path(rel.path).is_absolute()
+    opened = api.open_release("rel_store/toy/latest")
+    assert (opened.version, opened.path) == (rel.version, rel.path)
+    monkeypatch.chdir(ROOT)
+    assert opened.table().num_rows == rel.table().num_rows == 40
