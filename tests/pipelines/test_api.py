@@ -228,3 +228,21 @@ def test_a_release_opened_by_a_relative_path_stays_readable(tmp_path, monkeypatc
     assert (opened.version, opened.path) == (rel.version, rel.path)
     monkeypatch.chdir(ROOT)
     assert opened.table().num_rows == rel.table().num_rows == 40
+
+
+def test_the_cli_refuses_an_in_memory_spec_naming_the_api(tmp_path, capsys):
+    spec_file = tmp_path / "mem.yaml"
+    spec_file.write_text(
+        json.dumps(
+            {
+                "name": "mem",
+                "dataset": {"source": {"kind": "memory"}, "columns": COLUMNS},
+                "component": {"name": "mdav", "params": {"k": 4}},
+            }
+        )
+    )
+    code, _, err = run_cli(capsys, "run", str(spec_file), "--store", str(tmp_path / "s"))
+    assert code == 2 and "pipelines.api.run(spec, table)" in err
+    spec_file.write_text(spec_file.read_text().replace('"memory"}', '"memory", "url": "x"}'))
+    code, _, err = run_cli(capsys, "run", str(spec_file), "--store", str(tmp_path / "s"))
+    assert code == 2 and "'url' is not a key of a memory source" in err
