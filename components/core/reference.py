@@ -112,16 +112,37 @@ def parameters(algo: Algorithm) -> list[Param]:
     ValueError
         A field without a ``description``: every parameter must say what it means.
     """
+    return _fields(algo.params, "")
+
+
+def _fields(model: type[BaseModel], prefix: str) -> list[Param]:
+    """The rows of ``model``'s fields, each followed by the fields of the models it holds
+    (``fairness[].type``: an item of a list; ``bins.*.start``: a value of a mapping)."""
     out = []
-    for name, info in algo.params.model_fields.items():
+    for name, info in model.model_fields.items():
         if not info.description:
             raise ValueError(
-                f"{algo.params.__module__}.{algo.params.__name__}.{name} has no description: "
+                f"{model.__module__}.{model.__name__}.{name} has no description: "
                 "give it Field(description=...)"
             )
         meaning = " ".join(info.description.split())
-        out.append(Param(name, type_name(info.annotation), _default(info), _range(info), meaning))
+        path = prefix + name
+        out.append(Param(path, type_name(info.annotation), _default(info), _range(info), meaning))
+        for inner, where in _models(info.annotation, path):
+            out += _fields(inner, where + ".")
     return out
+
+
+def _models(annotation: object, path: str) -> list[tuple[type[BaseModel], str]]:
+    """The pydantic models inside a type, with the path of their values."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [(annotation, path)]
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (list, tuple, set, frozenset):
+        return [m for a in args if a is not Ellipsis for m in _models(a, path + "[]")]
+    if origin is dict and len(args) == 2:
+        return _models(args[1], path + ".*")
+    return [m for a in args for m in _models(a, path)]
 
 
 def _rules(algo: Algorithm) -> str:
