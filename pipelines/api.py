@@ -155,16 +155,29 @@ class Release:
     report: str
     shared: str
     passed: bool
-    verdicts: tuple[Verdict, ...]
-    schema_checks: tuple[Verdict, ...]
-    metrics: dict
-    headline: dict
-    component: str
-    params: dict
-    warnings: tuple[str, ...]
-    input: dict
+    verdicts: tuple[Verdict, ...] = field(repr=False)
+    schema_checks: tuple[Verdict, ...] = field(repr=False)
+    metrics: dict = field(repr=False)
+    headline: dict = field(repr=False)
+    component: str = ""
+    params: dict = field(default_factory=dict)
+    warnings: tuple[str, ...] = field(default=(), repr=False)
+    input: dict = field(default_factory=dict, repr=False)
     output_files: dict[str, str] = field(default_factory=dict, repr=False)
     _fs: Any = field(default=None, repr=False, compare=False)
+
+    def __str__(self) -> str:
+        """What ``privfair run`` prints: status, version, paths, the tally, the headline."""
+        held = sum(v.passed for v in self.verdicts)
+        lines = [
+            f"{self.status}: {self.pipeline} {self.version}",
+            f"  release: {self.path}",
+            f"  shareable copy: {self.shared}",
+            f"  guarantees: {held}/{len(self.verdicts)} hold",
+        ]
+        lines += [f"  {k}: {v}" for k, v in self.headline.items() if v is not None]
+        lines += [f"  warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
 
     @property
     def outputs(self) -> dict[str, pa.Table]:

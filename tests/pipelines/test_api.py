@@ -246,3 +246,12 @@ def test_the_cli_refuses_an_in_memory_spec_naming_the_api(tmp_path, capsys):
     spec_file.write_text(spec_file.read_text().replace('"memory"}', '"memory", "url": "x"}'))
     code, _, err = run_cli(capsys, "run", str(spec_file), "--store", str(tmp_path / "s"))
     assert code == 2 and "'url' is not a key of a memory source" in err
+
+
+def test_a_release_prints_like_the_cli(tmp_path):
+    rel = api.run(toy(), frame(), store=tmp_path)
+    text = str(rel)
+    assert text.startswith(f"published: toy {rel.version}\n")
+    held = sum(v.passed for v in rel.verdicts)
+    assert f"guarantees: {held}/{len(rel.verdicts)} hold" in text and "input rows: 40" in text
+    assert "metrics" not in repr(rel) and rel.version in repr(rel)  # a short repr
