@@ -69,7 +69,14 @@ def load_dataset(
     - the result is checked by ``validate_table``.
     """
     pin = None
-    if ds.source is not None and ds.source.kind == "memory":
+    memory = ds.source is not None and ds.source.kind == "memory"
+    if table is not None and not memory:
+        raise SpecError(
+            "dataset",
+            "a table was handed over, but the spec reads its dataset from elsewhere; give "
+            "dataset.source: {kind: memory} (pipelines.api.run does)",
+        )
+    if memory:
         table, label, digests = _load_memory(ds, table)
     elif ds.name is not None:
         table, label, digests = _load_builtin(ds.name, data_dir)

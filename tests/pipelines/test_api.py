@@ -255,3 +255,18 @@ def test_a_release_prints_like_the_cli(tmp_path):
     held = sum(v.passed for v in rel.verdicts)
     assert f"guarantees: {held}/{len(rel.verdicts)} hold" in text and "input rows: 40" in text
     assert "metrics" not in repr(rel) and rel.version in repr(rel)  # a short repr
+
+
+def test_the_flow_refuses_a_table_for_a_spec_that_reads_a_file(tmp_path):
+    from pipelines.catalogue import parse_spec
+    from pipelines.flow import run_release
+
+    s = parse_spec(
+        {
+            "name": "f",
+            "dataset": {"path": "f.csv", "columns": COLUMNS},
+            "component": {"name": "mdav", "params": {"k": 4}},
+        }
+    )
+    with pytest.raises(SpecError, match="'dataset': a table was handed over"):
+        run_release(s, tmp_path, table=api.as_table(frame()))
