@@ -21,7 +21,6 @@ import types
 import typing
 from dataclasses import dataclass
 
-import annotated_types as at
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -75,16 +74,18 @@ def type_name(annotation: object) -> str:
     return getattr(annotation, "__name__", str(annotation))
 
 
-_BOUNDS = ((at.Ge, "ge", "≥"), (at.Gt, "gt", ">"), (at.Le, "le", "≤"), (at.Lt, "lt", "<"))
+_BOUNDS = (("ge", "≥"), ("gt", ">"), ("le", "≤"), ("lt", "<"))
 
 
 def _range(info: FieldInfo) -> str:
-    """The field's numeric bounds (pydantic's ``ge``/``gt``/``le``/``lt``), else ``—``."""
+    """The field's numeric bounds (pydantic's ``ge``/``gt``/``le``/``lt`` constraints, kept
+    in ``FieldInfo.metadata`` as objects with that one attribute), else ``—``."""
     parts = []
     for meta in info.metadata:
-        for cls, attr, sign in _BOUNDS:
-            if isinstance(meta, cls):
-                parts.append(f"{sign} {getattr(meta, attr)}")
+        for attr, sign in _BOUNDS:
+            value = getattr(meta, attr, None)
+            if value is not None:
+                parts.append(f"{sign} {value}")
     return ", ".join(parts) or "—"
 
 
