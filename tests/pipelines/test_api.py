@@ -270,3 +270,19 @@ def test_the_flow_refuses_a_table_for_a_spec_that_reads_a_file(tmp_path):
     )
     with pytest.raises(SpecError, match="'dataset': a table was handed over"):
         run_release(s, tmp_path, table=api.as_table(frame()))
+
+
+def test_an_in_memory_spec_is_refused_in_the_orchestrated_specs_folder(tmp_path):
+    from pipelines.catalogue import load_specs
+
+    (tmp_path / "mem.yaml").write_text(
+        json.dumps(
+            {
+                "name": "mem",
+                "dataset": {"source": {"kind": "memory"}, "columns": COLUMNS},
+                "component": {"name": "mdav", "params": {"k": 4}},
+            }
+        )
+    )
+    with pytest.raises(SpecError, match=r"mem\.yaml: spec key 'dataset.source.kind'"):
+        load_specs(tmp_path)
