@@ -1,5 +1,6 @@
-"""Orchestrator-neutral stages (ingest, protect, validate, publish), the CLI, the Great
-Expectations layer and the Dagster definitions. Airflow DAG files live in ``dags/``."""
+"""Orchestrator-neutral stages (ingest, protect, validate, publish), the CLI, the Python API
+(``from pipelines import api``), the Great Expectations layer and the Dagster definitions.
+Airflow DAG files live in ``dags/``."""
 
 import importlib.util
 import sys

@@ -89,10 +89,14 @@ def ledger_for(plan: ReleasePlan, create: bool = True) -> Ledger | None:
 
 def dataset_key(plan: ReleasePlan) -> str:
     """The name the ledger keeps the dataset's budget under: ``budget.dataset``, else the
-    built-in dataset's name, else the file path as written in the spec."""
+    built-in dataset's name, else the file path as written in the spec; ``memory`` for a
+    table given in memory (nothing says which data it holds, so every such release composes
+    with the others unless ``budget.dataset`` names its dataset)."""
     spec = plan.spec
     if spec.budget is not None and spec.budget.dataset:
         return spec.budget.dataset
+    if spec.dataset.source is not None and spec.dataset.source.kind == "memory":
+        return "memory"
     return spec.dataset.name or str(spec.dataset.path)
 
 

@@ -112,7 +112,8 @@ def load_specs(specs: str | Path | None = None) -> list[tuple[Path, PipelineSpec
 
     A malformed spec raises ``SpecError`` naming the file and key (an orchestrator shows it as a
     load / import error) rather than silently dropping a release. Two specs with the same
-    ``name`` are an error too (they would publish into the same pipeline folder)."""
+    ``name`` are an error too (they would publish into the same pipeline folder), and so is a
+    spec whose input is a table in memory (no orchestrator has one to pass)."""
     from pipelines.settings import specs_dir
 
     folder = specs_dir(specs)
@@ -123,6 +124,13 @@ def load_specs(specs: str | Path | None = None) -> list[tuple[Path, PipelineSpec
     seen: dict[str, Path] = {}
     for path in files:
         spec = load_spec(path)
+        if spec.dataset.source is not None and spec.dataset.source.kind == "memory":
+            raise SpecError(
+                "dataset.source.kind",
+                "'memory' is the input of the Python API (pipelines.api.run(spec, table)); an "
+                "orchestrated spec reads a built-in dataset, a file or a source",
+                str(path),
+            )
         if spec.name in seen:
             raise SpecError(
                 "name", f"'{spec.name}' is also the name of {seen[spec.name]}", str(path)

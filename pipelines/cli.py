@@ -1,4 +1,5 @@
-"""``privfair`` command line: run, validate, export, verify, list and promote releases.
+"""``privfair`` command line: run, validate, export, verify, list and promote releases;
+describe the algorithms' parameters.
 
 Exit codes: 0 success; 1 a guarantee failed (nothing published); 2 bad spec, input, data or
 store (the store path is a file, a folder cannot be written, an unknown URI scheme...), an option
@@ -306,6 +307,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_describe(args: argparse.Namespace) -> int:
+    """An algorithm's parameters (type, default, range, meaning), the list of algorithms, or
+    the whole reference as Markdown (``components.core.reference``)."""
+    from components.core import reference
+    from components.core.registry import algorithms
+
+    chosen = [reference.named(args.algorithm)] if args.algorithm else algorithms()
+    if args.markdown:
+        print(reference.markdown(chosen), end="")
+    elif args.algorithm is None:
+        print(reference.listing(chosen))
+    else:
+        print(reference.describe(chosen[0]))
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="privfair", description="Private and fair table releases.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -480,6 +497,16 @@ def parser() -> argparse.ArgumentParser:
     bu.add_argument("--dataset", default=None, help="only this dataset's entries")
     bu.add_argument("--json", action="store_true")
     bu.set_defaults(fn=cmd_budget)
+    de = sub.add_parser(
+        "describe",
+        help="an algorithm's parameters: type, default, range and meaning",
+        description="Without ALGO, list the algorithms and their parameters; with ALGO, each "
+        "parameter's type, default, range and meaning, from its Params model. --markdown "
+        "prints the reference page (components/PARAMETERS.md).",
+    )
+    de.add_argument("algorithm", nargs="?", default=None, metavar="ALGO")
+    de.add_argument("--markdown", action="store_true", help="the reference as Markdown")
+    de.set_defaults(fn=cmd_describe)
     return p
 
 

@@ -133,8 +133,9 @@ class Ingested:
 class ReleasePlan:
     """One release of one spec, resolved once: the spec, its algorithm's descriptor, the
     family package that versions it, the store (None where only the algorithm is run), the
-    raw-data folder and the partition released (None: every row of the input). Every step of
-    the flow takes the plan; none resolves the spec again."""
+    raw-data folder, the partition released (None: every row of the input) and, for a spec
+    whose input is in memory (``dataset.source.kind: memory``), the table handed over by the
+    Python API. Every step of the flow takes the plan; none resolves the spec again."""
 
     spec: PipelineSpec
     algo: Algorithm
@@ -142,6 +143,7 @@ class ReleasePlan:
     store: Store | None = None
     data_dir: str | Path | None = None
     partition: str | None = None
+    table: pa.Table | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -150,6 +152,7 @@ class ReleasePlan:
         store: Store | str | Path | None = None,
         data_dir: str | Path | None = None,
         partition: str | None = None,
+        table: pa.Table | None = None,
     ) -> ReleasePlan:
         """The plan of ``spec``: its algorithm resolved (``SpecError`` for an unknown one), the
         partition key checked against the spec's partitions (``SpecError`` naming
@@ -162,7 +165,7 @@ class ReleasePlan:
             store = Store.open(store)
         if store is not None:
             store.check_pipeline(spec.name)
-        return cls(spec, algo, family_of(algo).package, store, data_dir, partition)
+        return cls(spec, algo, family_of(algo).package, store, data_dir, partition, table)
 
     @property
     def name(self) -> str:
@@ -180,6 +183,7 @@ class ReleasePlan:
             base_dir=self.spec.spec_dir,
             partitions=self.spec.partitions,
             partition=self.partition,
+            table=self.table,
         )
         return Ingested(table, info)
 
@@ -708,6 +712,7 @@ def run_release(
     data_dir: str | Path | None = None,
     crash_after: str | None = None,
     partition: str | None = None,
+    table: pa.Table | None = None,
 ) -> Outcome:
     """Publish one release of ``spec``. Idempotent: an existing complete version is not
     rewritten, and ``latest`` is moved to it (a re-run points ``latest`` at the version it
@@ -715,13 +720,14 @@ def run_release(
     ``message``). A failed validation quarantines the candidate and raises
     ``ContractViolation``; a failed run leaves no empty staging or pipeline folder behind.
     ``partition`` releases that partition of a partitioned spec (``PipelineSpec.partitions``).
+    ``table`` is the input of a spec whose dataset is in memory (``source: {kind: memory}``).
 
     A release that runs is first recorded in the ledger (``admit``: a differentially private
     one reserves its cost, ``BudgetExceeded`` if over budget); a re-run of a published version
     runs nothing and charges nothing. The spec's ``republish`` policy is applied to the
     outputs before anything is written (``admitted``). ``crash_after="charge"`` kills the
     process right after the charge (tests)."""
-    plan = ReleasePlan.of(spec, store_uri, data_dir, partition)
+    plan = ReleasePlan.of(spec, store_uri, data_dir, partition, table)
     store = plan.open_store()
     ing = plan.ingest()
     version = plan.version(ing.input["fingerprint"])
@@ -791,11 +797,15 @@ def release_files(man: dict) -> tuple[dict[str, str], dict[str, str]]:
     }
 
 
-def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
+def revalidate(
+    release: Path, data_dir: str | Path | None = None, table: pa.Table | None = None
+) -> Validation:
     """Recompute every guarantee of ``release`` against the contract rebuilt from its spec. The
     input is re-loaded from the spec in the manifest and must match the fingerprint recorded at
     publication; the contract copies the release carries are only compared with that contract.
-    ``release`` may be a ``<store>/<pipeline>/latest`` pointer file."""
+    ``release`` may be a ``<store>/<pipeline>/latest`` pointer file. A release whose input was
+    given in memory needs that table again (``table``; without it ``DataSourceError`` says so),
+    and it must have the recorded fingerprint like any other input."""
     release = resolve_release(release)
     mpath = release / "manifest.json"
     if not mpath.is_file():
@@ -812,7 +822,7 @@ def revalidate(release: Path, data_dir: str | Path | None = None) -> Validation:
         )
     spec = parse_spec(man["spec"], source=str(mpath))
     partition = (man.get("input") or {}).get("partition")
-    plan = ReleasePlan.of(spec, data_dir=data_dir, partition=partition)
+    plan = ReleasePlan.of(spec, data_dir=data_dir, partition=partition, table=table)
     ing = plan.ingest()
     if ing.input["fingerprint"] != man["input"]["fingerprint"]:
         raise DataSourceError(

@@ -36,6 +36,7 @@ def load_dataset(
     base_dir: str | Path | None = None,
     partitions: PartitionSpec | None = None,
     partition: str | None = None,
+    table: pa.Table | None = None,
 ) -> tuple[pa.Table, dict[str, Any]]:
     """The table a spec's ``dataset`` names, with roles attached, and its ``input`` record.
 
@@ -54,6 +55,8 @@ def load_dataset(
       file (``pipelines.connectors.read_source``), labelled like a file; its fingerprint is
       that of its pin (snapshot, version) or of its content, and the record's ``source`` says
       the kind and the pin;
+    - in memory (``source: {kind: memory}``): ``table``, handed over by the Python API
+      (``_load_memory``); without it ``DataSourceError`` says to pass the same table again;
     - ``quasi_identifiers`` keeps only those QIs (the others are dropped); ``exclude`` drops
       columns; then ``dataset.private`` and ``dataset.unlabelled`` refuse, drop or keep the
       ``private`` and unlabelled columns (``_apply_policies``);
@@ -66,7 +69,16 @@ def load_dataset(
     - the result is checked by ``validate_table``.
     """
     pin = None
-    if ds.name is not None:
+    memory = ds.source is not None and ds.source.kind == "memory"
+    if table is not None and not memory:
+        raise SpecError(
+            "dataset",
+            "a table was handed over, but the spec reads its dataset from elsewhere; give "
+            "dataset.source: {kind: memory} (pipelines.api.run does)",
+        )
+    if memory:
+        table, label, digests = _load_memory(ds, table)
+    elif ds.name is not None:
         table, label, digests = _load_builtin(ds.name, data_dir)
         table = _override(table, (presets or {}).get(ds.name, {}), "preset", ds.name)
         table = _override(table, ds.columns or {}, "dataset.columns", ds.name)
@@ -129,7 +141,9 @@ def source_versions(
 
     The table is read as ``load_dataset`` reads it (same files, presets and roles), and the key
     column computed once; no row-level Python."""
-    if ds.name is not None:
+    if ds.source is not None and ds.source.kind == "memory":
+        table, _, digests = _load_memory(ds, None)
+    elif ds.name is not None:
         table, _, digests = _load_builtin(ds.name, data_dir)
         table = _override(table, (presets or {}).get(ds.name, {}), "preset", ds.name)
         table = _override(table, ds.columns or {}, "dataset.columns", ds.name)
@@ -441,6 +455,57 @@ def _load_source(
         )
     table = label_columns(read.table, columns, read.label)
     return table, read.label, {read.label: read.fingerprint}, read.pin
+
+
+MEMORY = "table given in memory (Python API)"
+
+
+def _load_memory(ds: DatasetSpec, table: pa.Table | None) -> tuple[pa.Table, str, dict[str, str]]:
+    """A table handed over in memory (``source: {kind: memory}``), labelled like a file: the
+    roles in the table's own field metadata (a table privfair published keeps them), then the
+    spec's ``columns``, which win. Its fingerprint is its content's (``table_fingerprint``
+    of the normalised, labelled table, so a pandas frame and the Arrow table it converts to, or the same
+    rows read in other chunks, have one fingerprint); the input record names it ``<memory>``:
+    nothing says where it came from, so re-checking a release of it needs the same table."""
+    if table is None:
+        raise DataSourceError(
+            "the input of this spec is a table given in memory (dataset.source.kind: memory): "
+            "there is no file to read; pass the same table through the Python API "
+            "(pipelines.api.run(spec, table) to release, pipelines.api.validate(release, table) "
+            "to re-check)"
+        )
+    if not isinstance(table, pa.Table):
+        raise InputError(None, "an in-memory input must be an Arrow table", type(table).__name__)
+    # the table's own roles, then the spec's, which win
+    columns = {c.name: _column_spec(c) for c in read_roles(table)} | dict(ds.columns or {})
+    if not columns:
+        raise SpecError(
+            "dataset.columns",
+            "no column roles: give them here, or pass a table whose fields carry privfair roles",
+        )
+    labelled = label_columns(table, columns, "the in-memory table")
+    # over the values and the roles they were given (normalised: no writer's metadata), so
+    # roles taken from the table's own metadata still change the version when they change
+    return labelled, MEMORY, {MEMORY: table_fingerprint(labelled)}
+
+
+def _column_spec(c: ColumnRole) -> ColumnSpec:
+    """The ``ColumnSpec`` of a role read from a field's metadata."""
+    return ColumnSpec(
+        role=c.role,
+        kind=c.kind,
+        favoured=_one_or_list(c.favoured),
+        unfavoured=_one_or_list(c.unfavoured),
+        positive=_one_or_list(c.positive),
+        domain=list(c.domain) if c.domain is not None else None,
+    )
+
+
+def _one_or_list(values: Any) -> Any:
+    if values is None or isinstance(values, str | int | float | bool):
+        return values
+    values = list(values)
+    return values if values else None
 
 
 def _kind_of(table: pa.Table, name: str) -> Kind:

@@ -89,14 +89,18 @@ class SourceSpec(_Model):
       pinned by ``snapshot`` (an id) or ``tag`` (a name), else its current snapshot;
     - ``delta``: ``url`` of the table, pinned by ``version``, else its latest;
     - ``file``: ``url`` of a CSV or Parquet file on any pyarrow filesystem (``file://``,
-      ``s3://``, ``gs://``, ``hdfs://``...), ``format`` else inferred from the suffix.
+      ``s3://``, ``gs://``, ``hdfs://``...), ``format`` else inferred from the suffix;
+    - ``memory``: no key; the table handed to the Python API (``pipelines.api.run``), an Arrow
+      table or a pandas or polars frame, fingerprinted by its content. Its roles come from
+      ``columns`` (else from the table's own field metadata). A release of it is re-checked by
+      passing the same table again (``pipelines.api.validate``): the CLI has no table to read.
 
     ``${VAR}`` in a URL is taken from the environment when the source is read; a password
     written into a URL is refused: credentials come from the environment (``${VAR}``,
     ``PGPASSWORD``), an Airflow Connection or a Dagster resource, never from the spec.
     """
 
-    kind: Literal["sql", "iceberg", "delta", "file"]
+    kind: Literal["sql", "iceberg", "delta", "file", "memory"]
     url: str | None = None
     conn_id: str | None = None
     table: str | None = None
@@ -116,6 +120,7 @@ class SourceSpec(_Model):
             "iceberg": {"catalog", "catalog_name", "warehouse", "table", "snapshot", "tag"},
             "delta": {"url", "version"},
             "file": {"url", "format"},
+            "memory": set(),
         }[self.kind]
         given = {k for k in type(self).model_fields if k != "kind" and getattr(self, k) is not None}
         extra = sorted(given - allowed)
@@ -126,6 +131,7 @@ class SourceSpec(_Model):
             "iceberg": [("catalog",), ("table",)],
             "delta": [("url",)],
             "file": [("url",)],
+            "memory": [],
         }[self.kind]
         for group in need:
             n = sum(getattr(self, k) is not None for k in group)

@@ -72,9 +72,9 @@ class Range(BaseModel):
     """Equal-width public bins ``[start, start + step), ..., [stop - step, stop)``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    start: float
-    stop: float
-    step: float = Field(gt=0)
+    start: float = Field(description="the first bin's lower edge")
+    stop: float = Field(description="the last bin's upper edge (start + a whole number of steps)")
+    step: float = Field(gt=0, description="the width of every bin")
 
     @model_validator(mode="after")
     def _order(self) -> Range:

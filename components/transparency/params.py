@@ -23,11 +23,15 @@ class FairnessMeasure(BaseModel):
     holds; a value no record holds is refused before the component runs, naming it."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-    type: Literal["SP", "CSP", "PR"]
-    protected_attribute: str
-    group_1: Scalar
-    group_2: Scalar
-    condition_attribute: str | None = None
+    type: Literal["SP", "CSP", "PR"] = Field(
+        description="statistical parity, conditional statistical parity or the p%-rule"
+    )
+    protected_attribute: str = Field(description="the attribute whose two groups are compared")
+    group_1: Scalar = Field(description="the first group: a value of protected_attribute")
+    group_2: Scalar = Field(description="the second group: a value of protected_attribute")
+    condition_attribute: str | None = Field(
+        None, description="CSP only: the attribute whose values are the strata"
+    )
     p: float = Field(0.8, gt=0, le=1, description="PR threshold (EEOC: 0.8)")
 
     @model_validator(mode="after")
