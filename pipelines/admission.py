@@ -89,15 +89,43 @@ def ledger_for(plan: ReleasePlan, create: bool = True) -> Ledger | None:
 
 def dataset_key(plan: ReleasePlan) -> str:
     """The name the ledger keeps the dataset's budget under: ``budget.dataset``, else the
-    built-in dataset's name, else the file path as written in the spec; ``memory`` for a
+    built-in dataset's name, else the file path as written in the spec, else the source's
+    table (``source_key``); ``memory`` for a
     table given in memory (nothing says which data it holds, so every such release composes
     with the others unless ``budget.dataset`` names its dataset)."""
     spec = plan.spec
     if spec.budget is not None and spec.budget.dataset:
         return spec.budget.dataset
-    if spec.dataset.source is not None and spec.dataset.source.kind == "memory":
+    src = spec.dataset.source
+    if src is not None and src.kind == "memory":
         return "memory"
+    if src is not None:
+        return source_key(src)
     return spec.dataset.name or str(spec.dataset.path)
+
+
+def source_key(src) -> str:
+    """A database or lakehouse source's ledger name: its kind and table (a query by its hash,
+    a Delta table or file by its URL without credentials, or its connection's name). Two
+    databases with a table of the same name share it: the safe direction for a budget.
+
+    >>> from schemas.spec import SourceSpec
+    >>> source_key(SourceSpec(kind="sql", url="postgresql://u:${PW}@db/raw", table="people"))
+    'sql:people'
+    >>> source_key(SourceSpec(kind="delta", url="s3://b/raw/people", version=3))
+    'delta:s3://b/raw/people'
+    """
+    import hashlib
+
+    from pipelines.connectors import redact
+
+    if src.table is not None:
+        return f"{src.kind}:{src.table}"
+    if src.query is not None:
+        return f"{src.kind}:query:{hashlib.sha256(src.query.encode()).hexdigest()[:12]}"
+    if src.url is not None:
+        return f"{src.kind}:{redact(src.url)}"
+    return f"{src.kind}:conn:{src.conn_id}"
 
 
 def _budget(plan: ReleasePlan) -> dict | None:

@@ -301,3 +301,11 @@ def test_a_column_type_the_family_cannot_take_exits_2(tmp_path, capsys):
         str(tmp_path / "s"),
     )
     assert code == 2 and "'x'" in err, err
+
+
+def test_a_source_is_kept_in_the_ledger_by_its_table(tmp_path, capsys):
+    _sqlite(tmp_path, ROWS)
+    spec = _spec(tmp_path, {"kind": "sql", "url": "sqlite:///raw.db", "table": "people"})
+    release = _release(capsys, spec, tmp_path / "s")
+    man = json.loads((release / "manifest.json").read_text())
+    assert man["ledger"]["dataset"] == "sql:people"
