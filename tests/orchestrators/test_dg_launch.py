@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _shared import read_latest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,7 +46,7 @@ def test_dg_launch_with_run_config_publishes(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     store = tmp_path / "store" / "german_fair_mdav"
-    version = (store / "latest").read_text().strip()
+    version = read_latest(store)
     man = json.loads((store / version / "manifest.json").read_text())
     assert man["params"]["k"] == 20  # the override reached the algorithm
     assert man["validation"]["status"] == "passed"
