@@ -144,9 +144,11 @@ def _fmt_budget(b: dict | None) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a release's shareable copy to a folder of its own."""
+    from components.core.progress import phase
     from pipelines.share import export
 
-    dest, man = export(args.release, args.dest)
+    with phase("export (copy, then check against the manifest)"):
+        dest, man = export(args.release, args.dest)
     print(f"exported: {man.get('pipeline')} release {man.get('release')}")
     print(f"  to: {dest}")
     for name in sorted(man.get("checksums") or {}):
@@ -264,6 +266,7 @@ def _writable_folder(folder: Path, what: str) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from components.core.progress import phase
     from pipelines.catalogue import load_spec
     from pipelines.evaluate import check_options, evaluate, parse_grid, write
     from pipelines.flow import ingest
@@ -276,19 +279,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     folder = resolve_evaluations(args.out) / spec.name
     _writable_folder(folder, "the evaluation's folder (--out or $PRIVFAIR_EVALUATIONS)")
-    ing = ingest(spec, args.data_dir)
+    with phase("ingest") as ph:
+        ing = ingest(spec, args.data_dir)
+        ph.note(f"{ing.table.num_rows} rows")
     table = ing.table
-    ev = evaluate(
-        spec,
-        table,
-        grid=grid,
-        folds=args.folds,
-        seed=args.seed,
-        classifiers=classifiers,
-        drop_protected=args.drop_protected,
-        protect_test=args.protect_test,
-        input_fingerprint=ing.input["fingerprint"],
-    )
+    with phase(f"evaluate ({args.folds} folds)"):
+        ev = evaluate(
+            spec,
+            table,
+            grid=grid,
+            folds=args.folds,
+            seed=args.seed,
+            classifiers=classifiers,
+            drop_protected=args.drop_protected,
+            protect_test=args.protect_test,
+            input_fingerprint=ing.input["fingerprint"],
+        )
     try:
         paths = write(ev, folder)
     except OSError as e:
@@ -306,11 +312,36 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_flags() -> argparse.ArgumentParser:
+    """``--progress`` / ``--quiet`` of the commands that may run long (``components.core.
+    progress``): phases and bars on stderr, by default only when stderr is a terminal."""
+    f = argparse.ArgumentParser(add_help=False)
+    g = f.add_mutually_exclusive_group()
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show phases and bars on stderr also when it is not a terminal",
+    )
+    g.add_argument("--quiet", dest="progress", action="store_false", help="no progress on stderr")
+    return f
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="privfair", description="Private and fair table releases.")
+    p = argparse.ArgumentParser(
+        prog="privfair",
+        description="Private and fair table releases.",
+        epilog="run, evaluate, validate and export show their phases (ingest, protect, "
+        "validate, publish...) with elapsed time and a bar for loops over groups, blocks or "
+        "folds on stderr when it is a terminal (--quiet: never; --progress or "
+        "PRIVFAIR_PROGRESS=1: also into a log); stdout stays what scripts parse.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
+    flags = [_progress_flags()]
     r = sub.add_parser(
         "run",
+        parents=flags,
         help="ingest, protect, validate and publish one release",
         description="Ingest, protect, validate and publish one release of a spec. The version id "
         "covers the input, the spec and the code: a re-run reuses a complete existing version "
@@ -371,6 +402,7 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
     ev = sub.add_parser(
         "evaluate",
+        parents=flags,
         help="the cost of protection: classifiers on protected vs raw training folds",
         description="Stratified folds; the component runs on the training folds only; "
         "classifiers trained on the protected and on the raw training fold are scored on the "
@@ -418,7 +450,9 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--data-dir", default=None)
     ev.set_defaults(fn=cmd_evaluate)
 
-    v = sub.add_parser("validate", help="re-check a published release from its files")
+    v = sub.add_parser(
+        "validate", parents=flags, help="re-check a published release from its files"
+    )
     v.add_argument(
         "release",
         help="release folder <store>/<pipeline>/<version>, or <store>/<pipeline>/latest",
@@ -427,6 +461,7 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=cmd_validate)
     x = sub.add_parser(
         "export",
+        parents=flags,
         help="write the shareable copy of a release (what may be handed out) to a folder",
         description="Copy a release's shareable copy (its public outputs, public manifest and "
         "public report; no sidecar, input fingerprint, input-side metric or check detail) to "
@@ -484,9 +519,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from components.core.progress import reporting
+
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        with reporting(sys.stderr, getattr(args, "progress", None)):
+            return args.fn(args)
     except ContractViolation as e:
         print(f"privfair: release not published: {e}", file=sys.stderr)
         return 1

@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
+from components.core import progress as pbar
 from components.core.inputs import group_indicator, outcome_indicator
 from components.core.metrics import (
     demographic_parity_difference,
@@ -364,7 +364,9 @@ def evaluate(
     from pipelines.catalogue import algorithm_of, with_params
 
     t0 = time.perf_counter()
-    say = progress or (lambda m: print(m, file=sys.stderr))
+    # a caller's log (Dagster, Airflow) gets one line per fold; the CLI shows a bar instead
+    # (components.core.progress), so nothing is printed when stderr is not a terminal
+    say = progress or (lambda m: None)
     classifiers = list(classifiers)
     check_options(folds, seed, classifiers)  # before any work
     algo = algorithm_of(spec)
@@ -415,6 +417,8 @@ def evaluate(
     # per fold, what no grid point changes: the split, the encoding fitted on the raw
     # training fold, and the unprotected arm's scores
     splits = []
+    n_split = folds if fold_limit is None else min(folds, fold_limit)
+    fold_bar = pbar.bar(n_split, "folds encoded, unprotected arm scored")
     for k, (train_idx, test_idx) in enumerate(_folds(y_all, s_all, folds, seed)):
         if fold_limit is not None and k >= fold_limit:
             break
@@ -430,6 +434,8 @@ def evaluate(
             for c in classifiers
         }
         splits.append((train, test, enc, raw, none))
+        fold_bar.advance()
+    fold_bar.close()
 
     rows: list[dict] = []
 
@@ -448,6 +454,7 @@ def evaluate(
 
     total = len(points) * len(splits)
     done = 0
+    run_bar = pbar.bar(total, "grid points × folds protected and scored")
     for point, sp in zip(points, specs, strict=True):
         grid_key = json.dumps(point, sort_keys=True)
 
@@ -471,7 +478,9 @@ def evaluate(
                 pred = fit_predict(clf_name, k, x, y, x_eval)
                 add(grid_key, algo.name, clf_name, k, _score(y_eval, pred, s_eval, a_eval))
             done += 1
+            run_bar.advance()
             say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
+    run_bar.close()
     per_fold = pa.Table.from_pylist(rows)
     summary = _summarise(rows)
     meta = {
