@@ -186,14 +186,15 @@ def validate_release(
         ) from e
 
     published = next(iter(outputs.values()))
-    ctx = E.new_context()
-    suites = E.round_trip(
-        checked,
-        E.compile_suites(
-            checked, published, input_table, sidecars.get("lineage"), builtins=algo.row_level
-        ),
-        ctx,
-    )
+    with progress.phase("expectation suites compiled"):
+        ctx = E.new_context()
+        suites = E.round_trip(
+            checked,
+            E.compile_suites(
+                checked, published, input_table, sidecars.get("lineage"), builtins=algo.row_level
+            ),
+            ctx,
+        )
     if E.PUBLISHED not in frames:
         frames[E.PUBLISHED] = published.to_pandas()
     source = ctx.data_sources.add_pandas("privfair")

@@ -84,7 +84,7 @@ class Bar:
         self.reporter, self.total, self.unit = reporter, max(int(total), 0), unit
         self.done = 0
         self._last = -1.0
-        self._tenth = -1
+        self._tenth = 0  # a plain log gets a line per tenth done, none for 0 %
 
     def advance(self, n: int = 1) -> None:
         self.update(self.done + n)
