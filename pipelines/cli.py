@@ -221,7 +221,40 @@ def cmd_releases(args: argparse.Namespace) -> int:
             f"{r['pipeline']:<24} {r['version']:<18} {r['published_at']:<22} "
             f"{r['rows'] or 0:>8}  {r['status']}{mark}"
         )
+        if not r["quarantined"]:
+            print(f"    {_differs(r)}")
     return 0
+
+
+def _differs(r: dict) -> str:
+    """One line: what a version changed against the previous one of its pipeline (and
+    partition), and its budget charge.
+
+    >>> _differs({"partition": "2024-01", "changes": {"params": {"k": {"from": 5, "to": 7}},
+    ...     "input_changed": False, "code_changed": True}, "charge": None})
+    'partition 2024-01; params k: 5 -> 7; input same; code changed'
+    """
+    parts = [f"partition {r['partition']}"] if r.get("partition") else []
+    ch = r.get("changes")
+    if ch is None:
+        parts.append("first release")
+    else:
+        diffs = ", ".join(
+            f"{k}: {_fmt_value(d['from'])} -> {_fmt_value(d['to'])}"
+            for k, d in ch["params"].items()
+        )
+        parts.append(f"params {diffs}" if diffs else "params same")
+        parts.append(f"input {'changed' if ch['input_changed'] else 'same'}")
+        parts.append(f"code {'changed' if ch['code_changed'] else 'same'}")
+    c = r.get("charge")
+    if isinstance(c, dict) and c.get("rho") is not None:
+        eps = f", epsilon={c['epsilon']:.6g}" if c.get("epsilon") is not None else ""
+        parts.append(f"charged rho={c['rho']:.6g}{eps}")
+    return "; ".join(parts)
+
+
+def _fmt_value(v) -> str:
+    return "unset" if v is None else json.dumps(v) if isinstance(v, dict | list) else str(v)
 
 
 def cmd_promote(args: argparse.Namespace) -> int:

@@ -579,6 +579,8 @@ def _summary(store: Store, pipeline: str, folder: tuple[str, ...], version: str)
     except (StoreError, ValueError):
         m = {"validation": {"status": "unreadable manifest"}}
     outputs = m.get("outputs") if isinstance(m.get("outputs"), dict) else {}
+    inp = m.get("input") if isinstance(m.get("input"), dict) else {}
+    ledger = m.get("ledger") if isinstance(m.get("ledger"), dict) else {}
     return {
         "pipeline": pipeline,
         "version": m.get("version") or version,
@@ -586,7 +588,50 @@ def _summary(store: Store, pipeline: str, folder: tuple[str, ...], version: str)
         "rows": sum(int(o.get("rows") or 0) for o in outputs.values() if isinstance(o, dict))
         or None,
         "status": (m.get("validation") or {}).get("status", "?"),
+        "partition": inp.get("partition"),
+        "charge": ledger.get("charge"),
+        # compared between versions (``what_differs``), never listed themselves
+        "_params": m.get("params") if isinstance(m.get("params"), dict) else {},
+        "_input": inp.get("fingerprint"),
+        "_code": m.get("code_version"),
     }
+
+
+def what_differs(rows: list[dict]) -> None:
+    """Give each published row ``changes``: what differs from the previous version of its
+    pipeline (by ``published_at``; of the same partition for a partitioned pipeline) — the
+    parameters that differ (``{name: {"from", "to"}}``), whether the input and the code
+    changed — or None for a pipeline's first release. The compared values (input fingerprint,
+    code version) stay out of the listing: ``changes`` says only changed or not.
+
+    >>> rows = [
+    ...     {"pipeline": "p", "published_at": "1", "partition": None, "_params": {"k": 5},
+    ...      "_input": "a", "_code": "c"},
+    ...     {"pipeline": "p", "published_at": "2", "partition": None, "_params": {"k": 7},
+    ...      "_input": "a", "_code": "d"},
+    ... ]
+    >>> what_differs(rows)
+    >>> rows[0]["changes"], rows[1]["changes"]
+    (None, {'params': {'k': {'from': 5, 'to': 7}}, 'input_changed': False, 'code_changed': True})
+    """
+    last: dict[tuple, dict] = {}
+    for r in sorted(rows, key=lambda r: r["published_at"]):
+        key = (r["pipeline"], r.get("partition"))
+        prev = last.get(key)
+        last[key] = r
+        if prev is None:
+            r["changes"] = None
+            continue
+        a, b = prev.get("_params") or {}, r.get("_params") or {}
+        r["changes"] = {
+            "params": {
+                k: {"from": a.get(k), "to": b.get(k)}
+                for k in sorted(set(a) | set(b))
+                if a.get(k) != b.get(k)
+            },
+            "input_changed": prev.get("_input") != r.get("_input"),
+            "code_changed": prev.get("_code") != r.get("_code"),
+        }
 
 
 def repair_latest(store: Store, pipeline: str) -> str | None:
@@ -638,7 +683,8 @@ def list_quarantined(store: Store, pipeline: str) -> list[dict]:
 
 
 def list_releases(store: Store, quarantined: bool = False) -> list[dict]:
-    """Every published release in the store, newest first, with ``latest`` marked; with
+    """Every published release in the store, newest first, with ``latest`` marked and what
+    differs from the previous version (``changes``, ``what_differs``); with
     ``quarantined``, the quarantined candidates too (``quarantined`` names their folder). A store
     that does not exist has none (nothing is created)."""
     rows = []
@@ -654,4 +700,9 @@ def list_releases(store: Store, quarantined: bool = False) -> list[dict]:
             for r in list_quarantined(store, info.base_name):
                 r["latest"] = False
                 rows.append(r)
+    what_differs([r for r in rows if not r["quarantined"]])
+    for r in rows:
+        r.setdefault("changes", None)
+        for k in ("_params", "_input", "_code"):
+            r.pop(k, None)
     return sorted(rows, key=lambda r: (r["pipeline"], r["published_at"]), reverse=True)

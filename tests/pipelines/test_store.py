@@ -507,3 +507,30 @@ def test_a_remote_store_keeps_the_text_file(tmp_path: Path) -> None:
     assert release.set_latest(st, "p", "v1")
     assert not (tmp_path / "p" / "latest").is_symlink()
     assert (tmp_path / "p" / "latest").read_text() == "v1" and release.latest(st, "p") == "v1"
+
+
+# --- what differs between versions -------------------------------------------------------------
+def test_releases_says_what_differs_from_the_previous_version(
+    store: Path, published: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(
+        capsys, "run", str(german_variant(tmp_path, 11)), "--store", str(store)
+    )
+    assert code == 0, err + out
+    v2 = out.split()[2]
+    code, out, err = run_cli(capsys, "releases", "--store", str(store))
+    assert code == 0, err
+    lines = out.splitlines()
+    at = {ln.split()[1]: i for i, ln in enumerate(lines) if ln.startswith(PIPE)}
+    assert lines[at[v2] + 1].strip() == "params k: 10 -> 11; input same; code same"
+    assert lines[at[published["version"]] + 1].strip() == "first release"
+    code, out, err = run_cli(capsys, "releases", "--store", str(store), "--json")
+    rows = {r["version"]: r for r in json.loads(out)}
+    assert rows[v2]["changes"] == {
+        "params": {"k": {"from": 10, "to": 11}},
+        "input_changed": False,
+        "code_changed": False,
+    }
+    assert rows[published["version"]]["changes"] is None
+    # what is compared stays out of the listing (the input fingerprint is the owner's)
+    assert all(not k.startswith("_") for r in rows.values() for k in r)
