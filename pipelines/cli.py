@@ -50,6 +50,8 @@ def _fmt(v) -> str:
         )
     if isinstance(v, float):
         return f"{v:+.4f}" if v < 0 else f"{v:.4f}"
+    if v is None:
+        return "n/a"
     return str(v)
 
 
@@ -70,14 +72,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     if out.validation is not None:
         print(_tally(out.validation))
     for m in out.headline:
-        value = m.get(out.metrics)
-        if value is not None and not isinstance(value, list):
-            print(f"  {m.label}: {_fmt(value)}")
+        line = _headline_line(m, m.get(out.metrics))
+        if line is not None:
+            print(line)
     if out.ledger is not None:
         print(f"  ledger: {_ledger_line(out.ledger)}")
     for w in out.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _has_none(v) -> bool:
+    return v is None or (isinstance(v, dict) and any(_has_none(x) for x in v.values()))
+
+
+def _headline_line(m, value) -> str | None:
+    """``  label: value`` of a headline metric; a value that is (or holds) None is printed
+    with the reason the metric declares (``Metric.missing``), never as a bare ``None``; a
+    metric absent with no declared reason is not printed (it does not apply to the run).
+
+    >>> from components.core.descriptor import Metric
+    >>> _headline_line(Metric("a", "fair tree", missing="n/a: no admissible"), None)
+    '  fair tree: n/a: no admissible'
+    >>> _headline_line(Metric("a", "dp", missing="n/a: empty group"), {"x": None, "y": 0.5})
+    '  dp: x=n/a, y=0.5000 (n/a: empty group)'
+    """
+    if isinstance(value, list):
+        return None
+    if value is None:
+        return f"  {m.label}: {m.missing}" if m.missing else None
+    text = _fmt(value)
+    if _has_none(value):
+        text += f" ({m.missing})" if m.missing else ""
+    return f"  {m.label}: {text}"
 
 
 def _ledger_line(rec: dict) -> str:
