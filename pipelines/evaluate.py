@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 CLASSIFIERS = ("lr", "rf", "sgd", "gnb", "dt", "ada", "mlp")
-METRICS = ("accuracy", "precision", "recall", "dpar", "eodds", "tprb", "tnrb")
+METRICS = ("accuracy", "precision", "recall", "dpar", "eodds", "tprb", "tnrb", "positive_rate")
 CONDITIONAL = ("cdp", "ctprb", "ctnrb", "cdp_reference", "ctprb_reference", "ctnrb_reference")
 
 
@@ -284,6 +284,8 @@ def _score(y_true, y_pred, s, strata: np.ndarray | None = None) -> dict[str, flo
         "accuracy": float(np.mean(y_pred == y_true)),
         "precision": tp / float(np.sum(y_pred)) if np.any(y_pred) else 0.0,
         "recall": tp / float(np.sum(y_true)) if np.any(y_true) else 0.0,
+        # 0 or 1: the classifier predicts one class (``degenerate``)
+        "positive_rate": float(np.mean(y_pred)) if len(y_pred) else float("nan"),
         "dpar": demographic_parity_difference(y_pred.astype(int), sensitive_features=s),
         "eodds": equalized_odds_sum(y_true.astype(int), y_pred.astype(int), sensitive_features=s)
         if two_groups
@@ -579,6 +581,7 @@ def cost_of_protection(
             arms.setdefault(r["protection"], {})[r["metric"]] = None if v != v else v
         test_rows = table.num_rows // HOLDOUT_FOLDS  # StratifiedKFold: n // k or one more
         out |= {
+            "degenerate": degenerate(arms),
             "status": "measured",
             "train_rows": table.num_rows - test_rows,
             "test_rows_approx": test_rows,
@@ -586,6 +589,26 @@ def cost_of_protection(
             "holdout": arms,
         }  # no wall time here: two runs of one version write the same manifest
     out["grid"] = find_evaluation(spec, input_fingerprint, evaluations)
+    return out
+
+
+def degenerate(arms: dict[str, dict]) -> dict[str, str]:
+    """``{arm: why}`` for each arm whose classifier predicts a single class on the test split
+    (``positive_rate`` 0 or 1): its accuracy is a base rate and its dPar 0 says nothing about
+    fairness, so the cost of protection must not be read from it.
+
+    >>> degenerate({"none": {"positive_rate": 0.4}, "mst": {"positive_rate": 0.0}})
+    {'mst': 'the classifier predicts only the negative class on the test split: its accuracy is the base rate and its dPar of 0 says nothing about fairness'}
+    """
+    out = {}
+    for arm, m in arms.items():
+        rate = m.get("positive_rate")
+        if rate in (0.0, 1.0):
+            which = "positive" if rate == 1.0 else "negative"
+            out[arm] = (
+                f"the classifier predicts only the {which} class on the test split: its "
+                "accuracy is the base rate and its dPar of 0 says nothing about fairness"
+            )
     return out
 
 

@@ -248,3 +248,19 @@ def test_the_report_shows_only_an_evaluation_of_its_own_spec_and_input(german, t
     other = with_params(spec, {"k": 20})
     assert "another version" in find_evaluation(other, "input-1", tmp_path)["reason"]
     assert find_evaluation(spec, "input-1", tmp_path / "nowhere") is None
+
+
+def test_a_classifier_that_predicts_one_class_is_flagged_degenerate():
+    """A constant prediction scores the base rate and dPar 0: the cost of protection names
+    the arm instead of letting it read as a fair, accurate classifier."""
+    import numpy as np
+
+    from pipelines.evaluate import _score, degenerate
+
+    y = np.array([True, False, True, False])
+    s = np.array([0, 0, 1, 1])
+    const = _score(y, np.zeros(4, dtype=bool), s)
+    mixed = _score(y, y.copy(), s)
+    assert const["positive_rate"] == 0.0 and const["dpar"] == 0.0
+    flags = degenerate({"none": mixed, "mst": const})
+    assert list(flags) == ["mst"] and "only the negative class" in flags["mst"]
