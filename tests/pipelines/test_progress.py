@@ -16,10 +16,13 @@ from _shared import run_cli
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
-PHASES = [
+PHASES = [  # in the order they end: a phase's sub-phases before it
     "ingest",
     "protect (fair_mdav)",
     "write",
+    "evidence",
+    "expectation suites compiled",
+    "results and Data Docs",
     "validate",
     "cost of protection",
     "report",
