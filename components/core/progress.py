@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextvars import ContextVar
@@ -43,6 +44,7 @@ T = TypeVar("T")
 ENV = "PRIVFAIR_PROGRESS"  # "0": never; "1": also when stderr is not a terminal
 BAR_WIDTH = 24
 REFRESH_S = 0.1  # a terminal line is rewritten at most this often
+TICK_S = 0.5  # ... and at least this often (the elapsed time runs in a phase with no loop)
 
 _active: ContextVar[Reporter | None] = ContextVar("privfair_progress", default=None)
 
@@ -136,16 +138,28 @@ class Reporter:
         self.stream, self.ansi, self.clock = stream, ansi, clock
         self.stack: list[Phase] = []
         self._live = False
+        self._bar_text = "…"
+        # the ticker thread and the reporting thread both write: one line at a time
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
 
     def _path(self) -> str:
         return "  " + " › ".join(p.name for p in self.stack)
 
     def _write(self, text: str) -> None:
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed or broken stderr never fails a release
-            pass
+        with self._lock:
+            try:
+                self.stream.write(text)
+                self.stream.flush()
+            except (OSError, ValueError):  # a closed or broken stderr never fails a release
+                pass
+
+    def _tick(self) -> None:
+        """Redraw the live line every ``TICK_S`` so its elapsed time runs (terminal only)."""
+        while not self._stop.wait(TICK_S):
+            with self._lock:
+                if self.stack:
+                    self._draw(self._bar_text)
 
     def _line(self, text: str) -> None:
         """A permanent line (clearing the live one first on a terminal)."""
@@ -154,37 +168,44 @@ class Reporter:
 
     def _draw(self, bar_text: str) -> None:
         """Rewrite the live line: the current phase path, its bar, its elapsed time."""
-        if not self.stack:
-            return
-        top = self.stack[-1]
+        with self._lock:
+            self._bar_text = bar_text
+            if not self.stack:
+                return
+            top = self.stack[-1]
+            self._draw_locked(top, bar_text)
+
+    def _draw_locked(self, top: Phase, bar_text: str) -> None:
         elapsed = _seconds(self.clock() - top.started)
         text = f"\x1b[1m▸\x1b[0m{self._path()[1:]}  {bar_text}  \x1b[2m{elapsed}\x1b[0m"
         self._write("\r\x1b[K" + text)
         self._live = True
 
     def begin(self, name: str) -> Phase:
-        if self.stack and not self.stack[-1].opened and self.ansi:
-            parent = self.stack[-1]  # its sub-phases are listed below its name
-            parent.opened = True
-            self._line("  " * parent.depth + f"  {parent.name}")
-        ph = Phase(name, self.clock(), len(self.stack))
-        self.stack.append(ph)
-        if self.ansi:
-            self._draw("…")
-        return ph
+        with self._lock:
+            if self.stack and not self.stack[-1].opened and self.ansi:
+                parent = self.stack[-1]  # its sub-phases are listed below its name
+                parent.opened = True
+                self._line("  " * parent.depth + f"  {parent.name}")
+            ph = Phase(name, self.clock(), len(self.stack))
+            self.stack.append(ph)
+            if self.ansi:
+                self._draw("…")
+            return ph
 
     def end(self, ph: Phase, failed: bool) -> None:
-        elapsed = _seconds(self.clock() - ph.started)
-        mark = "✗" if failed else "✓"
-        if self.ansi:
-            colour = "\x1b[31m" if failed else "\x1b[32m"
-            mark = f"{colour}{mark}\x1b[0m"
-            elapsed = f"\x1b[2m{elapsed}\x1b[0m"
-        detail = f"  {ph.detail}" if ph.detail else ""
-        self._line("  " * ph.depth + f"  {mark} {ph.name}  {elapsed}{detail}")
-        self.stack.remove(ph)
-        if self.ansi and self.stack:
-            self._draw("…")
+        with self._lock:
+            elapsed = _seconds(self.clock() - ph.started)
+            mark = "✗" if failed else "✓"
+            if self.ansi:
+                colour = "\x1b[31m" if failed else "\x1b[32m"
+                mark = f"{colour}{mark}\x1b[0m"
+                elapsed = f"\x1b[2m{elapsed}\x1b[0m"
+            detail = f"  {ph.detail}" if ph.detail else ""
+            self._line("  " * ph.depth + f"  {mark} {ph.name}  {elapsed}{detail}")
+            self.stack.remove(ph)
+            if self.ansi and self.stack:
+                self._draw("…")
 
 
 @contextlib.contextmanager
@@ -252,9 +273,15 @@ def reporting(
         ansi = bool(isatty and isatty()) and os.environ.get("TERM") != "dumb"
     r = Reporter(stream, ansi, clock)
     token = _active.set(r)
+    ticker = threading.Thread(target=r._tick, name="privfair-progress", daemon=True)
+    if ansi:
+        ticker.start()
     try:
         yield r
     finally:
         _active.reset(token)
+        r._stop.set()
+        if ansi:
+            ticker.join()
         if r._live:
             r._write("\r\x1b[K")

@@ -101,3 +101,23 @@ def test_a_terminal_gets_live_phases_a_bar_and_a_closing_line_per_phase(publishe
     assert "\r\x1b[K" in text  # the live line is rewritten in place
     assert "✓\x1b[0m ingest" in text and "✓\x1b[0m validate" in text
     assert "guarantees:" in text and " hold" in text
+
+
+def test_the_elapsed_time_runs_in_a_phase_with_no_loop() -> None:
+    """On a terminal the live line is redrawn every TICK_S even when nothing reports (a long
+    library call): its elapsed time runs; the phase still ends with one closing line."""
+    import io
+    import time
+
+    from components.core import progress
+
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Tty()
+    with progress.reporting(out, enabled=True), progress.phase("validate"):
+        time.sleep(3 * progress.TICK_S + 0.2)
+    text = out.getvalue()
+    assert text.count("▸") >= 4, text  # the first draw and at least three ticks
+    assert text.count("✓") == 1 and text.endswith("\n")  # closed: no live line left
