@@ -534,3 +534,23 @@ def test_releases_says_what_differs_from_the_previous_version(
     assert rows[published["version"]]["changes"] is None
     # what is compared stays out of the listing (the input fingerprint is the owner's)
     assert all(not k.startswith("_") for r in rows.values() for k in r)
+
+
+def test_a_file_system_without_symlinks_gets_the_text_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a symlink cannot be made (some mounted file systems), ``latest`` is the text file,
+    and a later move replaces it as before."""
+
+    def no_symlinks(*a, **k):
+        raise OSError(1, "Operation not permitted")
+
+    (tmp_path / "p" / "v1").mkdir(parents=True)
+    (tmp_path / "p" / "v2").mkdir()
+    st = Store.open(tmp_path)
+    monkeypatch.setattr(os, "symlink", no_symlinks)
+    assert release.set_latest(st, "p", "v1")
+    assert not (tmp_path / "p" / "latest").is_symlink()
+    assert (tmp_path / "p" / "latest").read_text() == "v1" and release.latest(st, "p") == "v1"
+    assert release.set_latest(st, "p", "v2") and release.latest(st, "p") == "v2"
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [".staging", "latest", "v1", "v2"]
