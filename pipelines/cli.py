@@ -368,6 +368,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
                 f"{r['protection']:<12} {r['classifier']:<4} {r['grid']:<24} {r['metric']:<9}"
                 f"{r['mean']:.4f}  [{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
             )
+        elif r["metric"] == "positive_rate" and r["mean"] in (0.0, 1.0):
+            which = "positive" if r["mean"] == 1.0 else "negative"
+            print(
+                f"  degenerate: {r['protection']} {r['classifier']} {r['grid']}: predicts only "
+                f"the {which} class in every fold (its accuracy is the base rate, its dPar 0)"
+            )
     print(f"evaluation: {paths['evaluation.html']} ({ev.seconds:.1f} s)")
     return 0
 
