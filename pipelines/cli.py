@@ -51,6 +51,8 @@ def _fmt(v) -> str:
         )
     if isinstance(v, float):
         return f"{v:+.4f}" if v < 0 else f"{v:.4f}"
+    if v is None:
+        return "n/a"
     return str(v)
 
 
@@ -71,14 +73,39 @@ def cmd_run(args: argparse.Namespace) -> int:
     if out.validation is not None:
         print(_tally(out.validation))
     for m in out.headline:
-        value = m.get(out.metrics)
-        if value is not None and not isinstance(value, list):
-            print(f"  {m.label}: {_fmt(value)}")
+        line = _headline_line(m, m.get(out.metrics))
+        if line is not None:
+            print(line)
     if out.ledger is not None:
         print(f"  ledger: {_ledger_line(out.ledger)}")
     for w in out.warnings:
         print(f"  warning: {w}")
     return 0
+
+
+def _has_none(v) -> bool:
+    return v is None or (isinstance(v, dict) and any(_has_none(x) for x in v.values()))
+
+
+def _headline_line(m, value) -> str | None:
+    """``  label: value`` of a headline metric; a value that is (or holds) None is printed
+    with the reason the metric declares (``Metric.missing``), never as a bare ``None``; a
+    metric absent with no declared reason is not printed (it does not apply to the run).
+
+    >>> from components.core.descriptor import Metric
+    >>> _headline_line(Metric("a", "fair tree", missing="n/a: no admissible"), None)
+    '  fair tree: n/a: no admissible'
+    >>> _headline_line(Metric("a", "dp", missing="n/a: empty group"), {"x": None, "y": 0.5})
+    '  dp: x=n/a, y=0.5000 (n/a: empty group)'
+    """
+    if isinstance(value, list):
+        return None
+    if value is None:
+        return f"  {m.label}: {m.missing}" if m.missing else None
+    text = _fmt(value)
+    if _has_none(value):
+        text += f" ({m.missing})" if m.missing else ""
+    return f"  {m.label}: {text}"
 
 
 def _ledger_line(rec: dict) -> str:
@@ -145,9 +172,11 @@ def _fmt_budget(b: dict | None) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a release's shareable copy to a folder of its own."""
+    from components.core.progress import phase
     from pipelines.share import export
 
-    dest, man = export(args.release, args.dest)
+    with phase("export (copy, then check against the manifest)"):
+        dest, man = export(args.release, args.dest)
     print(f"exported: {man.get('pipeline')} release {man.get('release')}")
     print(f"  to: {dest}")
     for name in sorted(man.get("checksums") or {}):
@@ -220,7 +249,40 @@ def cmd_releases(args: argparse.Namespace) -> int:
             f"{r['pipeline']:<24} {r['version']:<18} {r['published_at']:<22} "
             f"{r['rows'] or 0:>8}  {r['status']}{mark}"
         )
+        if not r["quarantined"]:
+            print(f"    {_differs(r)}")
     return 0
+
+
+def _differs(r: dict) -> str:
+    """One line: what a version changed against the previous one of its pipeline (and
+    partition), and its budget charge.
+
+    >>> _differs({"partition": "2024-01", "changes": {"params": {"k": {"from": 5, "to": 7}},
+    ...     "input_changed": False, "code_changed": True}, "charge": None})
+    'partition 2024-01; params k: 5 -> 7; input same; code changed'
+    """
+    parts = [f"partition {r['partition']}"] if r.get("partition") else []
+    ch = r.get("changes")
+    if ch is None:
+        parts.append("first release")
+    else:
+        diffs = ", ".join(
+            f"{k}: {_fmt_value(d['from'])} -> {_fmt_value(d['to'])}"
+            for k, d in ch["params"].items()
+        )
+        parts.append(f"params {diffs}" if diffs else "params same")
+        parts.append(f"input {'changed' if ch['input_changed'] else 'same'}")
+        parts.append(f"code {'changed' if ch['code_changed'] else 'same'}")
+    c = r.get("charge")
+    if isinstance(c, dict) and c.get("rho") is not None:
+        eps = f", epsilon={c['epsilon']:.6g}" if c.get("epsilon") is not None else ""
+        parts.append(f"charged rho={c['rho']:.6g}{eps}")
+    return "; ".join(parts)
+
+
+def _fmt_value(v) -> str:
+    return "unset" if v is None else json.dumps(v) if isinstance(v, dict | list) else str(v)
 
 
 def cmd_promote(args: argparse.Namespace) -> int:
@@ -265,6 +327,7 @@ def _writable_folder(folder: Path, what: str) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    from components.core.progress import phase
     from pipelines.catalogue import load_spec
     from pipelines.evaluate import check_options, evaluate, parse_grid, write
     from pipelines.flow import ingest
@@ -277,19 +340,22 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     folder = resolve_evaluations(args.out) / spec.name
     _writable_folder(folder, "the evaluation's folder (--out or $PRIVFAIR_EVALUATIONS)")
-    ing = ingest(spec, args.data_dir)
+    with phase("ingest") as ph:
+        ing = ingest(spec, args.data_dir)
+        ph.note(f"{ing.table.num_rows} rows")
     table = ing.table
-    ev = evaluate(
-        spec,
-        table,
-        grid=grid,
-        folds=args.folds,
-        seed=args.seed,
-        classifiers=classifiers,
-        drop_protected=args.drop_protected,
-        protect_test=args.protect_test,
-        input_fingerprint=ing.input["fingerprint"],
-    )
+    with phase(f"evaluate ({args.folds} folds)"):
+        ev = evaluate(
+            spec,
+            table,
+            grid=grid,
+            folds=args.folds,
+            seed=args.seed,
+            classifiers=classifiers,
+            drop_protected=args.drop_protected,
+            protect_test=args.protect_test,
+            input_fingerprint=ing.input["fingerprint"],
+        )
     try:
         paths = write(ev, folder)
     except OSError as e:
@@ -302,6 +368,12 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             print(
                 f"{r['protection']:<12} {r['classifier']:<4} {r['grid']:<24} {r['metric']:<9}"
                 f"{r['mean']:.4f}  [{r['ci_low']:.4f}, {r['ci_high']:.4f}]"
+            )
+        elif r["metric"] == "positive_rate" and r["mean"] in (0.0, 1.0):
+            which = "positive" if r["mean"] == 1.0 else "negative"
+            print(
+                f"  degenerate: {r['protection']} {r['classifier']} {r['grid']}: predicts only "
+                f"the {which} class in every fold (its accuracy is the base rate, its dPar 0)"
             )
     print(f"evaluation: {paths['evaluation.html']} ({ev.seconds:.1f} s)")
     return 0
@@ -323,11 +395,36 @@ def cmd_describe(args: argparse.Namespace) -> int:
     return 0
 
 
+def _progress_flags() -> argparse.ArgumentParser:
+    """``--progress`` / ``--quiet`` of the commands that may run long (``components.core.
+    progress``): phases and bars on stderr, by default only when stderr is a terminal."""
+    f = argparse.ArgumentParser(add_help=False)
+    g = f.add_mutually_exclusive_group()
+    g.add_argument(
+        "--progress",
+        dest="progress",
+        action="store_true",
+        default=None,
+        help="show phases and bars on stderr also when it is not a terminal",
+    )
+    g.add_argument("--quiet", dest="progress", action="store_false", help="no progress on stderr")
+    return f
+
+
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="privfair", description="Private and fair table releases.")
+    p = argparse.ArgumentParser(
+        prog="privfair",
+        description="Private and fair table releases.",
+        epilog="run, evaluate, validate and export show their phases (ingest, protect, "
+        "validate, publish...) with elapsed time and a bar for loops over groups, blocks or "
+        "folds on stderr when it is a terminal (--quiet: never; --progress or "
+        "PRIVFAIR_PROGRESS=1: also into a log); stdout stays what scripts parse.",
+    )
     sub = p.add_subparsers(dest="command", required=True)
+    flags = [_progress_flags()]
     r = sub.add_parser(
         "run",
+        parents=flags,
         help="ingest, protect, validate and publish one release",
         description="Ingest, protect, validate and publish one release of a spec. The version id "
         "covers the input, the spec and the code: a re-run reuses a complete existing version "
@@ -388,6 +485,7 @@ def parser() -> argparse.ArgumentParser:
     r.set_defaults(fn=cmd_run)
     ev = sub.add_parser(
         "evaluate",
+        parents=flags,
         help="the cost of protection: classifiers on protected vs raw training folds",
         description="Stratified folds; the component runs on the training folds only; "
         "classifiers trained on the protected and on the raw training fold are scored on the "
@@ -435,7 +533,9 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument("--data-dir", default=None)
     ev.set_defaults(fn=cmd_evaluate)
 
-    v = sub.add_parser("validate", help="re-check a published release from its files")
+    v = sub.add_parser(
+        "validate", parents=flags, help="re-check a published release from its files"
+    )
     v.add_argument(
         "release",
         help="release folder <store>/<pipeline>/<version>, or <store>/<pipeline>/latest",
@@ -444,6 +544,7 @@ def parser() -> argparse.ArgumentParser:
     v.set_defaults(fn=cmd_validate)
     x = sub.add_parser(
         "export",
+        parents=flags,
         help="write the shareable copy of a release (what may be handed out) to a folder",
         description="Copy a release's shareable copy (its public outputs, public manifest and "
         "public report; no sidecar, input fingerprint, input-side metric or check detail) to "
@@ -511,9 +612,12 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from components.core.progress import reporting
+
     args = parser().parse_args(argv)
     try:
-        return args.fn(args)
+        with reporting(sys.stderr, getattr(args, "progress", None)):
+            return args.fn(args)
     except ContractViolation as e:
         print(f"privfair: release not published: {e}", file=sys.stderr)
         return 1

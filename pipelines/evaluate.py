@@ -27,7 +27,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -38,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
 
+from components.core import progress as pbar
 from components.core.inputs import group_indicator, outcome_indicator
 from components.core.metrics import (
     demographic_parity_difference,
@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 CLASSIFIERS = ("lr", "rf", "sgd", "gnb", "dt", "ada", "mlp")
-METRICS = ("accuracy", "precision", "recall", "dpar", "eodds", "tprb", "tnrb")
+METRICS = ("accuracy", "precision", "recall", "dpar", "eodds", "tprb", "tnrb", "positive_rate")
 CONDITIONAL = ("cdp", "ctprb", "ctnrb", "cdp_reference", "ctprb_reference", "ctnrb_reference")
 
 
@@ -284,6 +284,8 @@ def _score(y_true, y_pred, s, strata: np.ndarray | None = None) -> dict[str, flo
         "accuracy": float(np.mean(y_pred == y_true)),
         "precision": tp / float(np.sum(y_pred)) if np.any(y_pred) else 0.0,
         "recall": tp / float(np.sum(y_true)) if np.any(y_true) else 0.0,
+        # 0 or 1: the classifier predicts one class (``degenerate``)
+        "positive_rate": float(np.mean(y_pred)) if len(y_pred) else float("nan"),
         "dpar": demographic_parity_difference(y_pred.astype(int), sensitive_features=s),
         "eodds": equalized_odds_sum(y_true.astype(int), y_pred.astype(int), sensitive_features=s)
         if two_groups
@@ -364,7 +366,9 @@ def evaluate(
     from pipelines.catalogue import algorithm_of, with_params
 
     t0 = time.perf_counter()
-    say = progress or (lambda m: print(m, file=sys.stderr))
+    # a caller's log (Dagster, Airflow) gets one line per fold; the CLI shows a bar instead
+    # (components.core.progress), so nothing is printed when stderr is not a terminal
+    say = progress or (lambda m: None)
     classifiers = list(classifiers)
     check_options(folds, seed, classifiers)  # before any work
     algo = algorithm_of(spec)
@@ -415,6 +419,8 @@ def evaluate(
     # per fold, what no grid point changes: the split, the encoding fitted on the raw
     # training fold, and the unprotected arm's scores
     splits = []
+    n_split = folds if fold_limit is None else min(folds, fold_limit)
+    fold_bar = pbar.bar(n_split, "folds encoded, unprotected arm scored")
     for k, (train_idx, test_idx) in enumerate(_folds(y_all, s_all, folds, seed)):
         if fold_limit is not None and k >= fold_limit:
             break
@@ -430,6 +436,8 @@ def evaluate(
             for c in classifiers
         }
         splits.append((train, test, enc, raw, none))
+        fold_bar.advance()
+    fold_bar.close()
 
     rows: list[dict] = []
 
@@ -448,6 +456,7 @@ def evaluate(
 
     total = len(points) * len(splits)
     done = 0
+    run_bar = pbar.bar(total, "grid points × folds protected and scored")
     for point, sp in zip(points, specs, strict=True):
         grid_key = json.dumps(point, sort_keys=True)
 
@@ -471,7 +480,9 @@ def evaluate(
                 pred = fit_predict(clf_name, k, x, y, x_eval)
                 add(grid_key, algo.name, clf_name, k, _score(y_eval, pred, s_eval, a_eval))
             done += 1
+            run_bar.advance()
             say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
+    run_bar.close()
     per_fold = pa.Table.from_pylist(rows)
     summary = _summarise(rows)
     meta = {
@@ -570,6 +581,7 @@ def cost_of_protection(
             arms.setdefault(r["protection"], {})[r["metric"]] = None if v != v else v
         test_rows = table.num_rows // HOLDOUT_FOLDS  # StratifiedKFold: n // k or one more
         out |= {
+            "degenerate": degenerate(arms),
             "status": "measured",
             "train_rows": table.num_rows - test_rows,
             "test_rows_approx": test_rows,
@@ -577,6 +589,26 @@ def cost_of_protection(
             "holdout": arms,
         }  # no wall time here: two runs of one version write the same manifest
     out["grid"] = find_evaluation(spec, input_fingerprint, evaluations)
+    return out
+
+
+def degenerate(arms: dict[str, dict]) -> dict[str, str]:
+    """``{arm: why}`` for each arm whose classifier predicts a single class on the test split
+    (``positive_rate`` 0 or 1): its accuracy is a base rate and its dPar 0 says nothing about
+    fairness, so the cost of protection must not be read from it.
+
+    >>> degenerate({"none": {"positive_rate": 0.4}, "mst": {"positive_rate": 0.0}})
+    {'mst': 'the classifier predicts only the negative class on the test split: its accuracy is the base rate and its dPar of 0 says nothing about fairness'}
+    """
+    out = {}
+    for arm, m in arms.items():
+        rate = m.get("positive_rate")
+        if rate in (0.0, 1.0):
+            which = "positive" if rate == 1.0 else "negative"
+            out[arm] = (
+                f"the classifier predicts only the {which} class on the test split: its "
+                "accuracy is the base rate and its dPar of 0 says nothing about fairness"
+            )
     return out
 
 

@@ -37,6 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from components.core import progress
 from components.core.descriptor import Algorithm
 from components.core.engine import Engine, make_engine, using
 from components.core.registry import family_of
@@ -412,15 +413,40 @@ def build_candidate(
     checksums of every other file (a candidate with a manifest is complete). A candidate that
     passes also gets the cost of protection (``cost_of_protection``) for the owner's report."""
     plan = plan if isinstance(plan, ReleasePlan) else ReleasePlan.of(plan, cand.store)
-    for k, t in result.outputs.items():
-        cand.write(output_file(k), parquet_bytes(t))
-    for k, t in result.sidecars.items():
-        cand.write(sidecar_file(k), parquet_bytes(t))
-    outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
-    sidecars = {k: cand.read_table(sidecar_file(k)) for k in result.sidecars}
-    algo = plan.algo
-    validation = validate_release(
-        algo,
+    with progress.phase("write"):
+        for k, t in result.outputs.items():
+            cand.write(output_file(k), parquet_bytes(t))
+        for k, t in result.sidecars.items():
+            cand.write(sidecar_file(k), parquet_bytes(t))
+        outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
+        sidecars = {k: cand.read_table(sidecar_file(k)) for k in result.sidecars}
+    with progress.phase("validate") as ph:
+        validation = _validated(plan, ing, result, outputs, sidecars, cand)
+        ph.note(f"{sum(r.passed for r in validation.guarantees)}/{len(validation.guarantees)} hold")
+    if validation.passed and adm is not None:
+        adm.enter()  # a release that is not DP is recorded once it may be published
+    man = manifest(plan, ing, result, validation, cand.version, adm)
+    if validation.passed:
+        with progress.phase("cost of protection"):
+            man["cost_of_protection"] = cost_of_protection(plan, ing)
+    with progress.phase("report"):
+        _reports(plan, ing, result, cand, man, outputs, sidecars, adm, validation.passed)
+    man["checksums"] = checksums(cand.store, *cand.parts)
+    cand.write("manifest.json", dumps(man))
+    return validation, man
+
+
+def _validated(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    outputs: dict[str, pa.Table],
+    sidecars: dict[str, pa.Table],
+    cand: Candidate,
+) -> Validation:
+    """``validate_release`` of the candidate's files as written."""
+    return validate_release(
+        plan.algo,
         plan.spec.params,
         ing.table,
         outputs,
@@ -429,13 +455,25 @@ def build_candidate(
         declared_copies(result.contract, outputs),
         cand.local_dir if cand.store.local else None,
     )
-    if validation.passed and adm is not None:
-        adm.enter()  # a release that is not DP is recorded once it may be published
-    man = manifest(plan, ing, result, validation, cand.version, adm)
+
+
+def _reports(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    cand: Candidate,
+    man: dict,
+    outputs: dict[str, pa.Table],
+    sidecars: dict[str, pa.Table],
+    adm: Admission | None,
+    passed: bool,
+) -> None:
+    """The owner's report and, for a release that ``passed``, the shareable copy (public report
+    and manifest with its own checksums); ``man`` gets the ``shared`` entry."""
     from pipelines.report import render_public_report, render_report
 
-    if validation.passed:
-        man["cost_of_protection"] = cost_of_protection(plan, ing)
+    algo = plan.algo
+    if passed:
         release_id = share.public_id(store_secret(cand.store), plan.name, cand.version)
         pub = share.public_manifest(
             plan.spec,
@@ -466,9 +504,6 @@ def build_candidate(
             "report": share.shared_file(share.REPORT),
         }
     cand.write("report.html", render_report(man, algo, outputs, ing.table, sidecars).encode())
-    man["checksums"] = checksums(cand.store, *cand.parts)
-    cand.write("manifest.json", dumps(man))
-    return validation, man
 
 
 @dataclass
@@ -729,7 +764,9 @@ def run_release(
     process right after the charge (tests)."""
     plan = ReleasePlan.of(spec, store_uri, data_dir, partition, table)
     store = plan.open_store()
-    ing = plan.ingest()
+    with progress.phase("ingest") as ph:
+        ing = plan.ingest()
+        ph.note(f"{ing.table.num_rows} rows")
     version = plan.version(ing.input["fingerprint"])
     headline = list(plan.algo.headline)
     path = store.path(spec.name, version)
@@ -754,20 +791,23 @@ def run_release(
 
         os._exit(17)
     try:
-        result = protect(plan, ing)
+        with progress.phase(f"protect ({plan.algo.name})"):
+            result = protect(plan, ing)
     except BaseException:
         if adm is not None:
             adm.mark("failed")
         raise
     admitted(plan, adm, result)
-    staged = stage(plan, ing, result, version, adm)
+    with progress.phase("stage"):
+        staged = stage(plan, ing, result, version, adm)
     published_or_failed(staged)
     if crash_after == "validate":
         import os
 
         os._exit(17)
     assert staged.cand is not None
-    published = publish(plan, staged.cand, crash_after=crash_after, adm=adm)
+    with progress.phase("publish"):
+        published = publish(plan, staged.cand, crash_after=crash_after, adm=adm)
     return Outcome(
         status_of(published, existing.problem is not None),
         spec.name,
@@ -823,7 +863,9 @@ def revalidate(
     spec = parse_spec(man["spec"], source=str(mpath))
     partition = (man.get("input") or {}).get("partition")
     plan = ReleasePlan.of(spec, data_dir=data_dir, partition=partition, table=table)
-    ing = plan.ingest()
+    with progress.phase("ingest") as ph:
+        ing = plan.ingest()
+        ph.note(f"{ing.table.num_rows} rows")
     if ing.input["fingerprint"] != man["input"]["fingerprint"]:
         raise DataSourceError(
             f"input fingerprint {ing.input['fingerprint'][:12]} differs from the release's "
@@ -839,6 +881,9 @@ def revalidate(
         declared = declared_copies(C.parse_contract(man.get("contract") or []), outputs)
     except C.GuaranteeError as e:
         raise PrivfairError(f"{release}: its declared contract cannot be read: {e}") from None
-    return validate_release(
-        plan.algo, spec.params, ing.table, outputs, sidecars, plan.required(ing.table), declared
-    )
+    with progress.phase("validate") as ph:
+        v = validate_release(
+            plan.algo, spec.params, ing.table, outputs, sidecars, plan.required(ing.table), declared
+        )
+        ph.note(f"{sum(r.passed for r in v.guarantees)}/{len(v.guarantees)} hold")
+    return v

@@ -10,14 +10,20 @@ Layout::
                                  manifest.json     spec, params, contract, results, metrics, input, code
                                  validation/...    Great Expectations results and Data Docs
                                  report.html       the owner's report
-    <store>/<pipeline>/latest                      text file naming the current version
+    <store>/<pipeline>/latest                      the current version: a relative symlink
+                                                   ``latest -> <version>`` on a local store
+                                                   (any tool can read through it), a text file
+                                                   naming the version on a remote one
     <store>/.privfair/secret                       the store's key (public release ids)
     <store>/<pipeline>/.staging/...                candidates being written (never read)
     <store>/<pipeline>/.quarantine/<version>-<ts>  candidates that failed validation, and
                                                    published releases found incomplete
 
 Publishing writes everything into a staging folder, then renames it to ``<version>`` (one
-atomic rename on a local disk) and only then moves ``latest`` (written aside, then renamed).
+atomic rename on a local disk) and only then moves ``latest`` (written aside, then renamed:
+a symlink made under a temporary name replaces the old pointer in one rename). Stores written
+before ``latest`` became a symlink keep their text file until ``latest`` next moves; every
+reader (``latest``, ``resolve_release``, ``check_pipeline``) accepts both forms.
 A crash at any point leaves either no release or a complete one; staging leftovers are ignored
 by readers and swept by the next run. Two runs racing on the same version: the rename of the
 loser fails because the target exists, and it discards its candidate.
@@ -207,10 +213,10 @@ class Store:
             raise StoreError(
                 self.path(pipeline), "the pipeline folder is a file; a pipeline must be a folder"
             )
-        if self.kind(pipeline, LATEST) == pafs.FileType.Directory:
+        if _latest_is_folder(self, pipeline):
             raise StoreError(
                 self.path(pipeline, LATEST),
-                "'latest' is a folder; it must be a file naming a version",
+                "'latest' is a folder; it must be a symlink or a file naming a version",
             )
 
 
@@ -351,27 +357,93 @@ def tidy(store: Store, pipeline: str) -> None:
     store.remove_if_empty(pipeline)
 
 
+def _latest_link(store: Store, pipeline: str) -> str | None:
+    """Where the symlink ``latest`` points (its text, relative), or None if it is not one."""
+    if not store.local:
+        return None
+    path = store.path(pipeline, LATEST)
+    return os.readlink(path) if os.path.islink(path) else None
+
+
+def _latest_is_folder(store: Store, pipeline: str) -> bool:
+    """``latest`` is a real folder (a symlink to a version folder is the pointer, not one)."""
+    if _latest_link(store, pipeline) is not None:
+        return False
+    return store.kind(pipeline, LATEST) == pafs.FileType.Directory
+
+
+def _folder_error(store: Store, pipeline: str) -> StoreError:
+    return StoreError(
+        store.path(pipeline, LATEST),
+        "'latest' is a folder; it must be a symlink or a file naming a version",
+    )
+
+
 def set_latest(store: Store, pipeline: str, version: str) -> bool:
-    """Point ``latest`` at ``version``: written aside, then renamed over the old pointer. Left
-    untouched (returns False) when it already names ``version``."""
+    """Point ``latest`` at ``version``; left untouched (returns False) when it already names it.
+
+    On a local store ``latest`` becomes the relative symlink ``latest -> <version>``, made under
+    a temporary name in the pipeline folder and renamed over the old pointer (a symlink or an
+    old text file) in one atomic step, so a reader sees the old or the new version, never
+    none. Where symlinks cannot be made (a remote ``pyarrow.fs`` store, a file system without
+    them) ``latest`` is a text file naming the version, written aside and renamed likewise.
+
+    >>> import tempfile
+    >>> st = Store.open(tempfile.mkdtemp())
+    >>> st.make_dirs("p", "v1")
+    >>> set_latest(st, "p", "v1"), os.readlink(st.path("p", "latest")), latest(st, "p")
+    (True, 'v1', 'v1')
+    >>> set_latest(st, "p", "v1")
+    False
+    """
+    if _latest_is_folder(store, pipeline):
+        raise _folder_error(store, pipeline)
     if latest(store, pipeline) == version:
         return False
-    tmp = (pipeline, STAGING, f"latest-{uuid.uuid4().hex[:8]}")
-    store.write_bytes(version.encode(), *tmp)
-    store.move(tmp, (pipeline, LATEST))
+    if store.local:
+        store.make_dirs(pipeline)
+        tmp = store.path(pipeline, f".latest-{uuid.uuid4().hex[:8]}")
+        try:
+            os.symlink(version, tmp)
+        except OSError:  # no symlinks on this file system: the text file below
+            pass
+        else:
+            try:
+                with store_io(store.path(pipeline, LATEST), "point it at the new version"):
+                    os.replace(tmp, store.path(pipeline, LATEST))
+            finally:
+                if os.path.lexists(tmp):
+                    os.unlink(tmp)
+            return True
+    tmp_parts = (pipeline, STAGING, f"latest-{uuid.uuid4().hex[:8]}")
+    store.write_bytes(version.encode(), *tmp_parts)
+    store.move(tmp_parts, (pipeline, LATEST))
     return True
 
 
 def latest(store: Store, pipeline: str) -> str | None:
-    """The version ``latest`` names (None without one); ``StoreError`` if it is a folder."""
+    """The version ``latest`` names (None without one), read from the symlink's target or the
+    text file; ``StoreError`` if it is a real folder."""
+    link = _latest_link(store, pipeline)
+    if link is not None:
+        return link.rstrip("/").rsplit("/", 1)[-1] or None
     kind = store.kind(pipeline, LATEST)
     if kind == pafs.FileType.NotFound:
         return None
     if kind == pafs.FileType.Directory:
-        raise StoreError(
-            store.path(pipeline, LATEST), "'latest' is a folder; it must be a file naming a version"
-        )
+        raise _folder_error(store, pipeline)
     return store.read_text(pipeline, LATEST).strip() or None
+
+
+def remove_latest(store: Store, pipeline: str) -> None:
+    """Remove ``latest`` (symlink or text file), if there is one."""
+    path = store.path(pipeline, LATEST)
+    if _latest_link(store, pipeline) is not None:
+        with store_io(path, "remove it"):
+            os.unlink(path)
+    elif store.kind(pipeline, LATEST) == pafs.FileType.File:
+        with store_io(path, "remove it"):
+            store.fs.delete_file(path)
 
 
 def verify_release(store: Store, pipeline: str, version: str) -> str | None:
@@ -436,18 +508,26 @@ def quarantine_release(store: Store, pipeline: str, version: str, reason: str) -
     with contextlib.suppress(StoreError):
         store.write_bytes(f"{reason}\n".encode(), *dest, "QUARANTINED.txt")
     if latest(store, pipeline) == version:
-        with store_io(store.path(pipeline, LATEST), "remove it"):
-            store.fs.delete_file(store.path(pipeline, LATEST))
+        remove_latest(store, pipeline)
         repair_latest(store, pipeline)
     return store.path(*dest)
 
 
 def resolve_release(path: str | Path) -> Path:
     """A local release folder from ``<store>/<pipeline>/<version>`` or
-    ``<store>/<pipeline>/latest`` (the pointer file is read: it names the version folder)."""
+    ``<store>/<pipeline>/latest`` (the symlink, or the older pointer file naming the version
+    folder, is followed to ``<store>/<pipeline>/<version>``)."""
     p = Path(path)
+    if p.name == LATEST and p.is_symlink():
+        version = os.readlink(p).rstrip("/").rsplit("/", 1)[-1]
+        target = p.parent / version
+        if not version or version.startswith(".") or not target.is_dir():
+            raise StoreError(str(p), f"'latest' names version {version}, which is not there")
+        return target
     if p.name == LATEST and p.is_dir():
-        raise StoreError(str(p), "'latest' is a folder; it must be a file naming a version")
+        raise StoreError(
+            str(p), "'latest' is a folder; it must be a symlink or a file naming a version"
+        )
     if p.is_file():
         try:
             version = p.read_text(encoding="utf-8").strip()
@@ -499,6 +579,8 @@ def _summary(store: Store, pipeline: str, folder: tuple[str, ...], version: str)
     except (StoreError, ValueError):
         m = {"validation": {"status": "unreadable manifest"}}
     outputs = m.get("outputs") if isinstance(m.get("outputs"), dict) else {}
+    inp = m.get("input") if isinstance(m.get("input"), dict) else {}
+    ledger = m.get("ledger") if isinstance(m.get("ledger"), dict) else {}
     return {
         "pipeline": pipeline,
         "version": m.get("version") or version,
@@ -506,7 +588,50 @@ def _summary(store: Store, pipeline: str, folder: tuple[str, ...], version: str)
         "rows": sum(int(o.get("rows") or 0) for o in outputs.values() if isinstance(o, dict))
         or None,
         "status": (m.get("validation") or {}).get("status", "?"),
+        "partition": inp.get("partition"),
+        "charge": ledger.get("charge"),
+        # compared between versions (``what_differs``), never listed themselves
+        "_params": m.get("params") if isinstance(m.get("params"), dict) else {},
+        "_input": inp.get("fingerprint"),
+        "_code": m.get("code_version"),
     }
+
+
+def what_differs(rows: list[dict]) -> None:
+    """Give each published row ``changes``: what differs from the previous version of its
+    pipeline (by ``published_at``; of the same partition for a partitioned pipeline) — the
+    parameters that differ (``{name: {"from", "to"}}``), whether the input and the code
+    changed — or None for a pipeline's first release. The compared values (input fingerprint,
+    code version) stay out of the listing: ``changes`` says only changed or not.
+
+    >>> rows = [
+    ...     {"pipeline": "p", "published_at": "1", "partition": None, "_params": {"k": 5},
+    ...      "_input": "a", "_code": "c"},
+    ...     {"pipeline": "p", "published_at": "2", "partition": None, "_params": {"k": 7},
+    ...      "_input": "a", "_code": "d"},
+    ... ]
+    >>> what_differs(rows)
+    >>> rows[0]["changes"], rows[1]["changes"]
+    (None, {'params': {'k': {'from': 5, 'to': 7}}, 'input_changed': False, 'code_changed': True})
+    """
+    last: dict[tuple, dict] = {}
+    for r in sorted(rows, key=lambda r: r["published_at"]):
+        key = (r["pipeline"], r.get("partition"))
+        prev = last.get(key)
+        last[key] = r
+        if prev is None:
+            r["changes"] = None
+            continue
+        a, b = prev.get("_params") or {}, r.get("_params") or {}
+        r["changes"] = {
+            "params": {
+                k: {"from": a.get(k), "to": b.get(k)}
+                for k in sorted(set(a) | set(b))
+                if a.get(k) != b.get(k)
+            },
+            "input_changed": prev.get("_input") != r.get("_input"),
+            "code_changed": prev.get("_code") != r.get("_code"),
+        }
 
 
 def repair_latest(store: Store, pipeline: str) -> str | None:
@@ -558,7 +683,8 @@ def list_quarantined(store: Store, pipeline: str) -> list[dict]:
 
 
 def list_releases(store: Store, quarantined: bool = False) -> list[dict]:
-    """Every published release in the store, newest first, with ``latest`` marked; with
+    """Every published release in the store, newest first, with ``latest`` marked and what
+    differs from the previous version (``changes``, ``what_differs``); with
     ``quarantined``, the quarantined candidates too (``quarantined`` names their folder). A store
     that does not exist has none (nothing is created)."""
     rows = []
@@ -574,4 +700,9 @@ def list_releases(store: Store, quarantined: bool = False) -> list[dict]:
             for r in list_quarantined(store, info.base_name):
                 r["latest"] = False
                 rows.append(r)
+    what_differs([r for r in rows if not r["quarantined"]])
+    for r in rows:
+        r.setdefault("changes", None)
+        for k in ("_params", "_input", "_code"):
+            r.pop(k, None)
     return sorted(rows, key=lambda r: (r["pipeline"], r["published_at"]), reverse=True)

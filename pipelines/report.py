@@ -474,6 +474,9 @@ def _cost(man: dict) -> str:
             f'<table id="cost-holdout"><thead><tr><th>trained on</th>{head}</tr></thead>'
             f"<tbody>{''.join(rows)}</tbody></table>"
         )
+        for arm, why in sorted((cost.get("degenerate") or {}).items()):
+            what = "raw training split" if arm == "none" else f"{arm} output"
+            parts.append(f'<p class="warning degenerate">Degenerate ({esc(what)}): {esc(why)}.</p>')
     grid = cost.get("grid")
     if grid and not grid.get("stale"):
         from pipelines.evaluate import tradeoff_chart

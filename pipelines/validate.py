@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from components.core import progress
 from components.core.checks import CheckerError, CheckResult, describe_error
 from components.core.descriptor import Algorithm, Params, resolve
 from pipelines.catalogue import check_keys
@@ -174,7 +175,8 @@ def validate_release(
     frames: dict = {}
     evidence_error = None
     try:
-        frames = resolve(algo.evidence)(input_table, outputs, sidecars, params)
+        with progress.phase("evidence"):
+            frames = resolve(algo.evidence)(input_table, outputs, sidecars, params)
     except InputError as e:  # the files do not fit together: every guarantee fails
         evidence_error = str(e)
     except Exception as e:  # the builder broke: no verdict can be given
@@ -184,20 +186,22 @@ def validate_release(
         ) from e
 
     published = next(iter(outputs.values()))
-    ctx = E.new_context()
-    suites = E.round_trip(
-        checked,
-        E.compile_suites(
-            checked, published, input_table, sidecars.get("lineage"), builtins=algo.row_level
-        ),
-        ctx,
-    )
+    with progress.phase("expectation suites compiled"):
+        ctx = E.new_context()
+        suites = E.round_trip(
+            checked,
+            E.compile_suites(
+                checked, published, input_table, sidecars.get("lineage"), builtins=algo.row_level
+            ),
+            ctx,
+        )
     if E.PUBLISHED not in frames:
         frames[E.PUBLISHED] = published.to_pandas()
     source = ctx.data_sources.add_pandas("privfair")
     run_id = RunIdentifier(run_name="privfair_validation")
     runs = {}
-    for b, suite in suites.items():
+    unit = "expectation suites run (Great Expectations)"
+    for b, suite in progress.track(suites.items(), len(suites), unit):
         if frames.get(b) is None or not suite.expectations:
             continue
         definition = source.add_dataframe_asset(b).add_batch_definition_whole_dataframe("whole")
@@ -232,6 +236,9 @@ def validate_release(
     for r, key in zip(results, keys, strict=True):
         r.key = key  # type: ignore[union-attr]
 
-    artefacts = _write_artefacts(ctx, runs, Path(out_dir)) if out_dir is not None else {}
+    artefacts = {}
+    if out_dir is not None:
+        with progress.phase("results and Data Docs"):
+            artefacts = _write_artefacts(ctx, runs, Path(out_dir))
     final = [r for r in results if r is not None] + [declaration_check(required, declared)]
     return Validation(final + builtins, artefacts)

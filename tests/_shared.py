@@ -98,3 +98,10 @@ def columns_of(table) -> dict:
             spec["domain"] = list(c.domain)
         out[c.name] = spec
     return out
+
+
+def read_latest(pipeline_folder: Path) -> str:
+    """The version ``<pipeline_folder>/latest`` names: the target of the symlink a local store
+    writes, or the text of an older store's pointer file."""
+    p = Path(pipeline_folder) / "latest"
+    return p.readlink().name if p.is_symlink() else p.read_text().strip()

@@ -65,10 +65,13 @@ def resolve(ref: str | Callable) -> Callable:
 @dataclass(frozen=True)
 class Metric:
     """A headline metric: ``key`` is a dotted path into the run's metrics (``a.b``), ``label``
-    what a person reads; ``signed`` marks a value whose sign carries meaning."""
+    what a person reads; ``signed`` marks a value whose sign carries meaning. ``missing``
+    states why the value (or a part of it) can be absent (None), for a reader who would
+    otherwise see ``None`` with no reason."""
 
     key: str
     label: str
+    missing: str = ""
 
     def get(self, metrics: Mapping[str, Any]) -> Any:
         v: Any = metrics

@@ -22,7 +22,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["plain_type", "plain", "has_view", "take", "levels_as", "publish_order_typed"]
+__all__ = [
+    "plain_type",
+    "plain",
+    "has_view",
+    "take",
+    "levels_as",
+    "publish_order_typed",
+    "in_input_order",
+]
 
 _VIEWS = {pa.string_view(): pa.large_string(), pa.binary_view(): pa.large_binary()}
 
@@ -99,3 +107,22 @@ def publish_order_typed(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa
     for i, f in views:
         data = data.set_column(i, f, data.column(i).cast(f.type))
     return data, lineage
+
+
+def in_input_order(
+    cols: dict[str, pa.Array], roles: list, names: list[str]
+) -> tuple[dict[str, pa.Array], list]:
+    """The published columns and their roles in the input's column order ``names`` (a reader
+    expects the layout of the table they gave; the algorithm builds the QIs first). Columns
+    the input lacks keep their relative order after the others. Checkers and the C11 replay
+    read columns by name, never by position.
+
+    >>> from types import SimpleNamespace as R
+    >>> cols, roles = in_input_order({"b": 1, "a": 2, "z": 3}, [R(name="b"), R(name="a")], ["a", "b"])
+    >>> list(cols), [r.name for r in roles]
+    (['a', 'b', 'z'], ['a', 'b'])
+    """
+    rank = {n: i for i, n in enumerate(names)}
+    keys = sorted(cols, key=lambda n: rank.get(n, len(rank)))  # stable: extras keep their order
+    by_name = {r.name: r for r in roles}
+    return {k: cols[k] for k in keys}, [by_name[k] for k in keys if k in by_name]

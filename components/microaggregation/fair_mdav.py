@@ -28,7 +28,7 @@ from components.core.metrics import (
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import block_sizes, group_rows
-from components.microaggregation.columns import levels_as, publish_order_typed, take
+from components.microaggregation.columns import in_input_order, levels_as, publish_order_typed, take
 from components.microaggregation.correction import correct_fairness
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
 from components.microaggregation.inputs import AUTO, binary_roles, prepare
@@ -391,6 +391,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
             col = take(table.column(c.name), pa.array(order))
         cols[c.name] = col
         out_roles.append(c)
+    cols, out_roles = in_input_order(cols, out_roles, table.column_names)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
     lineage = lineage_table(
         order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)

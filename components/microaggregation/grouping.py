@@ -52,6 +52,7 @@ from functools import partial
 
 import numpy as np
 
+from components.core import progress
 from components.microaggregation.encoding import EncodedQIs
 
 TIE_TOL = 1e-11  # squared scaled distances closer than this are equal (float noise is ~1e-14)
@@ -954,7 +955,9 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
             _WorkingSet(space, np.flatnonzero(pa01 == 0), threads),
             _WorkingSet(space, np.flatnonzero(pa01 == 1), threads),
         ]
+        rows_bar = progress.bar(len(pa01), "rows in fairlets")
         while sets[0].n_alive >= m and sets[1].n_alive >= n:
+            rows_bar.update(len(pa01) - sets[0].n_alive - sets[1].n_alive)  # one call per group
             for s in sets:
                 s.maybe_compact()
             si, seed = _farthest(sets, space)
@@ -975,6 +978,7 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
                 s.remove(chosen)
             out.members.append(np.concatenate(parts))  # unfavoured first, then favoured
             out.seeds.append(seed)
+        rows_bar.close()
     return out
 
 
@@ -1004,7 +1008,9 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
             threads.run(scan.tasks, len(scan.d))
             return scan
 
+        rows_bar = progress.bar(n_rows, "rows grouped")
         while s.n_alive >= 3 * k:
+            rows_bar.update(n_rows - s.n_alive)  # one call per two groups (each a full pass)
             s.maybe_compact()
             _, xr = _farthest([s], space)
             # x_r's pass gives its group and x_s, the farthest record from x_r among those left
@@ -1028,4 +1034,6 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
             s.remove(rest)
             out.members.append(rows)
             out.seeds.append(int(rows[0]))
+        rows_bar.update(n_rows)
+        rows_bar.close()
     return out

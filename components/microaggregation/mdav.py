@@ -17,7 +17,7 @@ from components.core.metrics import demographic_parity_difference, positive_rati
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import group_rows
-from components.microaggregation.columns import publish_order_typed, take
+from components.microaggregation.columns import in_input_order, publish_order_typed, take
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
 from components.microaggregation.inputs import prepare
 from components.microaggregation.lineage import lineage_table
@@ -122,6 +122,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     for c in passthrough:
         cols[c.name] = take(table.column(c.name), rows)
         out_roles.append(c)
+    cols, out_roles = in_input_order(cols, out_roles, table.column_names)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
     metrics: dict = {
         "input_rows": table.num_rows,

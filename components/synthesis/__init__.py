@@ -37,21 +37,37 @@ _P = "components.synthesis"
 
 # "(owner)": computed on the private input, kept in the owner part of a release; every other
 # headline metric is public (``PUBLIC``).
+_FAIR_MISSING = (
+    "n/a: cdp and cdp_reference need an admissible attribute in the spec; a pair is n/a when "
+    "one of its protected groups is empty in the table"
+)
 _HEADLINE = (
     Metric("rows", "synthetic rows"),
     Metric("privacy.epsilon", "epsilon (OpenDP conversion of the ledger)"),
     Metric("privacy.rho", "zCDP rho spent (ledger total)"),
     Metric("tree", "selected tree (edges)"),
-    Metric("fair_tree", "tree separates protected from outcomes by admissible attributes"),
+    Metric(
+        "fair_tree",
+        "tree separates protected from outcomes by admissible attributes",
+        missing="n/a: the spec declares no admissible attribute",
+    ),
     Metric("model.total", "model's noisy total (rows estimated from the noisy marginals)"),
     Metric("measured_fidelity.one_way_tvd", "mean 1-way TVD vs the noisy measurements"),
     Metric("measured_fidelity.two_way_tvd", "mean 2-way TVD vs the noisy measurements (tree)"),
     Metric("measured_fidelity.acd", "mean Cramer's V difference vs the noisy measurements"),
-    Metric("fairness.synthetic", "demographic parity of each outcome in the synthetic table"),
+    Metric(
+        "fairness.synthetic",
+        "demographic parity of each outcome in the synthetic table",
+        missing=_FAIR_MISSING,
+    ),
     Metric("fidelity.one_way_tvd", "mean 1-way TVD vs input (owner)"),
     Metric("fidelity.two_way_tvd", "mean 2-way TVD vs input (owner)"),
     Metric("fidelity.acd", "mean Cramer's V difference vs input, ACD (owner)"),
-    Metric("fairness.input", "demographic parity of each outcome in the input (owner)"),
+    Metric(
+        "fairness.input",
+        "demographic parity of each outcome in the input (owner)",
+        missing=_FAIR_MISSING,
+    ),
     Metric("clamped", "input values clamped into the first or last bin (owner)"),
     Metric("timings_s", "seconds per phase (owner)"),
 )

@@ -158,8 +158,39 @@ class ColumnDomain:
             a, b = np.ceil(lo), np.ceil(hi) - 1  # the integers of [lo, hi)
             vals = a + np.floor(rng.random(len(codes)) * (b - a + 1))
             return pa.array(vals.astype(np.int64), mask=null).cast(t)
-        vals = lo + rng.random(len(codes)) * (hi - lo)
-        return pa.array(vals, mask=null).cast(t)
+        d = edge_decimals(self.edges)
+        if d is None:  # an infinite edge: no grid to draw on
+            vals = lo + rng.random(len(codes)) * (hi - lo)
+            return pa.array(vals, mask=null).cast(t)
+        # a value drawn uniformly among the multiples of 10^-d in [lo, hi): at the precision
+        # the public bins are written in (never read off the private input), and in its bin
+        g = 10.0**d
+        a, b = np.ceil(np.round(lo * g, 6)), np.ceil(np.round(hi * g, 6)) - 1
+        steps = a + np.floor(rng.random(len(codes)) * (b - a + 1))
+        return pa.array(steps / g, mask=null).cast(t)
+
+
+MAX_DECIMALS = 6
+
+
+def edge_decimals(edges: Sequence[float]) -> int | None:
+    """The decimals a float column's synthetic values are drawn with: the fewest (at least 1,
+    at most ``MAX_DECIMALS``) that write every public bin edge exactly, so values sit on the
+    grid the spec's bins are written on (bins 0, 2.5, 5 give one decimal); None when an edge
+    is infinite. Derived from the public bins alone: the input's own precision is private (it
+    would say, say, that no value has a second decimal).
+
+    >>> edge_decimals((0, 2.5, 5.0)), edge_decimals((0, 10, 20)), edge_decimals((0, 0.125))
+    (1, 1, 3)
+    """
+    e = np.asarray(edges, dtype=float)
+    if not np.all(np.isfinite(e)):
+        return None
+    for d in range(1, MAX_DECIMALS + 1):
+        scaled = e * 10.0**d
+        if np.all(np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(np.abs(scaled), 1.0)):
+            return d
+    return MAX_DECIMALS
 
 
 def _num(x: float) -> str:

@@ -185,7 +185,9 @@ def test_cli_runs_and_validates_the_new_family(plugin, tmp_path):
     assert "published: toy_release" in out.stdout
     assert "guarantees: 4/4 hold" in out.stdout  # R1-R3 + the declared-contract check
     (release,) = [
-        p for p in (store / "toy_release").iterdir() if not p.name.startswith(".") and p.is_dir()
+        p
+        for p in (store / "toy_release").iterdir()
+        if not p.name.startswith(".") and p.is_dir() and not p.is_symlink()
     ]
     man = json.loads((release / "manifest.json").read_text())
     assert man["family"] == "toy"
@@ -255,6 +257,6 @@ def test_airflow_parses_and_runs_the_new_family(plugin, tmp_path):
     published = [
         p
         for p in (tmp_path / "store" / "toy_release").iterdir()
-        if p.is_dir() and not p.name.startswith(".")
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
     ]
     assert len(published) == 1 and (published[0] / "manifest.json").exists()

@@ -243,3 +243,25 @@ def test_group_means_that_overflow_are_refused_naming_the_column():
     with pytest.raises(InputError) as e:
         mdav(t, MDAVParams(k=2))
     assert e.value.column == "big" and "non-finite" in str(e.value)
+
+
+def test_published_columns_keep_the_input_order():
+    """The QIs are built first, but the release is laid out as the input was: a label before a
+    QI, a protected column between two QIs, stay where the reader put them."""
+    rng = np.random.default_rng(0)
+    n = 60
+    s = (np.arange(n) % 3 == 0).astype(np.int64)
+    y = np.where(s == 1, np.arange(n) % 4 != 0, np.arange(n) % 4 == 0).astype(np.int64)
+    roles = TableRoles.of(
+        [
+            ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1),
+            ColumnRole("a", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
+            ColumnRole("s", Role.PROTECTED, Kind.BINARY, favoured=1),
+            ColumnRole("b", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
+        ]
+    )
+    cols = {"y": y, "a": rng.normal(size=n), "s": s, "b": rng.normal(size=n)}
+    t = attach_roles(pa.table(cols), roles)
+    assert mdav(t, MDAVParams(k=3)).outputs["data"].column_names == ["y", "a", "s", "b"]
+    out = fair_mdav(t, FairMDAVParams(k=3, tau=1.0)).outputs["data"]
+    assert out.column_names == ["y", "a", "s", "b"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from _airflow import Run, clone_home
 from _partitioned import day_keys, spec_text, write_days, write_spec
+from _shared import read_latest
 
 pytestmark = pytest.mark.slow
 
@@ -280,7 +281,7 @@ def test_a_key_partitioning_releases_the_key_given_in_the_conf(daily):
     assert rc == 0, log[-5000:]
     assert "partition: b" in log
     store = daily["tmp"] / "store_keys" / "toy_keys"
-    version = (store / "latest").read_text().strip()
+    version = read_latest(store)
     man = json.loads((store / version / "manifest.json").read_text())
     assert man["partition"] == "b" and man["validation"]["status"] == "passed"
     rc, log = daily["done"]["unkeyed"]

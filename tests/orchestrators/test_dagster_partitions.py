@@ -63,7 +63,11 @@ def _key(*path: str):
 
 def _versions(store: Path, name: str = "toy_daily") -> set[str]:
     root = store / name
-    return {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")}
+    return {
+        p.name
+        for p in root.iterdir()
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+    }
 
 
 @pytest.fixture(scope="module")

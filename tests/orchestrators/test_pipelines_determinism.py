@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from _shared import read_latest
 
 pytestmark = pytest.mark.slow
 
@@ -62,7 +63,7 @@ def _published(proc: subprocess.Popen, store: Path) -> tuple[str, Path]:
     assert f"release: {release}" in out, out
     versions = [p.name for p in (store / pipeline).iterdir() if not p.name.startswith(".")]
     assert sorted(versions) == sorted([version, "latest"])
-    assert (store / pipeline / "latest").read_text().strip() == version
+    assert read_latest(store / pipeline) == version
     return version, release
 
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from _shared import read_latest
 
 from pipelines.cli import main
 from pipelines.flow import release_files as release_outputs
@@ -60,7 +61,7 @@ def german(tmp_path_factory):
         mp.setenv("PRIVFAIR_CACHE_DIR", str(root / "cache"))
         code, out, err = cli("run", str(spec), "--store", str(store))
     assert code == 0, err
-    version = (store / "german_fair_mdav" / "latest").read_text().strip()
+    version = read_latest(store / "german_fair_mdav")
     folder = store / "german_fair_mdav" / version
     return {"spec": spec, "store": store, "version": version, "folder": folder, "out": out}
 
@@ -138,12 +139,12 @@ def test_manifest_metrics_and_input(german):
 
 def test_second_run_is_idempotent(german):
     before = release_files(german["folder"])
-    latest_before = (german["store"] / "german_fair_mdav" / "latest").stat().st_mtime_ns
+    latest_before = (german["store"] / "german_fair_mdav" / "latest").lstat().st_mtime_ns
     code, out, err = cli("run", str(german["spec"]), "--store", str(german["store"]))
     assert code == 0, err
     assert out.startswith(f"exists: german_fair_mdav {german['version']}")
     assert release_files(german["folder"]) == before  # same files, none rewritten
-    assert (german["store"] / "german_fair_mdav" / "latest").stat().st_mtime_ns == latest_before
+    assert (german["store"] / "german_fair_mdav" / "latest").lstat().st_mtime_ns == latest_before
     versions = [p.name for p in (german["store"] / "german_fair_mdav").iterdir()]
     assert sorted(v for v in versions if not v.startswith(".")) == sorted(
         [german["version"], "latest"]
@@ -339,7 +340,7 @@ def test_validate_catches_an_overwritten_passthrough_column(tmp_path):
     store = tmp_path / "store"
     code, out, err = cli("run", str(spec), "--store", str(store))
     assert code == 0, err + out
-    version = (store / "german_foreigner" / "latest").read_text().strip()
+    version = read_latest(store / "german_foreigner")
     folder = store / "german_foreigner" / version
     man = json.loads((folder / "manifest.json").read_text())
     (c6,) = [g for g in man["contract"] if g["kind"] == "attributes_preserved"]
@@ -394,7 +395,7 @@ def test_adult_release_must_show(tmp_path):
     store = tmp_path / "store"
     code, out, err = cli("run", str(spec), "--store", str(store))
     assert code == 0, err
-    version = (store / "adult_fair_mdav" / "latest").read_text().strip()
+    version = read_latest(store / "adult_fair_mdav")
     folder = store / "adult_fair_mdav" / version
 
     table = pq.read_table(folder / "shared" / "data.parquet")

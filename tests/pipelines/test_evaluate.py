@@ -248,3 +248,48 @@ def test_the_report_shows_only_an_evaluation_of_its_own_spec_and_input(german, t
     other = with_params(spec, {"k": 20})
     assert "another version" in find_evaluation(other, "input-1", tmp_path)["reason"]
     assert find_evaluation(spec, "input-1", tmp_path / "nowhere") is None
+
+
+def test_a_classifier_that_predicts_one_class_is_flagged_degenerate():
+    """A constant prediction scores the base rate and dPar 0: the cost of protection names
+    the arm instead of letting it read as a fair, accurate classifier."""
+    import numpy as np
+
+    from pipelines.evaluate import _score, degenerate
+
+    y = np.array([True, False, True, False])
+    s = np.array([0, 0, 1, 1])
+    const = _score(y, np.zeros(4, dtype=bool), s)
+    mixed = _score(y, y.copy(), s)
+    assert const["positive_rate"] == 0.0 and const["dpar"] == 0.0
+    flags = degenerate({"none": mixed, "mst": const})
+    assert list(flags) == ["mst"] and "only the negative class" in flags["mst"]
+
+
+def test_cli_names_an_arm_that_predicts_one_class_in_every_fold(tmp_path, capsys, monkeypatch):
+    """``privfair evaluate`` says which arm is degenerate (mean positive rate 0 or 1) instead
+    of printing its base-rate accuracy and dPar 0 as if they meant something."""
+    import types
+
+    import pyarrow as pa
+
+    import pipelines.evaluate as E
+
+    rows = [
+        {"protection": p, "classifier": "lr", "grid": "{}", "metric": m, "mean": v}
+        | {"ci_low": v, "ci_high": v}
+        for p, m, v in [
+            ("none", "accuracy", 0.7),
+            ("none", "positive_rate", 0.4),
+            ("mst", "accuracy", 0.7),
+            ("mst", "positive_rate", 0.0),
+        ]
+    ]
+    fake = types.SimpleNamespace(summary=pa.Table.from_pylist(rows), seconds=0.0)
+    monkeypatch.setattr(E, "evaluate", lambda *a, **k: fake)
+    monkeypatch.setattr(E, "write", lambda ev, folder: {"evaluation.html": folder / "e.html"})
+    spec = str(SPECS / "german_dmondrian.yaml")
+    assert main(["evaluate", spec, "--folds", "2", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "degenerate: mst lr {}: predicts only the negative class in every fold" in out
+    assert "degenerate: none" not in out

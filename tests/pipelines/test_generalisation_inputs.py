@@ -13,6 +13,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from _shared import read_latest
 
 from components.generalisation.examples import table as random_table
 from components.generalisation.examples import toy_table
@@ -54,7 +55,7 @@ def test_t_below_tau_r_publishes_one_class_when_allowed(tmp_path, component):
     spec = _spec(tmp_path, name, GERMAN, component, {"t": 0.03, "single_class": "allow"})
     code, out, err = cli("run", str(spec), "--store", str(tmp_path / "store"))
     assert code == 0, (out, err)
-    version = (tmp_path / "store" / name / "latest").read_text().strip()
+    version = read_latest(tmp_path / "store" / name)
     data = pq.read_table(tmp_path / "store" / name / version / "shared" / "data.parquet")
     assert len({str(v) for v in data.column("purpose").to_pylist()}) == 1
 

@@ -60,7 +60,11 @@ def _versions(store: Path, pipeline: str) -> list[str]:
     folder = store / pipeline
     if not folder.exists():
         return []
-    return sorted(p.name for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+    )
 
 
 def _budget_json(capsys, *args: str) -> dict:

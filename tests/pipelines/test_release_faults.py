@@ -140,7 +140,7 @@ def published_versions(store: Path, pipeline: str) -> list[str]:
         if entry.name.startswith("."):
             assert entry.name in (STAGING, QUARANTINE), f"unexpected hidden entry {entry}"
             continue
-        if entry.is_file():
+        if entry.is_file() or entry.is_symlink():  # latest: a symlink, or an old text file
             assert entry.name == LATEST, f"stray file in the release folder: {entry}"
             continue
         missing = RELEASE_FILES - files_of(entry)

@@ -23,6 +23,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from _shared import read_latest
 
 from pipelines.cli import main
 
@@ -119,7 +120,7 @@ def validate(folder: Path, spec: Path, capsys) -> tuple[int, str]:
 
 def release_folder(tmp_path: Path) -> Path:
     base = tmp_path / "store" / PIPE
-    return base / (base / "latest").read_text().strip()
+    return base / read_latest(base)
 
 
 def manifest(folder: Path) -> dict:

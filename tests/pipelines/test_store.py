@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from _shared import BROKEN_SPEC, TOY_COLUMNS, run_cli
+from _shared import BROKEN_SPEC, TOY_COLUMNS, read_latest, run_cli
 
 from pipelines import release
 from pipelines.catalogue import load_spec, with_params
@@ -67,7 +67,7 @@ def german_variant(tmp_path: Path, k: int) -> Path:
 
 
 def latest_of(store: Path, pipeline: str = PIPE) -> str:
-    return (store / pipeline / "latest").read_text().strip()
+    return read_latest(store / pipeline)
 
 
 def all_files(folder: Path) -> list[Path]:
@@ -89,7 +89,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> dict:
 def store(published: dict, tmp_path: Path) -> Path:
     """A private copy of the module's store."""
     copy = tmp_path / "store"
-    shutil.copytree(published["store"], copy)
+    shutil.copytree(published["store"], copy, symlinks=True)
     return copy
 
 
@@ -448,3 +448,109 @@ def test_a_read_only_store_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert code == 2, err + out
     assert err.startswith("privfair: error: store '") and "cannot" in err
     assert "permission denied" in err.lower()
+
+
+# --- latest as a symlink any tool reads -------------------------------------------------------
+def test_latest_is_a_relative_symlink_pandas_reads_through(store: Path, published: dict) -> None:
+    """``<store>/<pipeline>/latest`` is ``latest -> <version>`` (relative: the store can move),
+    so ``pd.read_parquet`` reads the shareable copy through it with no privfair code."""
+    import pandas as pd
+
+    link = store / PIPE / "latest"
+    assert link.is_symlink() and os.readlink(link) == published["version"]
+    man = json.loads((store / PIPE / published["version"] / "shared" / "manifest.json").read_text())
+    name = sorted(n for n in man["checksums"] if n.endswith(".parquet"))[0]
+    frame = pd.read_parquet(f"{store}/{PIPE}/latest/shared/{name}")  # as typed by a reader
+    direct = pd.read_parquet(store / PIPE / published["version"] / "shared" / name)
+    assert len(frame) > 0 and frame.equals(direct)
+    moved = store.parent / "moved"
+    store.rename(moved)  # relative: still resolves after the store folder moves
+    assert (moved / PIPE / "latest" / "manifest.json").is_file()
+
+
+def test_an_old_text_file_latest_is_still_read_and_replaced_by_a_symlink(
+    store: Path, published: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store written before ``latest`` became a symlink: every reader follows the text file,
+    and the next move of ``latest`` replaces it by a symlink in one rename."""
+    v1 = published["version"]
+    (store / PIPE / "latest").unlink()
+    (store / PIPE / "latest").write_text(v1 + "\n")
+    st = Store.open(store)
+    assert release.latest(st, PIPE) == v1
+    assert release.resolve_release(store / PIPE / "latest") == store / PIPE / v1
+    code, out, err = run_cli(capsys, "validate", str(store / PIPE / "latest"))
+    assert code == 0, err + out
+    assert [r["latest"] for r in release.list_releases(st)] == [True]
+    code, out, err = run_cli(
+        capsys, "run", str(german_variant(tmp_path, 11)), "--store", str(store)
+    )
+    assert code == 0, err + out
+    v2 = out.split()[2]
+    assert (store / PIPE / "latest").is_symlink() and read_latest(store / PIPE) == v2
+    assert not [p for p in (store / PIPE).iterdir() if p.name.startswith(".latest-")]
+    # promote over the symlink; then quarantining the release latest names repairs it
+    assert release.set_latest(st, PIPE, v1) and os.readlink(store / PIPE / "latest") == v1
+    release.quarantine_release(st, PIPE, v1, "test")
+    assert os.readlink(store / PIPE / "latest") == v2
+
+
+def test_a_remote_store_keeps_the_text_file(tmp_path: Path) -> None:
+    """A ``pyarrow.fs`` store other than the local one has no symlinks: ``latest`` stays a text
+    file naming the version (here the local disk seen through a SubTreeFileSystem, which is not
+    a ``LocalFileSystem``)."""
+    import pyarrow.fs as pafs
+
+    (tmp_path / "p" / "v1").mkdir(parents=True)
+    st = Store(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "")
+    assert not st.local
+    assert release.set_latest(st, "p", "v1")
+    assert not (tmp_path / "p" / "latest").is_symlink()
+    assert (tmp_path / "p" / "latest").read_text() == "v1" and release.latest(st, "p") == "v1"
+
+
+# --- what differs between versions -------------------------------------------------------------
+def test_releases_says_what_differs_from_the_previous_version(
+    store: Path, published: dict, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(
+        capsys, "run", str(german_variant(tmp_path, 11)), "--store", str(store)
+    )
+    assert code == 0, err + out
+    v2 = out.split()[2]
+    code, out, err = run_cli(capsys, "releases", "--store", str(store))
+    assert code == 0, err
+    lines = out.splitlines()
+    at = {ln.split()[1]: i for i, ln in enumerate(lines) if ln.startswith(PIPE)}
+    assert lines[at[v2] + 1].strip() == "params k: 10 -> 11; input same; code same"
+    assert lines[at[published["version"]] + 1].strip() == "first release"
+    code, out, err = run_cli(capsys, "releases", "--store", str(store), "--json")
+    rows = {r["version"]: r for r in json.loads(out)}
+    assert rows[v2]["changes"] == {
+        "params": {"k": {"from": 10, "to": 11}},
+        "input_changed": False,
+        "code_changed": False,
+    }
+    assert rows[published["version"]]["changes"] is None
+    # what is compared stays out of the listing (the input fingerprint is the owner's)
+    assert all(not k.startswith("_") for r in rows.values() for k in r)
+
+
+def test_a_file_system_without_symlinks_gets_the_text_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where a symlink cannot be made (some mounted file systems), ``latest`` is the text file,
+    and a later move replaces it as before."""
+
+    def no_symlinks(*a, **k):
+        raise OSError(1, "Operation not permitted")
+
+    (tmp_path / "p" / "v1").mkdir(parents=True)
+    (tmp_path / "p" / "v2").mkdir()
+    st = Store.open(tmp_path)
+    monkeypatch.setattr(os, "symlink", no_symlinks)
+    assert release.set_latest(st, "p", "v1")
+    assert not (tmp_path / "p" / "latest").is_symlink()
+    assert (tmp_path / "p" / "latest").read_text() == "v1" and release.latest(st, "p") == "v1"
+    assert release.set_latest(st, "p", "v2") and release.latest(st, "p") == "v2"
+    assert sorted(p.name for p in (tmp_path / "p").iterdir()) == [".staging", "latest", "v1", "v2"]
