@@ -293,3 +293,20 @@ def test_cli_names_an_arm_that_predicts_one_class_in_every_fold(tmp_path, capsys
     out = capsys.readouterr().out
     assert "degenerate: mst lr {}: predicts only the negative class in every fold" in out
     assert "degenerate: none" not in out
+
+
+def test_the_cost_of_protection_at_scale_runs_on_a_seeded_sample_and_says_so():
+    from pipelines.catalogue import load_spec
+    from pipelines.evaluate import cost_of_protection
+    from pipelines.flow import ReleasePlan
+
+    spec = load_spec("pipelines/specs/german_fair_mdav.yaml")
+    table = ReleasePlan.of(spec).ingest().table
+    a = cost_of_protection(spec, table, max_rows=600)
+    b = cost_of_protection(spec, table, max_rows=600)
+    assert a["sample"] == {"rows": 600, "of": 1000, "seed": 0}
+    assert "sample of 600 of the 1,000 input rows" in a["split"]
+    assert a["status"] == "measured" and a["train_rows"] == 600 - 600 // 4
+    assert a["holdout"] == b["holdout"]  # seeded: the same sample, the same numbers
+    whole = cost_of_protection(spec, table, max_rows=1000)
+    assert "sample" not in whole and whole["train_rows"] == 1000 - 1000 // 4
