@@ -169,7 +169,7 @@ def _releases(store: Path) -> dict[str, dict]:
     """Partition key -> owner manifest of every release of toy_daily."""
     out = {}
     for folder in sorted((store / "toy_daily").iterdir()):
-        if (folder / "manifest.json").is_file():
+        if not folder.is_symlink() and (folder / "manifest.json").is_file():  # not `latest`
             man = json.loads((folder / "manifest.json").read_text())
             assert man["partition"] not in out, f"two releases of {man['partition']}"
             out[man["partition"]] = man
