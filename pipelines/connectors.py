@@ -107,15 +107,23 @@ def expand(text: str, key: str) -> str:
 
 
 def redact(url: str) -> str:
-    """``url`` without its password and query (what a message or a manifest may show)."""
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" not in netloc:
+    """``url`` with its password replaced by ``***`` and without its query (which may hold
+    one): the only form of a URL a message, a manifest or a report shows.
+
+    >>> redact("sqlite:///lake/catalog.db")
+    'sqlite:///lake/catalog.db'
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<unparsable URL>"
+    if "@" not in parts.netloc:
         return url.split("?", 1)[0]
-    if "@" in netloc:
-        user, host = netloc.rsplit("@", 1)
-        netloc = f"{user.split(':', 1)[0]}:***@{host}" if ":" in user else f"{user}@{host}"
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    user = parts.username or ""
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    secret = ":***" if parts.password is not None else ""
+    return urlunsplit((parts.scheme, f"{user}{secret}@{host}{port}", parts.path, "", ""))
 
 
 def _where(url: str) -> str:

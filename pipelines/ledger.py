@@ -42,9 +42,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from schemas.errors import PrivfairError, SpecError, StoreError
+from pipelines.connectors import expand, redact  # one rule for ${VAR} and for what a URL shows
+from schemas.errors import PrivfairError, StoreError
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -81,39 +81,6 @@ class RepublishRefused(PrivfairError):
 
 
 # --- URLs ----------------------------------------------------------------------------------------
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def expand(url: str, key: str = "budget.ledger") -> str:
-    """``url`` with each ``${VAR}`` replaced by the environment's value (``SpecError`` naming
-    ``key`` and the variable when it is not set).
-
-    >>> os.environ["PF_DOC_PW"] = "pw"
-    >>> expand("postgresql://ann:${PF_DOC_PW}@db/l")
-    'postgresql://ann:pw@db/l'
-    """
-
-    def value(m: re.Match) -> str:
-        name = m.group(1)
-        if name not in os.environ:
-            raise SpecError(key, f"the ledger URL names ${{{name}}}, which is not set")
-        return os.environ[name]
-
-    return _VAR.sub(value, url)
-
-
-def redact(url: str) -> str:
-    """``url`` with its password (if any) replaced by ``***``: the only form shown or recorded."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if parts.password is None:
-        return url
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{host}{port}"))
 
 
 def default_url(store_path: str) -> str:
