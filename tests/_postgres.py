@@ -100,3 +100,22 @@ def postgres_server() -> Iterator[str]:
             cwd=root,
         )
         shutil.rmtree(root, ignore_errors=True)
+
+
+def new_database(server: str, rows=None, schema: str = "raw", table: str = "people") -> str:
+    """A fresh database on ``server`` (its URL), holding ``schema.table`` = ``rows`` if given."""
+    import uuid
+
+    import adbc_driver_postgresql.dbapi as pg
+
+    name = f"t{uuid.uuid4().hex[:10]}"
+    with pg.connect(server, autocommit=True) as conn, conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {name}")
+    url = server.rsplit("/", 1)[0] + f"/{name}"
+    if rows is not None:
+        with pg.connect(url) as conn:
+            with conn.cursor() as cur:
+                cur.execute(f"CREATE SCHEMA {schema}")
+                cur.adbc_ingest(table, rows, mode="create", db_schema_name=schema)
+            conn.commit()
+    return url

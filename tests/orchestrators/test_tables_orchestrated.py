@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
@@ -16,6 +15,7 @@ import pytest
 import yaml
 from _airflow import Run, clone_home
 from _partitioned import day_rows
+from _postgres import new_database
 from _shared import TOY_COLUMNS
 
 pytestmark = pytest.mark.slow
@@ -35,31 +35,15 @@ SPEC = {
 }
 
 
-def _database(server: str, rows: pa.Table | None = None) -> str:
-    import adbc_driver_postgresql.dbapi as pg
-
-    name = f"t{uuid.uuid4().hex[:10]}"
-    with pg.connect(server, autocommit=True) as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-    url = server.rsplit("/", 1)[0] + f"/{name}"
-    if rows is not None:
-        with pg.connect(url) as conn:
-            with conn.cursor() as cur:
-                cur.execute("CREATE SCHEMA raw")
-                cur.adbc_ingest("people", rows, mode="create", db_schema_name="raw")
-            conn.commit()
-    return url
-
-
 @pytest.fixture(scope="module")
 def setup(postgres_url, tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tables")
     specs = tmp / "specs"
     specs.mkdir()
     (specs / "toy_pg_lake.yaml").write_text(yaml.safe_dump(SPEC, sort_keys=False))
-    raw = _database(postgres_url, ROWS)
+    raw = new_database(postgres_url, ROWS)
     # one catalog per driver (the spec names it by conn_id), all in PostgreSQL
-    lakes = {d: _database(postgres_url) for d in ("cli", "dagster", "airflow")}
+    lakes = {d: new_database(postgres_url) for d in ("cli", "dagster", "airflow")}
     return {"tmp": tmp, "specs": specs, "raw": raw, "lakes": lakes}
 
 

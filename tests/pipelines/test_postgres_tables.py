@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import yaml
 from _partitioned import day_rows
+from _postgres import new_database
 from _shared import TOY_COLUMNS, run_cli
 
 from pipelines.connectors import read_source
@@ -30,18 +30,7 @@ ROWS = pa.concat_tables(
 @pytest.fixture
 def database(postgres_url):
     """A fresh database on the session's server, with table ``raw.people`` (ROWS)."""
-    import adbc_driver_postgresql.dbapi as pg
-
-    name = f"t{uuid.uuid4().hex[:10]}"
-    with pg.connect(postgres_url, autocommit=True) as conn, conn.cursor() as cur:
-        cur.execute(f"CREATE DATABASE {name}")
-    url = postgres_url.rsplit("/", 1)[0] + f"/{name}"
-    with pg.connect(url) as conn:
-        with conn.cursor() as cur:
-            cur.execute("CREATE SCHEMA raw")
-            cur.adbc_ingest("people", ROWS, mode="create", db_schema_name="raw")
-        conn.commit()
-    return url
+    return new_database(postgres_url, ROWS)
 
 
 def _spec(folder: Path, dataset: dict, target: dict | None, name: str = "toy_pg", **extra) -> Path:
