@@ -145,11 +145,16 @@ def _rows(table: pa.Table, partition: str | None) -> pa.Table:
     return plain
 
 
+def _own_rows(read: pa.Table, partition: str | None) -> pa.Table:
+    """The rows of ``partition`` in a table read back from a target, without the key column
+    (the whole table when the release is not a partition's)."""
+    if partition is None:
+        return read
+    return read.filter(pc.equal(read[PARTITION_COLUMN], partition)).drop_columns([PARTITION_COLUMN])
+
+
 def _same_rows(read: pa.Table, want: pa.Table, partition: str | None) -> bool:
-    if partition is not None:
-        read = read.filter(pc.equal(read[PARTITION_COLUMN], partition)).drop_columns(
-            [PARTITION_COLUMN]
-        )
+    read = _own_rows(read, partition)
     if read.column_names != want.column_names or read.num_rows != want.num_rows:
         return False
     try:
@@ -180,14 +185,8 @@ def write_and_audit(plan, cand, result, release_id: str, revalidate) -> Written:
         if not _same_rows(read[k], outputs[k], plan.partition)
     ]
     if not problems:
-        back = {}
-        for k, t in read.items():
-            if plan.partition is not None:
-                t = t.filter(pc.equal(t[PARTITION_COLUMN], plan.partition)).drop_columns(
-                    [PARTITION_COLUMN]
-                )
-            # the target keeps no Arrow metadata: the candidate's schema gives the roles back
-            back[k] = t.cast(outputs[k].schema)
+        # the target keeps no Arrow metadata: the candidate's schema gives the roles back
+        back = {k: _own_rows(t, plan.partition).cast(outputs[k].schema) for k, t in read.items()}
         problems = [f"{f} fails on the rows read from the target" for f in revalidate(back)]
     if problems:
         discard(plan, written)

@@ -121,11 +121,8 @@ class SourceSpec(_Model):
             "delta": {"url", "version"},
             "file": {"url", "format"},
             "memory": set(),
-        }[self.kind]
-        given = {k for k in type(self).model_fields if k != "kind" and getattr(self, k) is not None}
-        extra = sorted(given - allowed)
-        if extra:
-            raise ValueError(f"'{extra[0]}' is not a key of {_a(self.kind)} source")
+        }
+        _only_keys_of_kind(self, allowed, "source")
         need: list[tuple[str, ...]] = {
             "sql": [("url", "conn_id"), ("table", "query")],
             "iceberg": [("catalog",), ("table",)],
@@ -150,6 +147,15 @@ class SourceSpec(_Model):
                     "PGPASSWORD, a conn_id or a resource, never in the spec"
                 )
         return self
+
+
+def _only_keys_of_kind(model: BaseModel, allowed: dict[str, set[str]], what: str) -> None:
+    """``ValueError`` naming the first key ``model`` gives that its ``kind`` does not take."""
+    kind = model.kind  # type: ignore[attr-defined]
+    given = {k for k in type(model).model_fields if k != "kind" and getattr(model, k) is not None}
+    extra = sorted(given - allowed[kind])
+    if extra:
+        raise ValueError(f"'{extra[0]}' is not a key of {_a(kind)} {what}")
 
 
 def _a(word: str) -> str:
@@ -388,11 +394,8 @@ class TargetSpec(_Model):
         allowed = {
             "iceberg": {"catalog", "catalog_name", "warehouse", "table", "conn_id"},
             "delta": {"url", "conn_id"},
-        }[self.kind]
-        given = {k for k in type(self).model_fields if k != "kind" and getattr(self, k) is not None}
-        extra = sorted(given - allowed)
-        if extra:
-            raise ValueError(f"'{extra[0]}' is not a key of {_a(self.kind)} target")
+        }
+        _only_keys_of_kind(self, allowed, "target")
         if self.kind == "delta" and (self.url is None) == (self.conn_id is None):
             raise ValueError("a delta target needs exactly one of 'url' or 'conn_id'")
         if self.catalog is not None and self.conn_id is not None:
