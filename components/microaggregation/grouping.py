@@ -634,7 +634,11 @@ class _WorkingSet:
         self._boxes()
 
     def _members(self, sigs: np.ndarray) -> np.ndarray:
-        """Working positions (dead ones too) of the signatures ``sigs``."""
+        """Working positions (dead ones too) of the signatures ``sigs`` (read only: with one
+        signature, a view)."""
+        if len(sigs) == 1:  # the common case of a nearest query: one slice
+            s = int(sigs[0])
+            return self.by_sig[self.sig_start[s] : self.sig_start[s + 1]]
         starts = self.sig_start[sigs]
         lens = self.sig_start[sigs + 1] - starts
         ends = np.cumsum(lens)
@@ -701,15 +705,19 @@ class _WorkingSet:
         computed for the rows of the signatures whose bound reaches m - ``TIE_TOL`` only."""
         v, _, c = scan.query
         v32 = v.astype(np.float32)[:, None]
-        reach = np.maximum(v32 - self.box_lo, self.box_hi - v32)
+        reach = np.subtract(v32, self.box_lo)
+        np.maximum(reach, self.box_hi - v32, out=reach)
         reach *= reach
-        upper = reach.sum(axis=0, dtype=np.float64)
+        # summed in float32 (a float64 sum of float32 terms goes through a slow buffered
+        # cast): at most ~4 ulps of the sum more, inside the margin below
+        upper = np.add.reduce(reach, axis=0).astype(np.float64)
         upper += scan.part
         upper[self.sig_alive <= 0] = -np.inf
-        best = self._members(np.array([int(np.argmax(upper))]))
+        best = self._members(np.argmax(upper).reshape(1))
         m = float(np.fmax.reduce(self.exact(scan.query, best)))  # a row's distance: <= max
         # float32 arithmetic on the boxes: a squared term r^2 (r <= |v| + |box|) may come out
-        # low by about 2^-21 r^2 (float64 distances: a few ulps of their largest term)
+        # low by about 2^-21 r^2 and their float32 sum by 2^-22 of it, together under 1e-6 of
+        # ``spread`` (float64 distances: a few ulps of their largest term)
         spread = float(((np.abs(v) + self.box_abs) ** 2).sum())
         margin = TIE_TOL + 1e-12 * (1.0 + self.sq_max + c + abs(m)) + 1e-6 * spread
         pool = self._members(np.flatnonzero(upper >= m - margin))
@@ -781,7 +789,7 @@ class _WorkingSet:
         i = first_max(d)
         return int(self.rows[i]), float(d[i])
 
-    _FIRST = 32
+    _FIRST = 128
 
     def _farthest_among(
         self, centre: _Centre, cand: np.ndarray, neg: np.ndarray, delta: float
@@ -928,15 +936,17 @@ def nearest_in(pool: np.ndarray, dp: np.ndarray, k: int) -> np.ndarray:
     dropped)."""
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    keep = dp < np.inf
+    kth = np.partition(dp, k - 1)[k - 1] if len(dp) > k else np.inf
+    # NaN and +inf sort after every finite entry, so a finite k-th smallest is the one among
+    # the finite entries, and the comparison with it (every entry that may tie) drops NaN and
+    # +inf too; with at most k finite entries, all of them
+    keep = dp <= kth + TIE_TOL if kth < np.inf else dp < np.inf
     if not keep.all():
-        pool, dp = pool[keep], dp[keep]
-    if len(pool) > k:
-        keep = dp <= np.partition(dp, k - 1)[k - 1] + TIE_TOL  # every entry that may tie
         pool, dp = pool[keep], dp[keep]
     o = np.lexsort((pool, dp))  # (distance, position)
     idx = pool[o]
-    near = np.diff(dp[o]) <= TIE_TOL
+    dp = dp[o]
+    near = dp[1:] - dp[:-1] <= TIE_TOL
     if not near.any():
         return idx[:k]
     tie_block = np.concatenate([[0], np.cumsum(~near)])
