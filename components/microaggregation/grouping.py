@@ -294,8 +294,9 @@ def _gathered(
     c = ||v||^2 + constant): the operations of a distance pass, on gathered rows."""
     out = num_m2.take(idx, axis=0) @ v
     out += sq.take(idx)
-    for col, table in zip(codes_t, tables, strict=True):
-        out += table.take(col.take(idx))
+    codes = codes_t.take(idx, axis=1)  # every block's codes in one gather
+    for col, table in zip(codes, tables, strict=True):
+        out += table.take(col)
     out += c
     return out
 
@@ -644,8 +645,14 @@ class _WorkingSet:
         ends = np.cumsum(lens)
         return self.by_sig[np.repeat(starts - (ends - lens), lens) + np.arange(int(ends[-1]))]
 
-    def seek(self, row: int, k: int, peaks: bool = False) -> _Scan:
-        """The k nearest of input row ``row`` (itself included if it is here), as a ``_Scan``.
+    def query_of(self, row: int) -> tuple:
+        """The point query of input row ``row``: (v, its nominal lookup tables, ||v||^2)."""
+        v = self.space.num[row]
+        return (v, self.space.point_tables(row), float(v @ v) + 0.0)
+
+    def seek(self, row: int, k: int, peaks: bool = False, query: tuple | None = None) -> _Scan:
+        """The k nearest of input row ``row`` (itself included if it is here), as a ``_Scan``;
+        ``query``: ``query_of(row)``, when the caller already built it.
 
         A point query's nominal part is an integer, the same for every row of a signature,
         and a lower bound of the squared distance. So, where rows share signatures, the
@@ -655,9 +662,8 @@ class _WorkingSet:
         its exact distance (the operations of a full pass) and ``_Scan.nearest`` selects among
         those. Elsewhere: a full pass (``scan``).
         """
-        v = self.space.num[row]
-        tables = self.space.point_tables(row)
-        query = (v, tables, float(v @ v) + 0.0)
+        query = self.query_of(row) if query is None else query
+        tables = query[1]
         if (
             self.by_sig is None
             or self.sig_codes_t.shape[1] * 2 > len(self.rows)
@@ -971,8 +977,9 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
             for s in sets:
                 s.maybe_compact()
             si, seed = _farthest(sets, space)
-            # both sets' passes at once (the seed counts in its own set)
-            scans = [s.seek(seed, need[sj]) for sj, s in enumerate(sets)]
+            # both sets' passes at once (the seed counts in its own set), one query for both
+            query = sets[si].query_of(seed)
+            scans = [s.seek(seed, need[sj], query=query) for sj, s in enumerate(sets)]
             threads.run(
                 scans[0].tasks + scans[1].tasks, sum(len(sc.d) * (not sc.nominal) for sc in scans)
             )
