@@ -126,6 +126,11 @@ class _Phases:
         setattr(module, name, timed)
 
 
+def _grouping_name(module, engine: str) -> str:
+    """The name under which ``module`` calls the grouping: ``group_rows`` or ``engine``."""
+    return "group_rows" if hasattr(module, "group_rows") else engine
+
+
 def _component(algo: str):
     """(call(table) -> ComponentResult, phase wrappers) for ``algo``."""
     phases = _Phases()
@@ -133,7 +138,9 @@ def _component(algo: str):
         from components.microaggregation import fair_mdav as module
         from components.microaggregation.params import FairMDAVParams
 
-        phases.wrap(module, "make_fairlets", "grouping")
+        # the component calls ``blocking.group_rows`` since the blocked variant; older ones
+        # called the engine directly
+        phases.wrap(module, _grouping_name(module, "make_fairlets"), "grouping")
         phases.wrap(module, "correct_fairness", "label correction")
 
         def call(table):
@@ -143,7 +150,7 @@ def _component(algo: str):
         from components.microaggregation import mdav as module
         from components.microaggregation.params import MDAVParams
 
-        phases.wrap(module, "mdav_grouping", "grouping")
+        phases.wrap(module, _grouping_name(module, "mdav_grouping"), "grouping")
 
         def call(table):
             return module.mdav(table, MDAVParams(k=K))
