@@ -109,9 +109,14 @@ def make_result(
     return CheckResult(g.id, g.kind, bool(passed), observed, expected, message, clean, n)
 
 
-def retained(audit: pd.DataFrame) -> pd.DataFrame:
-    """The audit rows whose input row was published."""
-    return audit[audit["__retained"].to_numpy()]
+def retained(audit: pd.DataFrame, columns=None) -> pd.DataFrame:
+    """The audit rows whose input row was published; with ``columns``, only those columns
+    (those of them the frame has): a checker names what it reads, so a wide audit frame (one-hot
+    QIs in and out) is not copied whole for each guarantee."""
+    mask = audit["__retained"].to_numpy()
+    if columns is None:
+        return audit[mask]
+    return audit.loc[mask, [c for c in dict.fromkeys(columns) if c in audit.columns]]
 
 
 def _freeze(v):
@@ -231,7 +236,7 @@ def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
         return make_result(
             g, False, None, g.t, f"attribute '{g.attribute}' is not a published, audited column"
         )
-    r = retained(audit)
+    r = retained(audit, [cls_col, out_col])
     if r.empty:
         return make_result(g, False, None, g.t, "no rows published")
     ref_values = r[out_col] if g.reference == "output" else audit.get(in_col)
@@ -263,7 +268,7 @@ def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
 def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) -> CheckResult:
     """Every listed column is published and equals the input value of the same row (nulls equal
     nulls)."""
-    r = retained(audit)
+    r = retained(audit, [f"__{s}_col__{c}" for c in g.columns for s in ("in", "out")])
     off = []
     for c in g.columns:
         a, b = f"__in_col__{c}", f"__out_col__{c}"
