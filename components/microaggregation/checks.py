@@ -349,13 +349,19 @@ def check_minimal_correction(g: G.MinimalCorrection, audit: pd.DataFrame) -> Che
     )
     c = df.groupby("group").sum().astype(np.int64)
     t = _tau(g.tau)
-    expected = np.array(
+    # the rule is a function of (m_g, n_g, a, b) alone, and groups share a few such tuples
+    # (a fairlet's m_g, n_g are fixed): one loop per distinct tuple, not per group
+    combos, which = np.unique(
+        c[["m_g", "n_g", "a", "b"]].to_numpy(np.int64).reshape(-1, 4), axis=0, return_inverse=True
+    )
+    per_combo = np.array(
         [
             _minimal_relabels(int(m), int(n), int(a), int(b), t, g.direction)
-            for m, n, a, b in zip(c["m_g"], c["n_g"], c["a"], c["b"], strict=True)
+            for m, n, a, b in combos
         ],
         dtype=np.int64,
     )
+    expected = per_combo[which.ravel()] if len(c) else np.zeros(0, dtype=np.int64)
     c["minimal"] = expected
     bad = c[c["relabelled"] != c["minimal"]][["relabelled", "minimal"]]
     return make_result(
