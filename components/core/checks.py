@@ -33,6 +33,7 @@ __all__ = [
     "make_result",
     "check_guarantee",
     "check_contract",
+    "compose_parts",
     "SHARED_KINDS",
     "check_k_anonymity",
     "check_t_closeness",
@@ -415,6 +416,48 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "components.core.corruptions:break_retention",
     ),
 )
+
+
+def compose_parts(g: C.Guarantee, parts: list[dict]) -> CheckResult:
+    """The verdict of a ``by_group`` guarantee from its results on the parts of a release
+    (``components.core.parts``): it holds iff it holds on every part holding published rows (a
+    part without any says nothing of a per-group rule; when no part holds any, every part
+    counts, as the whole table's empty evidence would). ``parts``: per part, ``part``,
+    ``retained`` and ``result`` (``CheckResult.to_dict()``).
+
+    >>> from schemas.contracts import KAnonymity
+    >>> g = KAnonymity(id="C4", k=2)
+    >>> ok = {"passed": True, "observed": 1, "message": "fine", "n_offending": 0, "offending": []}
+    >>> bad = ok | {"passed": False, "message": "2 groups", "n_offending": 2, "offending": [{"group": 7}]}
+    >>> r = compose_parts(g, [{"part": 0, "retained": 5, "result": ok},
+    ...                       {"part": 1, "retained": 0, "result": bad},
+    ...                       {"part": 2, "retained": 4, "result": bad}])
+    >>> r.passed, r.n_offending, r.offending, r.observed["parts_failing"]
+    (False, 2, [{'group': 7, 'part': 2}], [2])
+    """
+    counted = [p for p in parts if p["retained"] > 0] or list(parts)
+    failing = [p for p in counted if not p["result"]["passed"]]
+    offending: list[dict] = []
+    for p in failing:
+        offending += [o | {"part": p["part"]} for o in p["result"]["offending"]]
+    shown = (failing or counted)[:1]
+    first = shown[0]["result"] if shown else {}
+    return CheckResult(
+        g.id,  # type: ignore[attr-defined]
+        g.kind,  # type: ignore[attr-defined]
+        bool(counted) and not failing,
+        {
+            "parts": len(counted),
+            "parts_failing": [p["part"] for p in failing][:MAX_OFFENDERS],
+            "part": shown[0]["part"] if shown else None,
+            "observed": first.get("observed"),
+        },
+        first.get("expected"),
+        f"checked in {len(counted)} parts of whole groups, {len(failing)} failing"
+        + (f"; part {shown[0]['part']}: {first.get('message', '')}" if shown else ""),
+        offending[:MAX_OFFENDERS],
+        sum(int(p["result"]["n_offending"]) for p in failing),
+    )
 
 
 def check_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> CheckResult:

@@ -38,6 +38,12 @@ def _tau(x: float) -> Fraction:
     return Fraction(str(x)).limit_denominator(10**9)
 
 
+def _whole(audit: pd.DataFrame) -> dict:
+    """Facts of the whole table carried by the audit frame of a part of it (group count, QI
+    scalings: ``audit.part_evidence``); empty for a whole table's frame."""
+    return audit.attrs.get("whole") or {}
+
+
 def _qi_columns(audit: pd.DataFrame, names: tuple[str, ...]) -> tuple[list, list, list]:
     """(published, input, missing): the audit's encoded QI columns named in ``names`` (every
     encoded QI column when ``names`` is empty), and the names with no such column."""
@@ -403,7 +409,9 @@ def _mixed_input(audit: pd.DataFrame, scaling: str) -> tuple[np.ndarray, np.ndar
     columns, grouped by attribute; distances computed on them equal one-hot distances."""
     num = [c for c in audit.columns if c.startswith("__in_num__")]
     x = audit[num].to_numpy(dtype=np.float64)
-    off, sc = scale_of(x, scaling)
+    # a part of a table is replayed in the whole table's scaling (components.core.parts)
+    whole = _whole(audit).get("scale", {}).get(scaling)
+    off, sc = whole if whole is not None else scale_of(x, scaling)
     x = (x - off) / sc
     blocks: dict[str, list[str]] = {}
     for c in audit.columns:
@@ -462,7 +470,7 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
         )
     num, codes, levels = _mixed_input(audit, g.scaling)
     grp = audit["__group"].to_numpy()
-    n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
+    n_groups = _whole(audit).get("groups", int(grp.max()) + 1 if (grp >= 0).any() else 0)
     if n_groups == 0:
         return make_result(g, False, None, None, "no groups to replay")
     ids = (
