@@ -632,6 +632,9 @@ def _replay(
             continue
         rn, rs, rf, rp = num[s:], sq[s:], flat[s:], n_present[s:]
         if kinds[gi] == "pair":
+            if gi - 1 not in seeds.index:  # its seed was dropped or never recorded
+                bad.append({"group": int(gi), "reason": "the previous group has no seed"})
+                continue
             prev = int(pos[int(seeds.loc[gi - 1])])
             d_ref = _to_point(rn, rs, rf, rp, record(prev), n_levels)
         else:
