@@ -6,8 +6,9 @@ be audited block by block: every guarantee whose rule is per group or per row
 its evidence so (``Algorithm.evidence_parts``) returns ``EvidenceParts``:
 
 - ``rows``: one Arrow table holding, for each part (``__part``), the part's input rows
-  (``__side`` 0, columns ``i.<name>``, ``__row`` = input position), and its published rows with
-  their lineage (``__side`` 1, ``o.<name>`` and ``l.<name>``, ``__pos`` = published position);
+  (``__side`` 0, columns ``__in__<name>``, ``__row`` = input position), and its published rows
+  with their lineage (``__side`` 1, ``__out__<name>`` and ``__lin__<name>``, ``__pos`` =
+  published position);
   built by ``pack`` from the input, the published table, the lineage and a part per input row;
 - ``build``: ``fn(input_part, outputs, sidecars, params, row_ids) -> {frame: DataFrame}``, the
   family's evidence of one part (``row_ids``: the part's input positions in the whole table),
@@ -27,8 +28,8 @@ verdict.
 >>> out = pa.table({"x": [1.5, 1.5]})
 >>> lin = pa.table({"row_id": [1, 0]})
 >>> t = pack(inp, out, lin, np.array([0, 0, 1]))
->>> t.filter(pa.compute.equal(t["__side"], 1)).select(["__part", "__row", "o.x"]).to_pydict()
-{'__part': [0, 0], '__row': [1, 0], 'o.x': [1.5, 1.5]}
+>>> t.filter(pa.compute.equal(t["__side"], 1)).select(["__part", "__row", "__out__x"]).to_pydict()
+{'__part': [0, 0], '__row': [1, 0], '__out__x': [1.5, 1.5]}
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ import pyarrow.compute as pc
 __all__ = ["EvidenceParts", "RESULTS", "pack", "unpack", "check_part"]
 
 PART, SIDE, ROW, POS = "__part", "__side", "__row", "__pos"
+# column prefixes of the packed table (no dot: Spark would read one as a struct field)
+IN, OUT, LIN = "__in__", "__out__", "__lin__"
 
 #: What each part sends back: per guarantee (its JSON), the part's retained input rows, and
 #: the checker's result (``CheckResult.to_dict`` as JSON) or the error it raised.
@@ -81,14 +84,14 @@ def pack(
         len(row_id) and (row_id.min() < 0 or row_id.max() >= n_in)
     ):
         raise ValueError("the lineage does not map each published row to an input row")
-    ins = {f"i.{c}": input_table.column(c) for c in input_table.column_names}
+    ins = {f"{IN}{c}": input_table.column(c) for c in input_table.column_names}
     ins |= {
         PART: pa.array(part_of_row, pa.int64()),
         SIDE: pa.array(np.zeros(n_in, dtype=np.int8)),
         ROW: pa.array(np.arange(n_in, dtype=np.int64)),
     }
-    outs = {f"o.{c}": published.column(c) for c in published.column_names}
-    outs |= {f"l.{c}": lineage.column(c) for c in lineage.column_names}
+    outs = {f"{OUT}{c}": published.column(c) for c in published.column_names}
+    outs |= {f"{LIN}{c}": lineage.column(c) for c in lineage.column_names}
     outs |= {
         PART: pa.array(part_of_row[row_id], pa.int64()),
         SIDE: pa.array(np.ones(len(row_id), dtype=np.int8)),
@@ -116,13 +119,13 @@ def unpack(
     inp = rows.filter(pc.equal(side, 0)).sort_by(ROW)
     pub = rows.filter(pc.equal(side, 1)).sort_by(POS)
     row_ids = inp.column(ROW).to_numpy()
-    lineage = _restore(pub, "l.", lin_schema)
+    lineage = _restore(pub, LIN, lin_schema)
     local = np.searchsorted(row_ids, pub.column(ROW).to_numpy())
     at = lin_schema.get_field_index("row_id")
     lineage = lineage.set_column(
         at, lin_schema.field(at), pa.array(local).cast(lin_schema.field(at).type)
     )
-    return _restore(inp, "i.", in_schema), _restore(pub, "o.", out_schema), lineage, row_ids
+    return _restore(inp, IN, in_schema), _restore(pub, OUT, out_schema), lineage, row_ids
 
 
 def check_part(
