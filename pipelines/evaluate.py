@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import yaml
 
 from components.core import progress as pbar
-from components.core.inputs import group_indicator, outcome_indicator
+from components.core.inputs import group_indicator, outcome_indicator, uniform_sample
 from components.core.metrics import (
     demographic_parity_difference,
     equalized_odds_sum,
@@ -562,11 +562,10 @@ def cost_of_protection(
         "split": f"stratified hold-out: fold 1 of {HOLDOUT_FOLDS} (seed {seed})",
     }
     cap = COST_SAMPLE_ROWS if max_rows is None else max_rows
-    if table.num_rows > cap:
-        rows = np.sort(np.random.default_rng(seed).choice(table.num_rows, cap, replace=False))
-        out["sample"] = {"rows": cap, "of": table.num_rows, "seed": seed}
-        out["split"] += f", on a uniform sample of {cap:,} of the {table.num_rows:,} input rows"
-        table = table.take(pa.array(rows))
+    table, sample = uniform_sample(table, cap, seed)
+    if sample is not None:
+        out["sample"] = sample
+        out["split"] += f", on a uniform sample of {cap:,} of the {sample['of']:,} input rows"
     try:
         ev = evaluate(
             spec,

@@ -14,6 +14,7 @@ from schemas.errors import InputError
 from schemas.roles import Role, TableRoles, read_roles
 
 __all__ = [
+    "uniform_sample",
     "table_roles",
     "require_rows",
     "require_role",
@@ -22,6 +23,25 @@ __all__ = [
     "group_indicator",
     "outcome_indicator",
 ]
+
+
+def uniform_sample(table: pa.Table, rows: int, seed: int = 0) -> tuple[pa.Table, dict | None]:
+    """``table`` itself if it has at most ``rows`` rows, else a uniform sample of ``rows`` of its
+    rows drawn with ``seed`` (in input order), with ``{"rows", "of", "seed"}`` saying so: what a
+    report measures by rerunning an algorithm is measured on it at scale.
+
+    >>> t = pa.table({"x": list(range(10))})
+    >>> uniform_sample(t, 4)[1]
+    {'rows': 4, 'of': 10, 'seed': 0}
+    >>> uniform_sample(t, 20)[1] is None
+    True
+    """
+    if table.num_rows <= rows:
+        return table, None
+    import numpy as np
+
+    picked = np.sort(np.random.default_rng(seed).choice(table.num_rows, rows, replace=False))
+    return table.take(pa.array(picked)), {"rows": rows, "of": table.num_rows, "seed": seed}
 
 
 def absent_value(column: str, field: str, value, values: list) -> InputError:

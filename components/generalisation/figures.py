@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from components.core import plots
 from components.core.descriptor import Figure
+from components.core.inputs import uniform_sample
 from components.core.plots import esc, fmt_num
 from components.generalisation.audit import build_audit, original_audit
 from components.generalisation.checks import labels_of, p_minus_of
@@ -22,6 +23,9 @@ from components.generalisation.itemsets import audit_itemsets
 from components.generalisation.measures import bounds, t_max
 
 __all__ = ["figures", "discrimination_extremes", "sweep"]
+
+#: the most input rows the utility-against-t figure reruns the algorithm on
+SWEEP_ROWS = 100_000
 
 GROUPS = (
     ("RD", "ED"),
@@ -78,11 +82,13 @@ def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
 
 def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 4) -> list[dict]:
     """LM and median query error of the algorithm rerun at ``points`` values of t between
-    tau(R) and t_max (plus the release's own t)."""
+    tau(R) and t_max (plus the release's own t), on at most ``SWEEP_ROWS`` input rows (a
+    seeded uniform sample of a larger input: ``uniform_sample``)."""
     from components.core.registry import algorithm as get
     from components.generalisation.inputs import prepare
 
     algo = get(algorithm)
+    input_table, _ = uniform_sample(input_table, SWEEP_ROWS)
     prep = prepare(input_table, None)
     top = t_max(prep.p_minus)
     grid = sorted(
@@ -114,8 +120,14 @@ def _fig_sweep(man: dict, published, input_table, classes) -> list[Figure]:
     if all(r["error"] is not None for r in rows):
         series.append(("median relative query error", [r["error"] for r in rows]))
     svg = plots.grouped_bar_chart(cats, series, title="Utility against t", y_label="value")
+    n = input_table.num_rows
+    on = (
+        "the input"
+        if n <= SWEEP_ROWS
+        else f"a uniform sample of {SWEEP_ROWS:,} of the {n:,} input rows (seed 0)"
+    )
     cap = (
-        f"{esc(algo)} rerun on the input at t from tau(R) to max(p-, 1 - p-) (the release's "
+        f"{esc(algo)} rerun on {on} at t from tau(R) to max(p-, 1 - p-) (the release's "
         f"t = {fmt_num(params['t'])} included): information loss LM normalised over the PND "
         "attributes and the PD attribute, and the median relative error of seeded count "
         "queries (at most 1,000 per point here). Classes per point: "
