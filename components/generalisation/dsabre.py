@@ -11,7 +11,9 @@ nearest neighbours.
   uniformly (seeded) from the bucket with the lowest size/requested ratio (footnote 4; or a
   random bucket, AMB-12), then from every bucket the requested number of tuples nearest to the
   seed, by Euclidean distance over normalised PND ranks (footnote 5), ties to the lowest row id
-  (AMB-11). Exact nearest neighbours come from scipy's KD-tree over the bucket's distinct points.
+  (AMB-11). Exact nearest neighbours come from scipy's KD-tree over the bucket's distinct points,
+  queried in batches: the seeds of the next leaves are drawn ahead (``_Window``), and an answer
+  read from a list of points by distance is the one a query at that moment would give.
 
 - ``split_pairs`` (``DSabreParams``, off by default): a documented deviation that splits a
   two-row leaf the halving cannot split, when t allows (``dichotomize``).
@@ -44,7 +46,7 @@ from components.generalisation.publish import release
 __all__ = ["dsabre", "dichotomize", "take_out", "normalised_ranks"]
 
 Counts = tuple[int, int, int, int]
-LIST_SLACK = 4  # neighbour lists reach this many points beyond the most a leaf takes
+LIST_SLACK = 8  # a neighbour list holds this many points more than the tuples a leaf takes
 LIST_MAX = 64  # the most tuples per leaf a bucket serves from its neighbour lists
 
 
@@ -519,20 +521,25 @@ class _Window:
             answer = _scan(target.count, *row, x)
             if answer is not None:
                 return answer
-        # not drawn ahead, or its neighbourhood ran out: a longer list of its own
+        # not drawn ahead, or its neighbourhood ran out: a longer list of its own, kept
         target.fresh_tree()
         n_tree = len(target.tree_points)
-        if not n_tree:
-            return None
-        kk = min(n_tree, 2 * (len(row[0]) if row is not None else x + LIST_SLACK))
-        dist, idx = target.tree.query(self.buckets[s].coords[point : point + 1], k=kk)
-        row = (
-            np.asarray(dist).ravel().tolist(),
-            target.tree_points[np.asarray(idx).ravel()].tolist(),
-            kk >= n_tree,
-        )
-        self.lists[key] = row
-        return _scan(target.count, *row, x)
+        kk = 2 * (len(row[0]) if row is not None else x + LIST_SLACK)
+        centre = self.buckets[s].coords[point : point + 1]
+        while n_tree:
+            kk = min(n_tree, kk)
+            dist, idx = target.tree.query(centre, k=kk)
+            row = (
+                np.asarray(dist).ravel().tolist(),
+                target.tree_points[np.asarray(idx).ravel()].tolist(),
+                kk >= n_tree,
+            )
+            self.lists[key] = row
+            answer = _scan(target.count, *row, x)
+            if answer is not None or kk >= n_tree:
+                return answer
+            kk *= 2
+        return None
 
 
 def _star_buckets(leaves: np.ndarray, totals: np.ndarray) -> np.ndarray:
