@@ -92,8 +92,17 @@ def random_counts(labels: Labels, count: int, seed: int, max_arity: int = 5, chu
     if m == 0 or count == 0:
         return
     rng = np.random.default_rng(seed)
-    onehot = np.zeros((n, 4), dtype=np.float64)
-    onehot[np.arange(n), labels.cell] = 1.0
+    # rows with the same labels and cell count alike: each distinct one once, weighted by how
+    # many rows it stands for (the counts are sums of 0/1 per row either way: exact)
+    rows = np.column_stack([labels.lo, labels.hi, labels.cell]).astype(np.int64, copy=False)
+    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
+    weights = np.zeros((len(distinct), 4), dtype=np.float64)
+    weights[np.arange(len(distinct)), distinct[:, 2 * m]] = np.bincount(
+        inverse.ravel(), minlength=len(distinct)
+    )
+    lo_t = np.ascontiguousarray(distinct[:, :m].T)  # (m, distinct rows)
+    hi_t = np.ascontiguousarray(distinct[:, m : 2 * m].T)
+    u = len(distinct)
     done = 0
     while done < count:
         c = min(chunk, count - done)
@@ -104,18 +113,17 @@ def random_counts(labels: Labels, count: int, seed: int, max_arity: int = 5, chu
         a = rng.integers(0, labels.sizes[None, :], size=(c, m))
         b = rng.integers(0, labels.sizes[None, :], size=(c, m))
         v, w = np.minimum(a, b), np.maximum(a, b)
-        mask = np.ones((c, n), dtype=bool)
+        mask = np.ones((c, u), dtype=bool)
         for slot in range(m):
             j = attrs[:, slot]
-            use = j >= 0
-            if not use.any():
+            use = np.flatnonzero(j >= 0)
+            if not len(use):
                 continue
-            jj = np.where(use, j, 0)
-            vv = np.take_along_axis(v, jj[:, None], axis=1)
-            ww = np.take_along_axis(w, jj[:, None], axis=1)
-            inside = (vv <= labels.lo[:, jj].T) & (ww >= labels.hi[:, jj].T)
-            mask &= np.where(use[:, None], inside, True)
-        counts = (mask.astype(np.float64) @ onehot).astype(np.int64)
+            jj = j[use]
+            vv = v[use, jj][:, None]
+            ww = w[use, jj][:, None]
+            mask[use] &= (vv <= lo_t[jj]) & (ww >= hi_t[jj])
+        counts = (mask.astype(np.float64) @ weights).astype(np.int64)
         keep = counts.sum(axis=1) > 0
         yield attrs[keep], np.stack([v, w], axis=-1)[keep], counts[keep]
         done += c
