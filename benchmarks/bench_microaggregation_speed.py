@@ -126,6 +126,11 @@ class _Phases:
         setattr(module, name, timed)
 
 
+def _grouping_name(module, engine: str) -> str:
+    """The name under which ``module`` calls the grouping: ``group_rows`` or ``engine``."""
+    return "group_rows" if hasattr(module, "group_rows") else engine
+
+
 def _component(algo: str):
     """(call(table) -> ComponentResult, phase wrappers) for ``algo``."""
     phases = _Phases()
@@ -133,7 +138,9 @@ def _component(algo: str):
         from components.microaggregation import fair_mdav as module
         from components.microaggregation.params import FairMDAVParams
 
-        phases.wrap(module, "make_fairlets", "grouping")
+        # the component calls ``blocking.group_rows`` since the blocked variant; older ones
+        # called the engine directly
+        phases.wrap(module, _grouping_name(module, "make_fairlets"), "grouping")
         phases.wrap(module, "correct_fairness", "label correction")
 
         def call(table):
@@ -143,7 +150,7 @@ def _component(algo: str):
         from components.microaggregation import mdav as module
         from components.microaggregation.params import MDAVParams
 
-        phases.wrap(module, "mdav_grouping", "grouping")
+        phases.wrap(module, _grouping_name(module, "mdav_grouping"), "grouping")
 
         def call(table):
             return module.mdav(table, MDAVParams(k=K))
@@ -389,7 +396,8 @@ def report(
         f"- Command: `PRIVFAIR_DATA_DIR=../shared/data uv run python "
         f"benchmarks/bench_microaggregation_speed.py{' --quick' if args.quick else ''}"
         f"{f' --repeats {args.repeats}' if args.repeats != 3 else ''}`",
-        f"- Old: `{PACKAGE}` at {commit[:12]} (the implementation before issue 14); new: the "
+        f"- Old: `{PACKAGE}` at {commit[:12]}"
+        f"{' (the implementation before issue 14)' if commit == BASELINE_REV else ''}; new: the "
         "working tree. Everything else is the working tree's for both.",
         f"- Date {info['date']}; {info['cpus']} cores ({info['cpu']}); Python {info['python']}, "
         f"numpy {info['numpy']}, pyarrow {info['pyarrow']}",
@@ -549,7 +557,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--old-rev", default=BASELINE_REV, help="commit of the old implementation")
+    parser.add_argument(
+        "--old-rev",
+        default=BASELINE_REV,
+        help="commit of the old implementation (e.g. main, to time the working tree against it)",
+    )
     parser.add_argument("--quick", action="store_true", help="Adult only")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
     parser.add_argument("--out", default=str(HERE / "results_microaggregation_speed.md"))

@@ -50,7 +50,13 @@ from great_expectations.render import (
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
 
-from components.core.checks import CheckerError, CheckResult, check_guarantee, describe_error
+from components.core.checks import (
+    CheckerError,
+    CheckResult,
+    check_guarantee,
+    compose_parts,
+    describe_error,
+)
 from components.core.registry import families, kind_checks
 from schemas.contracts import Guarantee, kind_of, parse_guarantee
 from schemas.errors import PrivfairError
@@ -67,6 +73,7 @@ GUARANTEE_METRIC = "privfair.guarantee"
 BUILTIN_ID = "schema"
 META_KEY = "privfair"
 PUBLISHED = "published"  # the frame built-in expectations run on
+PARTS = "parts"  # the per-part results of by-group guarantees (components.core.parts)
 
 _BASE_FIELDS = {"id", "kind"}
 
@@ -105,6 +112,8 @@ class GuaranteeMetric(TableMetricProvider):
         )
         families()  # every kind registered before parsing
         g = parse_guarantee(json.loads(metric_value_kwargs["guarantee"]))
+        if "__result" in df.columns:  # checked part by part on the engine: compose
+            return _composed(g, metric_value_kwargs["guarantee"], df)
         # the batch is the frame the guarantee's checker reads
         frame = kind_checks()[g.kind].frame
         try:
@@ -112,6 +121,30 @@ class GuaranteeMetric(TableMetricProvider):
             return _jsonable(result.to_dict())
         except Exception as e:  # no verdict: ``to_check_result`` raises ``CheckerError``
             return {"raised": describe_error(e), "id": g.id, "kind": g.kind}
+
+
+def _composed(g, text: str, df) -> dict:
+    """The verdict of a by-group guarantee from the per-part results frame (``PARTS``)."""
+    # the same guarantee, whatever order its JSON lists a mapping's keys in
+    same = [
+        t for t in df["__guarantee"].unique() if t == text or parse_guarantee(json.loads(t)) == g
+    ]
+    rows = df[df["__guarantee"].isin(same)].drop_duplicates("__part")
+    raised = rows["__raised"].dropna()
+    if len(raised):
+        return {
+            "raised": f"in part(s) {sorted(rows.loc[raised.index, '__part'])[:5]}: "
+            f"{raised.iloc[0]}",
+            "id": g.id,
+            "kind": g.kind,
+        }
+    parts = [
+        {"part": int(p), "retained": int(n), "result": json.loads(r)}
+        for p, n, r in zip(rows["__part"], rows["__retained"], rows["__result"], strict=True)
+    ]
+    if not parts:
+        return _jsonable(CheckResult.failed(g, "no part results for this guarantee").to_dict())
+    return _jsonable(compose_parts(g, parts).to_dict())
 
 
 # --- the generic guarantee expectation --------------------------------------------------------
@@ -357,17 +390,19 @@ def compile_suites(
     input_table: pa.Table,
     lineage: pa.Table | None,
     builtins: bool = True,
+    parts: frozenset[int] = frozenset(),
 ) -> dict[str, ExpectationSuite]:
     """``{frame: suite}``: one expectation per guarantee of ``contract`` on the evidence frame
-    its checker reads, plus (``builtins``: a row-level release) the built-ins on the
-    ``published`` frame. Raises ``PrivfairError`` for a kind with no expectation."""
+    its checker reads (on ``PARTS`` for the contract positions in ``parts``: checked part by
+    part), plus (``builtins``: a row-level release) the built-ins on the ``published`` frame.
+    Raises ``PrivfairError`` for a kind with no expectation."""
     missing = sorted({g.kind for g in contract if g.kind not in EXPECTATIONS})
     if missing:
         raise PrivfairError(f"no expectation for guarantee kind(s) {missing} in this version")
     per_frame: dict[str, list] = {PUBLISHED: []}
     for i, g in enumerate(contract):
         e = expectation_for(g, i)
-        per_frame.setdefault(e.batch(), []).append(e)
+        per_frame.setdefault(PARTS if i in parts else e.batch(), []).append(e)
     if builtins:
         per_frame[PUBLISHED] += builtin_expectations(
             contract, published_table, input_table, lineage
@@ -378,14 +413,16 @@ def compile_suites(
     }
 
 
-def count_declared(contract: list) -> dict[str, Counter]:
-    """Per frame, how many guarantee expectations of each kind the contract requires."""
+def count_declared(contract: list, parts: frozenset[int] = frozenset()) -> dict[str, Counter]:
+    """Per frame, how many guarantee expectations of each kind the contract requires (those at
+    the positions in ``parts`` on ``PARTS``)."""
     checks = kind_checks()
     out: dict[str, Counter] = {}
-    for g in contract:
+    for i, g in enumerate(contract):
         if g.kind not in checks:
             raise PrivfairError(f"no checker for guarantee kind '{g.kind}' in this version")
-        out.setdefault(checks[g.kind].frame, Counter())[g.kind] += 1
+        frame = PARTS if i in parts else checks[g.kind].frame
+        out.setdefault(frame, Counter())[g.kind] += 1
     return out
 
 
@@ -399,11 +436,14 @@ def count_held(suite: ExpectationSuite) -> Counter:
 
 
 def check_suites(
-    contract: list, suites: dict[str, ExpectationSuite], dropped: dict[str, list] | None = None
+    contract: list,
+    suites: dict[str, ExpectationSuite],
+    dropped: dict[str, list] | None = None,
+    parts: frozenset[int] = frozenset(),
 ) -> None:
     """Raise ``PrivfairError`` when a suite holds fewer guarantee expectations than ``contract``
     declares for its batch. ``dropped``: GX's messages about expectations it dropped, per suite."""
-    declared = count_declared(contract)
+    declared = count_declared(contract, parts)
     for b, want in declared.items():
         held = count_held(suites[b]) if b in suites else Counter()
         missing = sorted(k for k, n in want.items() if held[k] < n)
@@ -447,12 +487,13 @@ def round_trip(
     contract: list,
     suites: dict[str, ExpectationSuite],
     context: AbstractDataContext | None = None,
+    parts: frozenset[int] = frozenset(),
 ) -> dict[str, ExpectationSuite]:
     """Serialise ``suites``, reload them in ``context`` (a fresh one by default), check that
     nothing was lost or changed, and return the reloaded suites."""
     dropped: dict[str, list] = {}
     reloaded = load_suites(suites_to_json(suites), context, dropped)
-    check_suites(contract, reloaded, dropped)
+    check_suites(contract, reloaded, dropped, parts)
     for b, s in reloaded.items():
         if len(s.expectations) != len(suites[b].expectations):
             raise PrivfairError(
@@ -497,10 +538,23 @@ def _captured_drops():
         log.propagate = propagate
 
 
+def _no_batch_fingerprint() -> None:
+    """GX fingerprints every pandas batch under 1 GB (``HASH_THRESHOLD``) as a batch marker:
+    ``hash_pandas_object``, or, for a frame with a list or struct cell (generalised labels),
+    a pickle of the whole frame (46 s of the 58 s GX took over a 1M-row dMondrian release).
+    The marker is never read by validation, so it is switched off."""
+    from great_expectations.execution_engine import pandas_execution_engine as pee
+
+    if hasattr(pee, "HASH_THRESHOLD"):
+        pee.HASH_THRESHOLD = 0
+
+
 def new_context() -> AbstractDataContext:
-    """An ephemeral GX context with progress bars off."""
+    """An ephemeral GX context with progress bars off (and no batch fingerprints)."""
     import great_expectations as gx
     from great_expectations.data_context.types.base import ProgressBarsConfig
+
+    _no_batch_fingerprint()
 
     ctx = gx.get_context(mode="ephemeral")
     ctx.variables.progress_bars = ProgressBarsConfig(globally=False)

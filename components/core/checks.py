@@ -33,6 +33,7 @@ __all__ = [
     "make_result",
     "check_guarantee",
     "check_contract",
+    "compose_parts",
     "SHARED_KINDS",
     "check_k_anonymity",
     "check_t_closeness",
@@ -109,9 +110,14 @@ def make_result(
     return CheckResult(g.id, g.kind, bool(passed), observed, expected, message, clean, n)
 
 
-def retained(audit: pd.DataFrame) -> pd.DataFrame:
-    """The audit rows whose input row was published."""
-    return audit[audit["__retained"].to_numpy()]
+def retained(audit: pd.DataFrame, columns=None) -> pd.DataFrame:
+    """The audit rows whose input row was published; with ``columns``, only those columns
+    (those of them the frame has): a checker names what it reads, so a wide audit frame (one-hot
+    QIs in and out) is not copied whole for each guarantee."""
+    mask = audit["__retained"].to_numpy()
+    if columns is None:
+        return audit[mask]
+    return audit.loc[mask, [c for c in dict.fromkeys(columns) if c in audit.columns]]
 
 
 def _freeze(v):
@@ -231,7 +237,7 @@ def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
         return make_result(
             g, False, None, g.t, f"attribute '{g.attribute}' is not a published, audited column"
         )
-    r = retained(audit)
+    r = retained(audit, [cls_col, out_col])
     if r.empty:
         return make_result(g, False, None, g.t, "no rows published")
     ref_values = r[out_col] if g.reference == "output" else audit.get(in_col)
@@ -263,7 +269,7 @@ def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
 def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) -> CheckResult:
     """Every listed column is published and equals the input value of the same row (nulls equal
     nulls)."""
-    r = retained(audit)
+    r = retained(audit, [f"__{s}_col__{c}" for c in g.columns for s in ("in", "out")])
     off = []
     for c in g.columns:
         a, b = f"__in_col__{c}", f"__out_col__{c}"
@@ -410,6 +416,48 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "components.core.corruptions:break_retention",
     ),
 )
+
+
+def compose_parts(g: C.Guarantee, parts: list[dict]) -> CheckResult:
+    """The verdict of a ``by_group`` guarantee from its results on the parts of a release
+    (``components.core.parts``): it holds iff it holds on every part holding published rows (a
+    part without any says nothing of a per-group rule; when no part holds any, every part
+    counts, as the whole table's empty evidence would). ``parts``: per part, ``part``,
+    ``retained`` and ``result`` (``CheckResult.to_dict()``).
+
+    >>> from schemas.contracts import KAnonymity
+    >>> g = KAnonymity(id="C4", k=2)
+    >>> ok = {"passed": True, "observed": 1, "message": "fine", "n_offending": 0, "offending": []}
+    >>> bad = ok | {"passed": False, "message": "2 groups", "n_offending": 2, "offending": [{"group": 7}]}
+    >>> r = compose_parts(g, [{"part": 0, "retained": 5, "result": ok},
+    ...                       {"part": 1, "retained": 0, "result": bad},
+    ...                       {"part": 2, "retained": 4, "result": bad}])
+    >>> r.passed, r.n_offending, r.offending, r.observed["parts_failing"]
+    (False, 2, [{'group': 7, 'part': 2}], [2])
+    """
+    counted = [p for p in parts if p["retained"] > 0] or list(parts)
+    failing = [p for p in counted if not p["result"]["passed"]]
+    offending: list[dict] = []
+    for p in failing:
+        offending += [o | {"part": p["part"]} for o in p["result"]["offending"]]
+    shown = (failing or counted)[:1]
+    first = shown[0]["result"] if shown else {}
+    return CheckResult(
+        g.id,  # type: ignore[attr-defined]
+        g.kind,  # type: ignore[attr-defined]
+        bool(counted) and not failing,
+        {
+            "parts": len(counted),
+            "parts_failing": [p["part"] for p in failing][:MAX_OFFENDERS],
+            "part": shown[0]["part"] if shown else None,
+            "observed": first.get("observed"),
+        },
+        first.get("expected"),
+        f"checked in {len(counted)} parts of whole groups, {len(failing)} failing"
+        + (f"; part {shown[0]['part']}: {first.get('message', '')}" if shown else ""),
+        offending[:MAX_OFFENDERS],
+        sum(int(p["result"]["n_offending"]) for p in failing),
+    )
 
 
 def check_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> CheckResult:

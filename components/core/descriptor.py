@@ -159,6 +159,9 @@ class KindCheck:
     release that violates the guarantee, or None where no such release exists.
     ``unbreakable``: for a kind without ``corrupt``, why no published file can break it (its
     checker reads only the parameters and the input).
+    ``by_group``: the guarantee holds on a release iff it holds on each part of the release's
+    evidence that keeps every group whole (a per-group or per-row rule), so it can be checked
+    part by part where the data is (``components.core.parts``).
     """
 
     model: type[Guarantee]
@@ -166,6 +169,7 @@ class KindCheck:
     frame: str
     corrupt: str | None = None
     unbreakable: str = ""  # why no release can break it, when ``corrupt`` is None
+    by_group: bool = False
 
     @property
     def kind(self) -> str:
@@ -184,6 +188,11 @@ class Algorithm:
       are placeholders) that lets an orchestrator name its checks before reading data;
     - ``evidence``: ``fn(input_table, outputs, sidecars, params) -> {frame name: DataFrame}``,
       what its checkers read;
+    - ``evidence_parts``: ``fn(input_table, outputs, sidecars, params, contract) ->
+      EvidenceParts | None`` (``components.core.parts``): the release's evidence cut into parts
+      that keep every group whole, for its ``by_group`` kinds to be checked part by part on the
+      engine; None where the release cannot be cut so (the validator then builds the whole
+      evidence on the driver);
     - ``example``: ``fn(seed) -> (table, params)``, a small valid input for the test battery;
     - ``headline``: the metrics a person looks at first; ``figures``:
       ``fn(manifest, outputs, input_table, sidecars) -> list[Figure]`` for the report;
@@ -221,6 +230,7 @@ class Algorithm:
     replayable: bool = True
     public: Disclosure = field(default_factory=Disclosure)
     cost: str | None = None
+    evidence_parts: str | None = None
 
     def privacy_cost(self, params: Params, table=None) -> Cost | None:
         """What one release with ``params`` on ``table`` (its schema) spends, before it runs;

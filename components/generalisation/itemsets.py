@@ -11,6 +11,11 @@ and decision. Two families of itemsets are audited:
 - **disjunctive itemsets** (Def. 13, Cor. 14): ``count`` seeded random itemsets of range items
   ``A in [v, w]`` over the active domain; a row supports one when its label lies inside.
 
+Both count over the table's distinct label vectors, each with the 4-fold counts of its rows
+(``Labels.vectors``), not over its rows: whether a row supports an itemset depends only on its
+labels, so the counts are the same integers, and the work grows with the number of distinct
+published label vectors (a few per class) instead of the number of rows.
+
 ``audit_itemsets`` returns, per measure, the extreme values over the audited itemsets, the
 number of itemsets outside the two-sided bounds at ``t`` (plus those with tau(B) > t) and the
 worst offenders.
@@ -24,7 +29,28 @@ import numpy as np
 
 from components.generalisation.measures import MEASURES, bounds, measures, tau
 
-__all__ = ["Labels", "ItemsetAudit", "audit_itemsets", "plain_counts", "random_counts"]
+__all__ = [
+    "Labels",
+    "LabelVectors",
+    "ItemsetAudit",
+    "audit_itemsets",
+    "plain_counts",
+    "random_counts",
+]
+
+
+@dataclass
+class LabelVectors:
+    """The distinct label vectors of a ``Labels``: per vector its labels ``lo`` / ``hi``
+    (ranks), the 4-fold ``counts`` (a, b, c, d) of the rows holding it and the ``first`` such
+    row; ``codes``: a dense label id per vector and attribute, equal to ``Labels.codes`` of its
+    rows."""
+
+    lo: np.ndarray
+    hi: np.ndarray
+    counts: np.ndarray
+    first: np.ndarray
+    codes: np.ndarray
 
 
 @dataclass
@@ -47,6 +73,28 @@ class Labels:
             out[:, j] = np.unique(key, return_inverse=True)[1].ravel()
         return out
 
+    def vectors(self) -> LabelVectors:
+        """The distinct label vectors and the 4-fold counts of their rows (one group-by).
+
+        >>> lab = Labels(["A"], np.array([[0], [0], [1]]), np.array([[1], [1], [1]]),
+        ...              np.array([2]), np.array([0, 3, 1]))
+        >>> v = lab.vectors()
+        >>> v.counts.tolist(), v.first.tolist()
+        ([[1, 0, 0, 1], [0, 1, 0, 0]], [0, 2])
+        """
+        n, m = self.lo.shape
+        codes = self.codes()
+        key = np.zeros(n, dtype=np.int64)
+        for j in range(m):
+            card = int(codes[:, j].max()) + 1 if n else 1
+            key = np.unique(key * card + codes[:, j], return_inverse=True)[1].ravel()
+        u = int(key.max()) + 1 if n else 0
+        first = np.unique(key, return_index=True)[1] if n else np.zeros(0, dtype=np.int64)
+        counts = np.bincount(key * 4 + self.cell, minlength=4 * u).reshape(u, 4)
+        return LabelVectors(
+            self.lo[first], self.hi[first], counts.astype(np.int64), first, codes[first]
+        )
+
 
 @dataclass
 class ItemsetAudit:
@@ -62,47 +110,50 @@ class ItemsetAudit:
     offenders: list[dict] = field(default_factory=list)
 
 
-def plain_counts(labels: Labels, max_attributes: int):
+def plain_counts(labels: Labels, max_attributes: int, vectors: LabelVectors | None = None):
     """Yield (attribute subset, 4-fold counts (k, 4), first row of each itemset) for every
-    subset of at most ``max_attributes`` attributes, the empty itemset first."""
-    n, m = labels.lo.shape
-    codes = labels.codes()
-    cell = labels.cell
-    stack: list[tuple[tuple[int, ...], np.ndarray]] = [((), np.zeros(n, dtype=np.int64))]
+    subset of at most ``max_attributes`` attributes, the empty itemset first (counted over the
+    distinct label vectors: ``vectors``, or ``labels.vectors()``)."""
+    vec = vectors if vectors is not None else labels.vectors()
+    u, m = vec.codes.shape
+    n = len(labels.cell)
+    stack: list[tuple[tuple[int, ...], np.ndarray]] = [((), np.zeros(u, dtype=np.int64))]
     while stack:
         subset, key = stack.pop()
-        k = int(key.max()) + 1 if n else 0
-        counts = np.bincount(key * 4 + cell, minlength=4 * k).reshape(k, 4)
+        k = int(key.max()) + 1 if u else 0
+        # float weights are exact here: every count is an integer below 2**53
+        counts = np.column_stack(
+            [np.bincount(key, weights=vec.counts[:, c], minlength=k) for c in range(4)]
+        ).astype(np.int64)
         first = np.full(k, n, dtype=np.int64)
-        np.minimum.at(first, key, np.arange(n))
-        yield subset, counts, first
+        np.minimum.at(first, key, vec.first)
+        yield subset, counts.reshape(k, 4), first
         if len(subset) >= max_attributes:
             continue
         start = subset[-1] + 1 if subset else 0
         for j in range(m - 1, start - 1, -1):
-            card = int(codes[:, j].max()) + 1 if n else 1
-            child = np.unique(key * card + codes[:, j], return_inverse=True)[1].ravel()
+            card = int(vec.codes[:, j].max()) + 1 if u else 1
+            child = np.unique(key * card + vec.codes[:, j], return_inverse=True)[1].ravel()
             stack.append(((*subset, j), child))
 
 
-def random_counts(labels: Labels, count: int, seed: int, max_arity: int = 5, chunk: int = 128):
+def random_counts(
+    labels: Labels,
+    count: int,
+    seed: int,
+    max_arity: int = 5,
+    chunk: int = 128,
+    vectors: LabelVectors | None = None,
+):
     """Yield (attribute index matrix, [v, w] ranges, 4-fold counts) for ``count`` seeded random
-    disjunctive itemsets (empty covers dropped)."""
-    n, m = labels.lo.shape
+    disjunctive itemsets (empty covers dropped), counted over the distinct label vectors."""
+    m = labels.lo.shape[1]
     if m == 0 or count == 0:
         return
+    vec = vectors if vectors is not None else labels.vectors()
+    lo, hi, n = vec.lo, vec.hi, len(vec.first)
     rng = np.random.default_rng(seed)
-    # rows with the same labels and cell count alike: each distinct one once, weighted by how
-    # many rows it stands for (the counts are sums of 0/1 per row either way: exact)
-    rows = np.column_stack([labels.lo, labels.hi, labels.cell]).astype(np.int64, copy=False)
-    distinct, inverse = np.unique(rows, axis=0, return_inverse=True)
-    weights = np.zeros((len(distinct), 4), dtype=np.float64)
-    weights[np.arange(len(distinct)), distinct[:, 2 * m]] = np.bincount(
-        inverse.ravel(), minlength=len(distinct)
-    )
-    lo_t = np.ascontiguousarray(distinct[:, :m].T)  # (m, distinct rows)
-    hi_t = np.ascontiguousarray(distinct[:, m : 2 * m].T)
-    u = len(distinct)
+    onehot = vec.counts.astype(np.float64)  # exact: integer counts below 2**53
     done = 0
     while done < count:
         c = min(chunk, count - done)
@@ -113,17 +164,18 @@ def random_counts(labels: Labels, count: int, seed: int, max_arity: int = 5, chu
         a = rng.integers(0, labels.sizes[None, :], size=(c, m))
         b = rng.integers(0, labels.sizes[None, :], size=(c, m))
         v, w = np.minimum(a, b), np.maximum(a, b)
-        mask = np.ones((c, u), dtype=bool)
+        mask = np.ones((c, n), dtype=bool)
         for slot in range(m):
             j = attrs[:, slot]
-            use = np.flatnonzero(j >= 0)
-            if not len(use):
+            use = j >= 0
+            if not use.any():
                 continue
-            jj = j[use]
-            vv = v[use, jj][:, None]
-            ww = w[use, jj][:, None]
-            mask[use] &= (vv <= lo_t[jj]) & (ww >= hi_t[jj])
-        counts = (mask.astype(np.float64) @ weights).astype(np.int64)
+            jj = np.where(use, j, 0)
+            vv = np.take_along_axis(v, jj[:, None], axis=1)
+            ww = np.take_along_axis(w, jj[:, None], axis=1)
+            inside = (vv <= lo[:, jj].T) & (ww >= hi[:, jj].T)
+            mask &= np.where(use[:, None], inside, True)
+        counts = (mask.astype(np.float64) @ onehot).astype(np.int64)
         keep = counts.sum(axis=1) > 0
         yield attrs[keep], np.stack([v, w], axis=-1)[keep], counts[keep]
         done += c
@@ -182,7 +234,8 @@ def audit_itemsets(
             worst.append((float(ta[i]), row))
         return len(counts)
 
-    for subset, counts, first in plain_counts(labels, depth):
+    vectors = labels.vectors()
+    for subset, counts, first in plain_counts(labels, depth, vectors):
 
         def describe(i, subset=subset, first=first):
             r = int(first[i])
@@ -190,7 +243,7 @@ def audit_itemsets(
 
         got = account(counts, describe)
         out.plain += got
-    for attrs, ranges, counts in random_counts(labels, random_itemsets, seed):
+    for attrs, ranges, counts in random_counts(labels, random_itemsets, seed, vectors=vectors):
 
         def describe(i, attrs=attrs, ranges=ranges):
             return {

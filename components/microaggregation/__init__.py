@@ -65,6 +65,7 @@ MDAV = Algorithm(
     run=f"{_P}.mdav:mdav",
     contract=f"{_P}.mdav:contract",
     evidence=f"{_P}.audit:evidence",
+    evidence_parts=f"{_P}.audit:evidence_parts",
     example=f"{_P}.examples:mdav_example",
     headline=_HEADLINE,
     figures=f"{_P}.figures:figures",
@@ -86,6 +87,7 @@ FAIR_MDAV = Algorithm(
     run=f"{_P}.fair_mdav:fair_mdav",
     contract=f"{_P}.fair_mdav:contract",
     evidence=f"{_P}.audit:evidence",
+    evidence_parts=f"{_P}.audit:evidence_parts",
     example=f"{_P}.examples:fair_mdav_example",
     headline=_HEADLINE,
     figures=f"{_P}.figures:figures",
@@ -103,13 +105,14 @@ FAIR_MDAV = Algorithm(
 )
 
 
-def _kind(model, check: str, corrupt: str | None) -> KindCheck:
+def _kind(model, check: str, corrupt: str | None, by_group: bool = False) -> KindCheck:
     return KindCheck(
         model,
         f"{_P}.checks:{check}",
         "audit",
         f"{_P}.corruptions:{corrupt}" if corrupt else None,
         "" if corrupt else "it reads only the parameters and the input",
+        by_group,
     )
 
 
@@ -118,18 +121,38 @@ FAMILY = Family(
     package=_P,
     algorithms=(MDAV, FAIR_MDAV),
     kinds=(
-        _kind(G.GroupSizeRange, "check_group_size_range", "break_group_size_range"),
-        _kind(G.GroupMeans, "check_group_means", "break_qi_values"),
-        _kind(G.GroupRepresentatives, "check_group_representatives", "break_representatives"),
-        _kind(G.QIsUnchanged, "check_qis_unchanged", "break_qi_values"),
+        _kind(G.GroupSizeRange, "check_group_size_range", "break_group_size_range", by_group=True),
+        _kind(G.GroupMeans, "check_group_means", "break_qi_values", by_group=True),
+        _kind(
+            G.GroupRepresentatives,
+            "check_group_representatives",
+            "break_representatives",
+            by_group=True,
+        ),
+        _kind(G.QIsUnchanged, "check_qis_unchanged", "break_qi_values", by_group=True),
         _kind(G.MeanPreservation, "check_mean_preservation", "break_sums"),
-        _kind(G.FairletComposition, "check_fairlet_composition", "break_fairlet_composition"),
+        _kind(
+            G.FairletComposition,
+            "check_fairlet_composition",
+            "break_fairlet_composition",
+            by_group=True,
+        ),
         _kind(G.FairletCount, "check_fairlet_count", "break_fairlet_count"),
-        _kind(G.CorrectionDirection, "check_correction_direction", "break_labels_direction"),
-        _kind(G.LocalFairness, "check_local_fairness", "break_local_fairness"),
-        _kind(G.MinimalCorrection, "check_minimal_correction", "break_minimal_correction"),
+        _kind(
+            G.CorrectionDirection,
+            "check_correction_direction",
+            "break_labels_direction",
+            by_group=True,
+        ),
+        _kind(G.LocalFairness, "check_local_fairness", "break_local_fairness", by_group=True),
+        _kind(
+            G.MinimalCorrection,
+            "check_minimal_correction",
+            "break_minimal_correction",
+            by_group=True,
+        ),
         _kind(G.DemographicParityBound, "check_demographic_parity_bound", "break_parity"),
-        _kind(G.SeedNearest, "check_seed_nearest", "break_seed_nearest"),
+        _kind(G.SeedNearest, "check_seed_nearest", "break_seed_nearest", by_group=True),
         _kind(G.ParameterValidity, "check_parameter_validity", None),
     ),
 )

@@ -38,6 +38,12 @@ def _tau(x: float) -> Fraction:
     return Fraction(str(x)).limit_denominator(10**9)
 
 
+def _whole(audit: pd.DataFrame) -> dict:
+    """Facts of the whole table carried by the audit frame of a part of it (group count, QI
+    scalings: ``audit.part_evidence``); empty for a whole table's frame."""
+    return audit.attrs.get("whole") or {}
+
+
 def _qi_columns(audit: pd.DataFrame, names: tuple[str, ...]) -> tuple[list, list, list]:
     """(published, input, missing): the audit's encoded QI columns named in ``names`` (every
     encoded QI column when ``names`` is empty), and the names with no such column."""
@@ -66,6 +72,10 @@ def _missing_qis(g, missing: list[str]) -> CheckResult:
     )
 
 
+_PA_COUNTS = ("__group", "__pa_out", "__y_out")
+_LABELS = ("__row_id", "__group", "__pa_in", "__pa_out", "__y_in", "__y_out")
+
+
 def _group_pa_counts(r: pd.DataFrame) -> pd.DataFrame:
     """Per group: m_g, n_g (unfavoured/favoured rows), a, b (positives among them, published)."""
     pa_, y = r["__pa_out"].to_numpy(), r["__y_out"].to_numpy()
@@ -78,7 +88,7 @@ def _group_pa_counts(r: pd.DataFrame) -> pd.DataFrame:
 
 def check_fairlet_composition(g: G.FairletComposition, audit: pd.DataFrame) -> CheckResult:
     """Every group has exactly m unfavoured and n favoured published rows."""
-    c = _group_pa_counts(retained(audit))
+    c = _group_pa_counts(retained(audit, _PA_COUNTS))
     bad = c[(c["m_g"] != g.m) | (c["n_g"] != g.n)][["m_g", "n_g"]]
     return make_result(
         g,
@@ -96,7 +106,7 @@ def check_fairlet_count(g: G.FairletCount, audit: pd.DataFrame) -> CheckResult:
     """#groups = min(#U_in // m, #F_in // n); #out = #groups (m+n); leftovers too few for one more."""
     u_in = int((audit["__pa_in"] == 0).sum())
     f_in = int((audit["__pa_in"] == 1).sum())
-    r = retained(audit)
+    r = retained(audit, ["__group"])
     n_groups = int(r["__group"].nunique())
     expected = min(u_in // g.m, f_in // g.n)
     left = audit[~audit["__retained"].to_numpy()]
@@ -114,7 +124,7 @@ def check_fairlet_count(g: G.FairletCount, audit: pd.DataFrame) -> CheckResult:
 
 
 def check_group_size_range(g: G.GroupSizeRange, audit: pd.DataFrame) -> CheckResult:
-    sizes = retained(audit).groupby("__group").size()
+    sizes = retained(audit, ["__group"]).groupby("__group").size()
     hi = g.max_size if g.max_size is not None else np.inf
     bad = sizes[(sizes < g.min_size) | (sizes > hi)]
     return make_result(
@@ -129,10 +139,10 @@ def check_group_size_range(g: G.GroupSizeRange, audit: pd.DataFrame) -> CheckRes
 
 def check_group_means(g: G.GroupMeans, audit: pd.DataFrame) -> CheckResult:
     """Members of a group share one published QI vector, equal to the mean of their input QIs."""
-    r = retained(audit)
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
         return _missing_qis(g, missing)
+    r = retained(audit, ["__group", *outs, *ins])
     by = r.groupby("__group")
     spread = (by[outs].max() - by[outs].min()).abs().max(axis=1)
     mean_in = by[ins].mean().to_numpy()
@@ -156,10 +166,10 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
     ``g.decimals``, per ordinal QI the lower median, per nominal QI the mode of the members'
     non-null values (recomputed from the input's one-hot columns; ties to the lowest level),
     a null only for a group whose members are all null."""
-    r = retained(audit)
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
         return _missing_qis(g, missing)
+    r = retained(audit, ["__group", *outs, *ins])
     if r.empty:
         return make_result(g, False, None, None, "no rows published")
     grp = r["__group"].to_numpy()
@@ -237,10 +247,10 @@ def first_rows(values: np.ndarray, gid: np.ndarray, n_groups: int) -> np.ndarray
 
 
 def check_qis_unchanged(g: G.QIsUnchanged, audit: pd.DataFrame) -> CheckResult:
-    r = retained(audit)
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
         return _missing_qis(g, missing)
+    r = retained(audit, ["__row_id", *outs, *ins])
     diff = (r[outs].to_numpy() != r[ins].to_numpy()).any(axis=1)
     bad = r.loc[diff, ["__row_id"]]
     return make_result(
@@ -254,10 +264,10 @@ def check_qis_unchanged(g: G.QIsUnchanged, audit: pd.DataFrame) -> CheckResult:
 
 
 def check_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> CheckResult:
-    r = retained(audit)
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
         return _missing_qis(g, missing)
+    r = retained(audit, [*outs, *ins])
     s_out, s_in = r[outs].to_numpy().sum(axis=0), r[ins].to_numpy().sum(axis=0)
     names = [c.split("__", 2)[2] for c in outs]
     rounding = np.array(
@@ -275,7 +285,7 @@ def check_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> Check
 
 
 def check_correction_direction(g: G.CorrectionDirection, audit: pd.DataFrame) -> CheckResult:
-    r = retained(audit)
+    r = retained(audit, _LABELS)
     changed = r["__y_out"].to_numpy() != r["__y_in"].to_numpy()
     pa_, y_in = r["__pa_in"].to_numpy(), r["__y_in"].to_numpy()
     if g.direction == "positive":
@@ -297,7 +307,7 @@ def check_correction_direction(g: G.CorrectionDirection, audit: pd.DataFrame) ->
 
 def check_local_fairness(g: G.LocalFairness, audit: pd.DataFrame) -> CheckResult:
     """upr(g) >= tau * fpr(g) in every group holding both protected values: a*n_g*den >= i*b*m_g."""
-    c = _group_pa_counts(retained(audit))
+    c = _group_pa_counts(retained(audit, _PA_COUNTS))
     t = _tau(g.tau)
     both = c[(c["m_g"] > 0) & (c["n_g"] > 0)]
     lhs = both["a"].map(int) * both["n_g"].map(int) * t.denominator
@@ -331,7 +341,7 @@ def _minimal_relabels(m_g: int, n_g: int, a: int, b: int, tau: Fraction, directi
 
 def check_minimal_correction(g: G.MinimalCorrection, audit: pd.DataFrame) -> CheckResult:
     """Per group, #relabels == the fewest that satisfy local fairness, counted from the input labels."""
-    r = retained(audit)
+    r = retained(audit, _LABELS)
     pa_, y_in, y_out = r["__pa_in"].to_numpy(), r["__y_in"].to_numpy(), r["__y_out"].to_numpy()
     df = pd.DataFrame(
         {
@@ -345,13 +355,19 @@ def check_minimal_correction(g: G.MinimalCorrection, audit: pd.DataFrame) -> Che
     )
     c = df.groupby("group").sum().astype(np.int64)
     t = _tau(g.tau)
-    expected = np.array(
+    # the rule is a function of (m_g, n_g, a, b) alone, and groups share a few such tuples
+    # (a fairlet's m_g, n_g are fixed): one loop per distinct tuple, not per group
+    combos, which = np.unique(
+        c[["m_g", "n_g", "a", "b"]].to_numpy(np.int64).reshape(-1, 4), axis=0, return_inverse=True
+    )
+    per_combo = np.array(
         [
             _minimal_relabels(int(m), int(n), int(a), int(b), t, g.direction)
-            for m, n, a, b in zip(c["m_g"], c["n_g"], c["a"], c["b"], strict=True)
+            for m, n, a, b in combos
         ],
         dtype=np.int64,
     )
+    expected = per_combo[which.ravel()] if len(c) else np.zeros(0, dtype=np.int64)
     c["minimal"] = expected
     bad = c[c["relabelled"] != c["minimal"]][["relabelled", "minimal"]]
     return make_result(
@@ -367,7 +383,7 @@ def check_minimal_correction(g: G.MinimalCorrection, audit: pd.DataFrame) -> Che
 
 def check_demographic_parity_bound(g: G.DemographicParityBound, audit: pd.DataFrame) -> CheckResult:
     """PR_U(out) >= ratio * PR_F(out) (exact), and |PR_U - PR_F| <= max_difference when set."""
-    r = retained(audit)
+    r = retained(audit, _LABELS)
     pa_, y = r["__pa_out"].to_numpy(), r["__y_out"].to_numpy()
     nu, nf = int((pa_ == 0).sum()), int((pa_ == 1).sum())
     a, b = int(((pa_ == 0) & (y == 1)).sum()), int(((pa_ == 1) & (y == 1)).sum())
@@ -393,7 +409,9 @@ def _mixed_input(audit: pd.DataFrame, scaling: str) -> tuple[np.ndarray, np.ndar
     columns, grouped by attribute; distances computed on them equal one-hot distances."""
     num = [c for c in audit.columns if c.startswith("__in_num__")]
     x = audit[num].to_numpy(dtype=np.float64)
-    off, sc = scale_of(x, scaling)
+    # a part of a table is replayed in the whole table's scaling (components.core.parts)
+    whole = _whole(audit).get("scale", {}).get(scaling)
+    off, sc = whole if whole is not None else scale_of(x, scaling)
     x = (x - off) / sc
     blocks: dict[str, list[str]] = {}
     for c in audit.columns:
@@ -452,7 +470,7 @@ def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9
         )
     num, codes, levels = _mixed_input(audit, g.scaling)
     grp = audit["__group"].to_numpy()
-    n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
+    n_groups = _whole(audit).get("groups", int(grp.max()) + 1 if (grp >= 0).any() else 0)
     if n_groups == 0:
         return make_result(g, False, None, None, "no groups to replay")
     ids = (

@@ -294,8 +294,9 @@ def _gathered(
     c = ||v||^2 + constant): the operations of a distance pass, on gathered rows."""
     out = num_m2.take(idx, axis=0) @ v
     out += sq.take(idx)
-    for col, table in zip(codes_t, tables, strict=True):
-        out += table.take(col.take(idx))
+    codes = codes_t.take(idx, axis=1)  # every block's codes in one gather
+    for col, table in zip(codes, tables, strict=True):
+        out += table.take(col)
     out += c
     return out
 
@@ -634,14 +635,24 @@ class _WorkingSet:
         self._boxes()
 
     def _members(self, sigs: np.ndarray) -> np.ndarray:
-        """Working positions (dead ones too) of the signatures ``sigs``."""
+        """Working positions (dead ones too) of the signatures ``sigs`` (read only: with one
+        signature, a view)."""
+        if len(sigs) == 1:  # the common case of a nearest query: one slice
+            s = int(sigs[0])
+            return self.by_sig[self.sig_start[s] : self.sig_start[s + 1]]
         starts = self.sig_start[sigs]
         lens = self.sig_start[sigs + 1] - starts
         ends = np.cumsum(lens)
         return self.by_sig[np.repeat(starts - (ends - lens), lens) + np.arange(int(ends[-1]))]
 
-    def seek(self, row: int, k: int, peaks: bool = False) -> _Scan:
-        """The k nearest of input row ``row`` (itself included if it is here), as a ``_Scan``.
+    def query_of(self, row: int) -> tuple:
+        """The point query of input row ``row``: (v, its nominal lookup tables, ||v||^2)."""
+        v = self.space.num[row]
+        return (v, self.space.point_tables(row), float(v @ v) + 0.0)
+
+    def seek(self, row: int, k: int, peaks: bool = False, query: tuple | None = None) -> _Scan:
+        """The k nearest of input row ``row`` (itself included if it is here), as a ``_Scan``;
+        ``query``: ``query_of(row)``, when the caller already built it.
 
         A point query's nominal part is an integer, the same for every row of a signature,
         and a lower bound of the squared distance. So, where rows share signatures, the
@@ -651,9 +662,8 @@ class _WorkingSet:
         its exact distance (the operations of a full pass) and ``_Scan.nearest`` selects among
         those. Elsewhere: a full pass (``scan``).
         """
-        v = self.space.num[row]
-        tables = self.space.point_tables(row)
-        query = (v, tables, float(v @ v) + 0.0)
+        query = self.query_of(row) if query is None else query
+        tables = query[1]
         if (
             self.by_sig is None
             or self.sig_codes_t.shape[1] * 2 > len(self.rows)
@@ -701,15 +711,19 @@ class _WorkingSet:
         computed for the rows of the signatures whose bound reaches m - ``TIE_TOL`` only."""
         v, _, c = scan.query
         v32 = v.astype(np.float32)[:, None]
-        reach = np.maximum(v32 - self.box_lo, self.box_hi - v32)
+        reach = np.subtract(v32, self.box_lo)
+        np.maximum(reach, self.box_hi - v32, out=reach)
         reach *= reach
-        upper = reach.sum(axis=0, dtype=np.float64)
+        # summed in float32 (a float64 sum of float32 terms goes through a slow buffered
+        # cast): at most ~4 ulps of the sum more, inside the margin below
+        upper = np.add.reduce(reach, axis=0).astype(np.float64)
         upper += scan.part
         upper[self.sig_alive <= 0] = -np.inf
-        best = self._members(np.array([int(np.argmax(upper))]))
+        best = self._members(np.argmax(upper).reshape(1))
         m = float(np.fmax.reduce(self.exact(scan.query, best)))  # a row's distance: <= max
         # float32 arithmetic on the boxes: a squared term r^2 (r <= |v| + |box|) may come out
-        # low by about 2^-21 r^2 (float64 distances: a few ulps of their largest term)
+        # low by about 2^-21 r^2 and their float32 sum by 2^-22 of it, together under 1e-6 of
+        # ``spread`` (float64 distances: a few ulps of their largest term)
         spread = float(((np.abs(v) + self.box_abs) ** 2).sum())
         margin = TIE_TOL + 1e-12 * (1.0 + self.sq_max + c + abs(m)) + 1e-6 * spread
         pool = self._members(np.flatnonzero(upper >= m - margin))
@@ -781,7 +795,7 @@ class _WorkingSet:
         i = first_max(d)
         return int(self.rows[i]), float(d[i])
 
-    _FIRST = 32
+    _FIRST = 128
 
     def _farthest_among(
         self, centre: _Centre, cand: np.ndarray, neg: np.ndarray, delta: float
@@ -928,15 +942,17 @@ def nearest_in(pool: np.ndarray, dp: np.ndarray, k: int) -> np.ndarray:
     dropped)."""
     if k <= 0:
         return np.zeros(0, dtype=np.int64)
-    keep = dp < np.inf
+    kth = np.partition(dp, k - 1)[k - 1] if len(dp) > k else np.inf
+    # NaN and +inf sort after every finite entry, so a finite k-th smallest is the one among
+    # the finite entries, and the comparison with it (every entry that may tie) drops NaN and
+    # +inf too; with at most k finite entries, all of them
+    keep = dp <= kth + TIE_TOL if kth < np.inf else dp < np.inf
     if not keep.all():
-        pool, dp = pool[keep], dp[keep]
-    if len(pool) > k:
-        keep = dp <= np.partition(dp, k - 1)[k - 1] + TIE_TOL  # every entry that may tie
         pool, dp = pool[keep], dp[keep]
     o = np.lexsort((pool, dp))  # (distance, position)
     idx = pool[o]
-    near = np.diff(dp[o]) <= TIE_TOL
+    dp = dp[o]
+    near = dp[1:] - dp[:-1] <= TIE_TOL
     if not near.any():
         return idx[:k]
     tie_block = np.concatenate([[0], np.cumsum(~near)])
@@ -961,8 +977,9 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
             for s in sets:
                 s.maybe_compact()
             si, seed = _farthest(sets, space)
-            # both sets' passes at once (the seed counts in its own set)
-            scans = [s.seek(seed, need[sj]) for sj, s in enumerate(sets)]
+            # both sets' passes at once (the seed counts in its own set), one query for both
+            query = sets[si].query_of(seed)
+            scans = [s.seek(seed, need[sj], query=query) for sj, s in enumerate(sets)]
             threads.run(
                 scans[0].tasks + scans[1].tasks, sum(len(sc.d) * (not sc.nominal) for sc in scans)
             )

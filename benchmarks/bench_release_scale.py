@@ -1,0 +1,261 @@
+"""Releases end to end at scale: ``privfair run`` (ingest -> protect -> validate -> cost of
+protection -> report -> publish) then ``privfair export``, on Adult-like tables of 1M (or more)
+rows, blocked Fair-MDAV and dMondrian, through the local process pool and Spark ``local[2]``,
+with the previous code measured in the same run.
+
+Usage (from the repository root; the Adult files in ``PRIVFAIR_DATA_DIR``)::
+
+    PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/bench_release_scale.py
+    PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/bench_release_scale.py \\
+        --sizes 1000000 --engines local --baseline 8d24a4c
+
+What runs
+---------
+- Tables and specs: ``benchmarks/adult_like.py`` (Adult's rows drawn with replacement, seed 0,
+  numeric QIs jittered) with the roles and guarantees of the shipped ``adult_fair_mdav``
+  (``block_rows`` 50,000, C11 replayed on 2,000 sampled fairlets) and ``adult_dmondrian``
+  (``block_rows`` 50,000).
+- Each release is one ``python -m pipelines.cli run SPEC --engine E --progress`` in a fresh
+  interpreter, on a fresh store, from a copy of the code under test (``git archive`` of
+  ``--baseline`` for the previous code; the working tree for the current one; both on this
+  environment's packages), then ``python -m pipelines.cli export``. Wall clock of each, the
+  phases ``privfair run`` reports on stderr, and the peak of the summed RSS of the process tree
+  (the driver, pool workers, Spark's JVM and its Python workers) sampled every 0.2 s, with the
+  driver's own peak (``VmHWM``-like: the largest RSS of the top process) apart.
+- A release counts only if every guarantee holds and every schema check passes (the run's
+  ``guarantees: a/b hold; schema checks: c/d pass`` line); the script fails otherwise.
+
+The report goes to stdout and to ``benchmarks/results_release_scale.md`` (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CODE = ("components", "pipelines", "schemas", "dags")
+PHASES = ("ingest", "protect", "validate", "cost of protection", "report", "publish")
+_PHASE = re.compile(
+    r"✓ (ingest|protect|validate|cost of protection|report|publish)\b[^0-9]*"
+    r"(?:(\d+) min )?([\d.]+) s"
+)
+_HOLD = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: (\d+)/(\d+) pass")
+
+
+def export_code(rev: str, dest: Path) -> str:
+    """The project's code at ``rev`` under ``dest``; return the commit."""
+    commit = subprocess.run(
+        ["git", "rev-parse", rev], cwd=ROOT, check=True, capture_output=True, text=True
+    ).stdout.strip()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit, *CODE],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return commit
+
+
+def tracked(cmd: list[str], cwd: Path, env: dict) -> dict:
+    """Run ``cmd``; wall clock, stdout, stderr and the peak RSS of its process tree."""
+    import psutil
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peak, driver = [0], [0]
+
+    def sample() -> None:
+        parent = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                tree = [parent, *parent.children(recursive=True)]
+                total = 0
+                for p in tree:
+                    with contextlib.suppress(psutil.Error):
+                        total += p.memory_info().rss
+                peak[0] = max(peak[0], total)
+                driver[0] = max(driver[0], parent.memory_info().rss)
+            time.sleep(0.2)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    out, err = proc.communicate()
+    t.join()
+    return {
+        "rc": proc.returncode,
+        "wall_s": time.perf_counter() - start,
+        "peak_gb": peak[0] / 2**30,
+        "driver_gb": driver[0] / 2**30,
+        "stdout": out,
+        "stderr": err,
+    }
+
+
+def phases(stderr: str) -> dict[str, float]:
+    """The seconds of each top-level phase ``privfair run --progress`` reported."""
+    got: dict[str, float] = {}
+    for line in stderr.replace("\r", "\n").splitlines():
+        m = _PHASE.search(line)
+        if m and line.startswith(("  ✓", "    ✓")) and m.group(1) not in got:
+            got[m.group(1)] = 60 * int(m.group(2) or 0) + float(m.group(3))
+    return got
+
+
+def release(code: Path, spec: Path, engine: str, work: Path) -> dict:
+    """One ``privfair run`` and ``privfair export`` of ``spec`` with the code under ``code``."""
+    env = dict(os.environ, PYTHONPATH=str(code), PRIVFAIR_PROGRESS="1")
+    store = work / "store"
+    cmd = [sys.executable, "-m", "pipelines.cli", "run", str(spec), "--store", str(store)]
+    cmd += ["--progress"]
+    if engine == "spark":
+        cmd += ["--engine", "spark", "--master", "local[2]"]
+    else:
+        cmd += ["--engine", "local", "--workers", "2"]
+    run = tracked(cmd, code, env)
+    if run["rc"] != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
+    held = _HOLD.search(run["stdout"])
+    if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
+        raise SystemExit(f"{spec.name} on {engine}: not every check passed:\n{run['stdout']}")
+    version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M)
+    folder = store / spec.stem / (version.group(1) if version else "latest")
+    exp = tracked(
+        [sys.executable, "-m", "pipelines.cli", "export", str(folder), str(work / "export")],
+        code,
+        env,
+    )
+    if exp["rc"] != 0:
+        raise SystemExit(f"export of {folder} failed:\n{exp['stderr'][-2000:]}")
+    return {
+        "wall_s": run["wall_s"],
+        "export_s": exp["wall_s"],
+        "peak_gb": run["peak_gb"],
+        "driver_gb": run["driver_gb"],
+        "phases": phases(run["stderr"]),
+        "checks": held.group(0),
+    }
+
+
+def make_spec(algorithm: str, rows: int, out: Path) -> Path:
+    spec = {"fair_mdav": "adult_fair_mdav", "dmondrian": "adult_dmondrian"}[algorithm]
+    sets = ["--set", "block_rows=50000"]
+    if algorithm == "fair_mdav":
+        sets += ["--set", "trace_sample=2000"]
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "adult_like.py"), "--rows", str(rows)]
+        + ["--spec", spec, *sets, "--out", str(out)],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+    )
+    return next(out.glob(f"{spec}_*.yaml"))
+
+
+def _rows(n: int) -> str:
+    return f"{n // 1_000_000}M" if n % 1_000_000 == 0 else f"{n // 1000}k"
+
+
+def report(results: list[dict], args, commits: dict[str, str]) -> str:
+    load = os.getloadavg()
+    lines = [
+        "# Releases end to end at scale: the current code against the previous code",
+        "",
+        f"Recorded {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC on {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}; load average at the end "
+        f"{load[0]:.2f}.",
+        "",
+        "Command: `PRIVFAIR_DATA_DIR=../shared/data uv run python "
+        + " ".join(["benchmarks/bench_release_scale.py", *args.argv])
+        + "`",
+        "",
+        "Code: " + "; ".join(f"{k} = `{v[:12]}`" for k, v in commits.items()) + ".",
+        "",
+        "| algorithm | rows | engine | code | run s | "
+        + " | ".join(PHASES)
+        + " | export s | peak RSS tree GB | driver peak GB | checks |",
+        "|---" * (9 + len(PHASES)) + "|",
+    ]
+    for r in results:
+        ph = r["phases"]
+        lines.append(
+            f"| {r['algorithm']} | {_rows(r['rows'])} | {r['engine']} | {r['code']} | "
+            f"{r['wall_s']:.1f} | "
+            + " | ".join(f"{ph[p]:.1f}" if p in ph else "" for p in PHASES)
+            + f" | {r['export_s']:.1f} | {r['peak_gb']:.2f} | {r['driver_gb']:.2f} | "
+            f"{r['checks']} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", default="1000000", help="comma-separated row counts")
+    ap.add_argument("--algorithms", default="fair_mdav,dmondrian")
+    ap.add_argument("--engines", default="local,spark", help="local (2 workers), spark")
+    ap.add_argument(
+        "--baseline",
+        default="8d24a4c",
+        help="git ref of the previous code, measured on the local engine ('' for none)",
+    )
+    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_release_scale.md"))
+    args = ap.parse_args(argv)
+    args.argv = list(argv if argv is not None else sys.argv[1:])
+    if not os.environ.get("PRIVFAIR_DATA_DIR"):
+        raise SystemExit("PRIVFAIR_DATA_DIR: set it to the folder holding the Adult files")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="privfair-release-scale-") as tmp:
+        base = Path(tmp)
+        codes = {"current": ROOT}
+        commits = {
+            "current": subprocess.run(
+                ["git", "describe", "--always", "--dirty"],
+                cwd=ROOT,
+                capture_output=True,
+                text=True,
+            ).stdout.strip()
+        }
+        if args.baseline:
+            codes["previous"] = base / "previous"
+            commits["previous"] = export_code(args.baseline, codes["previous"])
+        for rows in (int(x) for x in args.sizes.split(",")):
+            for algorithm in args.algorithms.split(","):
+                data = base / f"data-{algorithm}-{rows}"
+                spec = make_spec(algorithm, rows, data)
+                plan = [(e, "current") for e in args.engines.split(",")]
+                if args.baseline:
+                    plan.append(("local", "previous"))
+                for engine, code in plan:
+                    work = base / f"work-{algorithm}-{rows}-{engine}-{code}"
+                    work.mkdir()
+                    got = release(codes[code], spec, engine, work)
+                    got |= {"algorithm": algorithm, "rows": rows, "engine": engine, "code": code}
+                    print(json.dumps(got), flush=True)
+                    results.append(got)
+                    shutil.rmtree(work, ignore_errors=True)
+    text = report(results, args, commits)
+    print(text)
+    Path(args.out).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

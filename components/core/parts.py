@@ -1,0 +1,178 @@
+"""Evidence in parts: the by-group guarantees of a large release checked where its rows are.
+
+A row-level release whose groups (fairlets, MDAV groups) each lie in one block of its input can
+be audited block by block: every guarantee whose rule is per group or per row
+(``KindCheck.by_group``) holds on the release iff it holds on every part. A family that can cut
+its evidence so (``Algorithm.evidence_parts``) returns ``EvidenceParts``:
+
+- ``rows``: one Arrow table holding, for each part (``__part``), the part's input rows
+  (``__side`` 0, columns ``i.<name>``, ``__row`` = input position), and its published rows with
+  their lineage (``__side`` 1, ``o.<name>`` and ``l.<name>``, ``__pos`` = published position);
+  built by ``pack`` from the input, the published table, the lineage and a part per input row;
+- ``build``: ``fn(input_part, outputs, sidecars, params, row_ids) -> {frame: DataFrame}``, the
+  family's evidence of one part (``row_ids``: the part's input positions in the whole table),
+  built exactly as the whole table's would be, restricted to the part's rows;
+- ``whole``: the builder of the evidence the other guarantees read (the algorithm's
+  ``evidence`` signature), which may leave out what only by-group guarantees read.
+
+The validator sends ``rows`` to the engine keyed on ``__part`` (``Engine.map_blocks``: a local
+process pool or Spark's workers). ``check_part`` runs there: it unpacks the part, builds its
+frames and runs each by-group guarantee's ordinary checker, and returns one small row per part
+and guarantee (``RESULTS``: the ``CheckResult`` as JSON, or the checker's error). Those rows are
+the evidence Great Expectations validates; ``components.core.checks.compose_parts`` gives the
+verdict.
+
+>>> import numpy as np, pyarrow as pa
+>>> inp = pa.table({"x": [1, 2, 3]})
+>>> out = pa.table({"x": [1.5, 1.5]})
+>>> lin = pa.table({"row_id": [1, 0]})
+>>> t = pack(inp, out, lin, np.array([0, 0, 1]))
+>>> t.filter(pa.compute.equal(t["__side"], 1)).select(["__part", "__row", "o.x"]).to_pydict()
+{'__part': [0, 0], '__row': [1, 0], 'o.x': [1.5, 1.5]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+__all__ = ["EvidenceParts", "RESULTS", "pack", "unpack", "check_part"]
+
+PART, SIDE, ROW, POS = "__part", "__side", "__row", "__pos"
+
+#: What each part sends back: per guarantee (its JSON), the part's retained input rows, and
+#: the checker's result (``CheckResult.to_dict`` as JSON) or the error it raised.
+RESULTS = pa.schema(
+    [
+        (PART, pa.int64()),
+        ("__guarantee", pa.string()),
+        ("__retained", pa.int64()),
+        ("__result", pa.string()),
+        ("__raised", pa.string()),
+    ]
+)
+
+
+@dataclass(frozen=True)
+class EvidenceParts:
+    """A release's evidence cut into parts that keep every group whole (module docstring)."""
+
+    rows: pa.Table
+    build: Callable
+    n_parts: int
+    whole: Callable
+
+
+def pack(
+    input_table: pa.Table, published: pa.Table, lineage: pa.Table, part_of_row: np.ndarray
+) -> pa.Table:
+    """The table of ``EvidenceParts.rows``: input rows, then published rows with their lineage,
+    each tagged with the part of its input row (``part_of_row``, one per input row).
+
+    Raises ``ValueError`` if the lineage does not map each published row to an input row."""
+    n_in = input_table.num_rows
+    row_id = lineage.column("row_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(row_id) != published.num_rows or (
+        len(row_id) and (row_id.min() < 0 or row_id.max() >= n_in)
+    ):
+        raise ValueError("the lineage does not map each published row to an input row")
+    ins = {f"i.{c}": input_table.column(c) for c in input_table.column_names}
+    ins |= {
+        PART: pa.array(part_of_row, pa.int64()),
+        SIDE: pa.array(np.zeros(n_in, dtype=np.int8)),
+        ROW: pa.array(np.arange(n_in, dtype=np.int64)),
+    }
+    outs = {f"o.{c}": published.column(c) for c in published.column_names}
+    outs |= {f"l.{c}": lineage.column(c) for c in lineage.column_names}
+    outs |= {
+        PART: pa.array(part_of_row[row_id], pa.int64()),
+        SIDE: pa.array(np.ones(len(row_id), dtype=np.int8)),
+        ROW: pa.array(row_id),
+        POS: pa.array(np.arange(len(row_id), dtype=np.int64)),
+    }
+    return pa.concat_tables([pa.table(ins), pa.table(outs)], promote_options="default")
+
+
+def _restore(rows: pa.Table, prefix: str, schema: pa.Schema) -> pa.Table:
+    """The columns ``prefix<name>`` of ``rows`` as a table of ``schema`` (metadata included:
+    Spark drops it on the way)."""
+    return pa.Table.from_arrays(
+        [rows.column(prefix + f.name).cast(f.type) for f in schema], schema=schema
+    )
+
+
+def unpack(
+    rows: pa.Table, in_schema: pa.Schema, out_schema: pa.Schema, lin_schema: pa.Schema
+) -> tuple[pa.Table, pa.Table, pa.Table, np.ndarray]:
+    """(input, published, lineage, row ids) of one part: input rows in input order, published
+    rows in published order, lineage ``row_id`` renumbered to positions in the part's input;
+    ``row ids``: the part's input positions in the whole table."""
+    side = rows.column(SIDE)
+    inp = rows.filter(pc.equal(side, 0)).sort_by(ROW)
+    pub = rows.filter(pc.equal(side, 1)).sort_by(POS)
+    row_ids = inp.column(ROW).to_numpy()
+    lineage = _restore(pub, "l.", lin_schema)
+    local = np.searchsorted(row_ids, pub.column(ROW).to_numpy())
+    at = lin_schema.get_field_index("row_id")
+    lineage = lineage.set_column(
+        at, lin_schema.field(at), pa.array(local).cast(lin_schema.field(at).type)
+    )
+    return _restore(inp, "i.", in_schema), _restore(pub, "o.", out_schema), lineage, row_ids
+
+
+def check_part(
+    rows: pa.Table,
+    build: Callable,
+    in_schema: pa.Schema,
+    out_schema: pa.Schema,
+    lin_schema: pa.Schema,
+    params,
+    guarantees: list[str],
+) -> pa.Table:
+    """Check the by-group ``guarantees`` (their JSON) on one part (runs on an engine's worker):
+    one ``RESULTS`` row per guarantee."""
+    from components.core.checks import CheckResult, check_guarantee, describe_error
+    from components.core.registry import families
+    from schemas.contracts import parse_guarantee
+    from schemas.errors import InputError
+
+    families()  # every kind registered before parsing
+    part = int(rows.column(PART)[0].as_py())
+    inp, pub, lineage, row_ids = unpack(rows, in_schema, out_schema, lin_schema)
+    retained = len(np.unique(lineage.column("row_id").to_numpy()))
+    try:
+        frames = build(inp, {"data": pub}, {"lineage": lineage}, params, row_ids)
+    except InputError as e:  # the files do not fit together: every guarantee fails, as whole
+        frames, unfit = {}, str(e)
+    else:
+        unfit = None
+    out: dict[str, list] = {f.name: [] for f in RESULTS}
+    for text in guarantees:
+        g = parse_guarantee(json.loads(text))
+        result, raised = None, None
+        try:
+            checked = (
+                CheckResult.failed(g, f"evidence could not be built: {unfit}")
+                if unfit is not None
+                else check_guarantee(g, frames)
+            )
+            result = json.dumps(checked.to_dict(), default=_plain)
+        except Exception as e:  # no verdict: the validator raises CheckerError
+            raised = describe_error(e)
+        for k, v in zip(RESULTS.names, (part, text, retained, result, raised), strict=True):
+            out[k].append(v)
+    return pa.table(out, schema=RESULTS)
+
+
+def _plain(o):
+    """JSON of numpy scalars and arrays in a check result."""
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    return str(o)
