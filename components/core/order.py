@@ -65,6 +65,12 @@ def _dense_rank(keys: list[pa.Array]) -> np.ndarray:
     n = len(keys[0])
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    if len(keys) == 1:
+        # one key: sort its distinct values only (list elements repeat a small domain)
+        values = pc.unique(keys[0]).drop_null()
+        values = values.take(pc.sort_indices(values))
+        rank = pc.index_in(keys[0], value_set=values).fill_null(len(values))
+        return rank.to_numpy(zero_copy_only=False).astype(np.int64)
     order = _sort(keys)
     new = np.zeros(n, dtype=bool)
     new[0] = True

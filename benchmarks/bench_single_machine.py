@@ -1,0 +1,420 @@
+"""Single-machine targets on UCI Adult, the working tree against a baseline commit, one run.
+
+Usage (from the repository root; the raw files must be in ``PRIVFAIR_DATA_DIR`` or
+``--data-dir``)::
+
+    PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/bench_single_machine.py
+    PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/bench_single_machine.py --baseline main
+
+What runs
+---------
+Two trees: *baseline*, the commit ``--baseline`` (default ``BASELINE_REF``, the ``main`` this
+script was first added on top of), exported whole with ``git archive`` into a temporary
+directory (as ``bench_microaggregation_speed.py`` exports its old package; the repository's
+worktrees and index are left alone), and *new*, the working tree. Both run with this
+environment's interpreter and packages; every measurement is a fresh interpreter whose
+``PYTHONPATH`` and working directory are the tree under test.
+
+- Fair-MDAV and MDAV, k = 10, on Adult (48,842 rows, ``bench_microaggregation.build_data``):
+  wall clock of one component call.
+- dSabre and dMondrian on Adult as the shipped specs ingest it, at every t of the grid of
+  ``bench_generalisation.py`` (tau(R) to max(p-, 1 - p-), step 0.05), the count-query workload
+  off: wall clock of the component call at each t (one interpreter runs the grid once); the
+  table reports the slowest t.
+- ``privfair run`` of ``pipelines/specs/adult_fair_mdav.yaml`` and ``adult_dmondrian.yaml``
+  into a fresh store in a temporary directory: wall clock of the whole process (interpreter
+  start to exit, as a shell sees it without ``uv run``) minus the component call it makes
+  (the first call of an algorithm in the process, timed inside it); the call and the wall are
+  reported too.
+- ``--repeats`` rounds (default 3); in every round each measurement runs for both trees, the
+  order alternating between rounds; best of the rounds. The 1-minute load average is read at
+  the start of every measurement and reported.
+- Every component call's outputs are digested (SHA-256 of the Arrow IPC stream of each output
+  and sidecar, and of the metrics without timings); the script says whether baseline and new
+  agree at every t.
+
+Bytecode: a child runs with ``PYTHONDONTWRITEBYTECODE`` unset and each tree is byte-compiled
+before the rounds (plus one unmeasured import of the heavy packages), so that no measurement
+pays for compiling modules an installed package would have cached.
+
+The targets: each component call <= 1 s; ``privfair run`` <= 2 s beyond the component call.
+The report goes to stdout and to ``benchmarks/results_single_machine.md`` (``--out``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import compileall
+import datetime as dt
+import hashlib
+import io
+import json
+import os
+import platform
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+#: ``main`` when this script was first added: the previous code, measured in the same run
+BASELINE_REF = "5bc668f4b73f44bb78e0cb139e55b8c5f7589f5f"
+K = 10
+CALL_TARGET_S = 1.0
+OVERHEAD_TARGET_S = 2.0
+SPECS = {"adult_fair_mdav": "Fair-MDAV", "adult_dmondrian": "dMondrian"}
+COMPONENTS = {"fair_mdav": "Fair-MDAV", "mdav": "MDAV"}
+GRIDS = {"dsabre": "dSabre", "dmondrian": "dMondrian"}
+TREES = ("baseline", "new")
+WARM_IMPORTS = (
+    "import pipelines.cli, pipelines.flow, pipelines.evaluate, pipelines.report, "
+    "great_expectations, sklearn.linear_model, scipy.spatial"
+)
+
+
+# --- children: one measurement each, in the tree under test --------------------------------------
+
+
+def _digest_result(result) -> str:
+    """SHA-256 of a ``ComponentResult``'s outputs, sidecars and metrics (timings left out)."""
+    import pyarrow as pa
+
+    h = hashlib.sha256()
+    for group in (result.outputs, result.sidecars):
+        for name in sorted(group):
+            sink = io.BytesIO()
+            with pa.ipc.new_stream(sink, group[name].schema) as writer:
+                writer.write_table(group[name])
+            h.update(name.encode() + sink.getvalue())
+    h.update(json.dumps(result.metrics, sort_keys=True, default=str).encode())
+    return h.hexdigest()
+
+
+def _child_component(task: dict) -> dict:
+    """One Fair-MDAV or MDAV call on Adult, k = 10."""
+    from bench_microaggregation import build_data
+
+    table = build_data("adult", task["data_dir"])
+    if task["algo"] == "fair_mdav":
+        from components.microaggregation.fair_mdav import fair_mdav as call
+        from components.microaggregation.params import FairMDAVParams as P
+    else:
+        from components.microaggregation.mdav import mdav as call
+        from components.microaggregation.params import MDAVParams as P
+    start = time.perf_counter()
+    result = call(table, P(k=K))
+    seconds = time.perf_counter() - start
+    return {"seconds": seconds, "digest": _digest_result(result)}
+
+
+def _child_grid(task: dict) -> dict:
+    """dSabre or dMondrian on Adult (as the specs ingest it) at every t of the grid, once."""
+    from bench_generalisation import grid, load
+
+    from components.generalisation.inputs import prepare
+    from components.generalisation.measures import t_max
+
+    if task["algo"] == "dsabre":
+        from components.generalisation.dsabre import dsabre as call
+        from components.generalisation.params import DSabreParams as P
+    else:
+        from components.generalisation.dmondrian import dmondrian as call
+        from components.generalisation.params import DMondrianParams as P
+    table = load("adult")
+    prep = prepare(table, None)
+    out: dict = {"t": {}}
+    for t in grid(prep.tau_r, t_max(prep.p_minus), 0.05):
+        start = time.perf_counter()
+        result = call(table, P(t=t, utility_queries=0))
+        out["t"][str(t)] = {
+            "seconds": time.perf_counter() - start,
+            "digest": _digest_result(result),
+            "classes": int(result.metrics["classes"]),
+        }
+    return out
+
+
+def _child_run(task: dict) -> dict:
+    """``privfair run SPEC`` into ``task['store']``, the first algorithm call timed."""
+    from components.core import descriptor
+
+    calls: list[float] = []
+    inner = descriptor.Algorithm.__call__
+
+    def timed(self, *args, **kwargs):
+        start = time.perf_counter()
+        try:
+            return inner(self, *args, **kwargs)
+        finally:
+            calls.append(time.perf_counter() - start)
+
+    descriptor.Algorithm.__call__ = timed
+    from pipelines.cli import main
+
+    spec = str(Path("pipelines/specs") / f"{task['spec']}.yaml")
+    code = main(["run", spec, "--store", task["store"]])
+    if code not in (0, None):
+        raise SystemExit(f"privfair run {spec} exited {code}")
+    return {"component_s": calls[0], "calls": len(calls)}
+
+
+def child_main(task: dict) -> dict:
+    """Measure ``task`` in the tree that is the working directory (its modules first)."""
+    load = os.getloadavg()[0]
+    tree = Path.cwd().resolve()
+    sys.path[:0] = [str(tree), str(tree / "benchmarks")]
+    import components
+
+    where = Path(components.__file__).resolve()
+    assert where.is_relative_to(tree), f"components imported from {where}, not {tree}"
+    kind = task["kind"]
+    if kind == "component":
+        out = _child_component(task)
+    elif kind == "grid":
+        out = _child_grid(task)
+    else:
+        out = _child_run(task)
+    out["load"] = load
+    return out
+
+
+# --- parent ----------------------------------------------------------------------------------------
+
+
+def export_tree(ref: str, dest: Path) -> str:
+    """The whole tree of ``ref`` under ``dest`` (``git archive``); its commit."""
+    commit = subprocess.run(
+        ["git", "rev-parse", "--verify", f"{ref}^{{commit}}"],
+        cwd=ROOT,
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", commit], cwd=ROOT, check=True, capture_output=True
+    ).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(dest, filter="data")
+    return commit
+
+
+def _env(tree: Path, data_dir: str | None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "benchmarks")])
+    if data_dir:
+        env["PRIVFAIR_DATA_DIR"] = data_dir
+    return env
+
+
+def warm(tree: Path, data_dir: str | None) -> None:
+    """Byte-compile ``tree`` and import the heavy packages once (not measured)."""
+    for part in ("components", "pipelines", "schemas", "benchmarks"):
+        compileall.compile_dir(str(tree / part), quiet=1)
+    subprocess.run(
+        [sys.executable, "-c", WARM_IMPORTS], cwd=tree, env=_env(tree, data_dir), check=True
+    )
+
+
+def run_child(tree: Path, task: dict, data_dir: str | None) -> dict:
+    """One measurement in a fresh interpreter in ``tree``; a run's wall clock is the parent's."""
+    with tempfile.TemporaryDirectory(prefix="pf_bench_") as tmp:
+        out = Path(tmp) / "out.json"
+        if task["kind"] == "run":
+            task = dict(task, store=str(Path(tmp) / "store"))
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(task)]
+        cmd += ["--child-out", str(out)]
+        start = time.perf_counter()
+        subprocess.run(
+            cmd, check=True, cwd=tree, env=_env(tree, data_dir), stdout=subprocess.DEVNULL
+        )
+        wall = time.perf_counter() - start
+        res = json.loads(out.read_text())
+    if task["kind"] == "run":
+        res["wall_s"] = wall
+        res["seconds"] = wall - res["component_s"]  # the overhead
+    return res
+
+
+def machine() -> dict[str, str]:
+    import numpy as np
+    import pyarrow as pa
+
+    cpu = "unknown"
+    for line in Path("/proc/cpuinfo").read_text().splitlines():
+        if line.startswith("model name"):
+            cpu = line.split(":", 1)[1].strip()
+            break
+    return {
+        "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+        "cpus": str(len(os.sched_getaffinity(0))),
+        "cpu": cpu,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "pyarrow": pa.__version__,
+    }
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    return out + ["| " + " | ".join(r) + " |" for r in rows]
+
+
+def measurements() -> list[tuple[str, dict]]:
+    """(key, task) of every measurement, in the order they run."""
+    out = [(f"component/{a}", {"kind": "component", "algo": a}) for a in COMPONENTS]
+    out += [(f"grid/{a}", {"kind": "grid", "algo": a}) for a in GRIDS]
+    out += [(f"run/{s}", {"kind": "run", "spec": s}) for s in SPECS]
+    return out
+
+
+def best_of(runs: list[dict], key: str) -> dict:
+    """Per key: the best (lowest) seconds over the rounds; a grid: per t, then its slowest t."""
+    if key.startswith("grid/"):
+        per_t = {t: min(r["t"][t]["seconds"] for r in runs) for t in runs[0]["t"]}
+        worst = max(per_t, key=per_t.get)
+        return {"seconds": per_t[worst], "t": worst, "per_t": per_t}
+    best = min(runs, key=lambda r: r["seconds"])
+    return dict(best)
+
+
+def same_outputs(runs: dict, key: str) -> str:
+    """Whether every run of both trees gave the same digests ("-" for a ``privfair run``)."""
+    if key.startswith("run/"):
+        return "-"
+    if key.startswith("grid/"):
+        digests = {
+            json.dumps({t: v["digest"] for t, v in r["t"].items()}, sort_keys=True)
+            for tree in TREES
+            for r in runs[tree]
+        }
+    else:
+        digests = {r["digest"] for tree in TREES for r in runs[tree]}
+    return "yes" if len(digests) == 1 else "NO"
+
+
+def label(key: str) -> str:
+    kind, name = key.split("/")
+    if kind == "component":
+        return f"{COMPONENTS[name]} Adult k={K}, component call"
+    if kind == "grid":
+        return f"{GRIDS[name]} Adult, slowest t of the grid, component call"
+    return f"`privfair run {name}.yaml`: wall minus the component call"
+
+
+def report(results: dict, info: dict, args, commit: str, loads: list[float]) -> str:
+    lines = [
+        "# Single-machine targets on Adult: baseline against the working tree",
+        "",
+        f"- Command: `PRIVFAIR_DATA_DIR=../shared/data uv run python "
+        f"benchmarks/bench_single_machine.py"
+        f"{f' --baseline {args.baseline}' if args.baseline != BASELINE_REF else ''}"
+        f"{f' --repeats {args.repeats}' if args.repeats != 3 else ''}`",
+        f"- Baseline: {commit[:12]} (`git archive` of the whole tree); new: the working tree",
+        f"- Date {info['date']}; {info['cpus']} cores ({info['cpu']}); Python {info['python']}, "
+        f"numpy {info['numpy']}, pyarrow {info['pyarrow']}",
+        f"- 1-minute load average at the start of the measurements: {min(loads):.2f} to "
+        f"{max(loads):.2f}",
+        f"- Best of {args.repeats} rounds, each measurement a fresh interpreter; the trees "
+        "measured in turn in every round",
+        "",
+        "| Measurement | Target | Baseline (s) | New (s) | Target (new) | Same outputs |",
+        "|---|---|---|---|---|---|",
+    ]
+    for key, runs in results.items():
+        b, n = best_of(runs["baseline"], key), best_of(runs["new"], key)
+        target = OVERHEAD_TARGET_S if key.startswith("run/") else CALL_TARGET_S
+        cells = []
+        for x in (b, n):
+            text = f"{x['seconds']:.2f}"
+            if key.startswith("grid/"):
+                text += f" (t = {x['t']})"
+            if key.startswith("run/"):
+                text += f" (wall {x['wall_s']:.1f}, call {x['component_s']:.2f})"
+            cells.append(text)
+        met = "met" if n["seconds"] <= target else "NOT met"
+        lines.append(
+            f"| {label(key)} | <= {target:g} s | {cells[0]} | {cells[1]} | {met} | "
+            f"{same_outputs(runs, key)} |"
+        )
+    lines += ["", "## Every t of the grids (best of the rounds, seconds)", ""]
+    for key, runs in results.items():
+        if not key.startswith("grid/"):
+            continue
+        b, n = best_of(runs["baseline"], key), best_of(runs["new"], key)
+        classes = runs["new"][0]["t"]
+        rows = [
+            [t, f"{classes[t]['classes']:,}", f"{b['per_t'][t]:.2f}", f"{n['per_t'][t]:.2f}"]
+            for t in n["per_t"]
+        ]
+        lines += [f"**{label(key).split(',')[0]}**", ""]
+        lines += _table(["t", "classes", "baseline", "new"], rows) + [""]
+    lines += ["## All runs (seconds, load at the start)", ""]
+    rows = []
+    for key, runs in results.items():
+        for tree in TREES:
+            vals = []
+            for r in runs[tree]:
+                s = max(v["seconds"] for v in r["t"].values()) if "t" in r else r["seconds"]
+                vals.append(f"{s:.2f} ({r['load']:.1f})")
+            rows.append([label(key), tree, ", ".join(vals)])
+    lines += _table(["Measurement", "Tree", "Runs"], rows)
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--baseline", default=BASELINE_REF, help="git ref of the previous code")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--out", default=str(HERE / "results_single_machine.md"))
+    parser.add_argument("--json", default=None, help="also write the raw measurements here")
+    parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        Path(args.child_out).write_text(json.dumps(child_main(json.loads(args.child))))
+        return
+    data_dir = args.data_dir or os.environ.get("PRIVFAIR_DATA_DIR")
+    if data_dir:
+        data_dir = str(Path(data_dir).resolve())
+    info = machine()
+    results: dict = {key: {t: [] for t in TREES} for key, _ in measurements()}
+    loads: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="pf_baseline_") as tmp:
+        commit = export_tree(args.baseline, Path(tmp))
+        trees = {"baseline": Path(tmp), "new": ROOT}
+        for tree in TREES:
+            warm(trees[tree], data_dir)
+        for r in range(args.repeats):
+            for key, task in measurements():
+                order = TREES if r % 2 == 0 else TREES[::-1]
+                for tree in order:
+                    res = run_child(trees[tree], dict(task, data_dir=data_dir), data_dir)
+                    results[key][tree].append(res)
+                    loads.append(res["load"])
+                    if "t" in res:
+                        worst = max(res["t"].items(), key=lambda kv: kv[1]["seconds"])
+                        shown = f"slowest t = {worst[0]}: {worst[1]['seconds']:.2f} s"
+                    elif key.startswith("run/"):
+                        shown = (
+                            f"overhead {res['seconds']:.2f} s (wall {res['wall_s']:.2f}, "
+                            f"call {res['component_s']:.2f})"
+                        )
+                    else:
+                        shown = f"{res['seconds']:.2f} s"
+                    print(
+                        f"round {r + 1}: {key:24s} {tree:8s}: {shown}, load {res['load']:.2f}",
+                        flush=True,
+                    )
+    text = report(results, info, args, commit, loads)
+    Path(args.out).write_text(text)
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=1))
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
