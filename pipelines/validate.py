@@ -250,9 +250,13 @@ def validate_release(
     evidence_error = None
     parts = _parts(algo, params, input_table, outputs, sidecars, checked) if in_parts else None
     by_part = frozenset(parts[1]) if parts else frozenset()
+    build = parts[0].whole if parts else resolve(algo.evidence)
+    in_parts_frame = None
+    if parts:
+        in_parts_frame = _check_parts(algo, params, input_table, outputs, sidecars, *parts, checked)
+        parts = None  # the packed rows go before the whole table's evidence is built
     try:
         with progress.phase("evidence"):
-            build = parts[0].whole if parts else resolve(algo.evidence)
             frames = build(input_table, outputs, sidecars, params)
     except InputError as e:  # the files do not fit together: every guarantee fails
         evidence_error = str(e)
@@ -261,10 +265,9 @@ def validate_release(
             f"the evidence of '{algo.name}' could not be built, so the release cannot be "
             f"validated: {describe_error(e)}"
         ) from e
-    if parts:
-        frames[E.PARTS] = _check_parts(
-            algo, params, input_table, outputs, sidecars, *parts, checked
-        )
+    if in_parts_frame is not None and evidence_error is None:
+        frames[E.PARTS] = in_parts_frame
+    del in_parts_frame
 
     published = next(iter(outputs.values()))
     with progress.phase("expectation suites compiled"):

@@ -28,8 +28,10 @@ component's output (its block size, say) is one of its parameters.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import contextvars
+import itertools
 import os
 import re
 import shutil
@@ -107,6 +109,19 @@ def split_by_key(table: pa.Table, key: str, compact: bool = False) -> list[tuple
     ]
 
 
+def _compact_blocks(table: pa.Table, key: str) -> Iterator[pa.Table]:
+    """The blocks of ``split_by_key(table, key, compact=True)``, taken one at a time."""
+    if table.num_rows == 0:
+        return
+    order = pc.sort_indices(table, sort_keys=[(key, "ascending")])
+    keys = table.column(key).take(order).to_numpy()
+    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    del keys
+    bounds = np.concatenate([[0], cuts, [table.num_rows]])
+    for s, e in itertools.pairwise(bounds):
+        yield table.take(order.slice(int(s), int(e - s)))
+
+
 def _concat(parts: list[pa.Table], schema: pa.Schema) -> pa.Table:
     return pa.concat_tables([p.cast(schema) for p in parts]) if parts else schema.empty_table()
 
@@ -145,17 +160,26 @@ class LocalEngine(Engine):
 
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
         self.calls += 1
-        pooled = self.workers > 1 and len(pc.unique(table.column(key))) > 1
-        blocks = [t for _, t in split_by_key(table, key, compact=pooled)]
+        n_blocks = len(pc.unique(table.column(key)))
+        pooled = self.workers > 1 and n_blocks > 1
         if not pooled:
-            return _concat([fn(b) for b in blocks], schema)
+            return _concat([fn(b) for _, b in split_by_key(table, key)], schema)
         # spawn, not fork: the orchestrators that call us run threads
         import multiprocessing as mp
 
+        out: list[pa.Table] = []
         with ProcessPoolExecutor(
-            min(self.workers, len(blocks)), mp_context=mp.get_context("spawn")
+            min(self.workers, n_blocks), mp_context=mp.get_context("spawn")
         ) as pool:
-            return _concat(list(pool.map(fn, blocks)), schema)
+            # a few blocks in flight at a time: each is a copy, so the whole table is never
+            # held twice
+            pending: collections.deque = collections.deque()
+            for block in _compact_blocks(table, key):
+                pending.append(pool.submit(fn, block))
+                if len(pending) >= 2 * self.workers:
+                    out.append(pending.popleft().result())
+            out += [f.result() for f in pending]
+        return _concat(out, schema)
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
         self.calls += 1
