@@ -8,8 +8,8 @@ Usage (from the repository root; the raw files must be in ``PRIVFAIR_DATA_DIR`` 
 
 What runs
 ---------
-Two trees: *baseline*, the commit ``--baseline`` (default ``BASELINE_REF``, the ``main`` this
-script was first added on top of), exported whole with ``git archive`` into a temporary
+Two trees: *baseline*, the commit ``--baseline`` (default ``BASELINE_REF``, the code before
+issue 25's single-machine and validation work), exported whole with ``git archive`` into a temporary
 directory (as ``bench_microaggregation_speed.py`` exports its old package; the repository's
 worktrees and index are left alone), and *new*, the working tree. Both run with this
 environment's interpreter and packages; every measurement is a fresh interpreter whose
@@ -61,7 +61,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 #: ``main`` when this script was first added: the previous code, measured in the same run
-BASELINE_REF = "5bc668f4b73f44bb78e0cb139e55b8c5f7589f5f"
+BASELINE_REF = "8d24a4c"  # the code before issue 25's single-machine and validation work
 K = 10
 CALL_TARGET_S = 1.0
 OVERHEAD_TARGET_S = 2.0
