@@ -187,7 +187,9 @@ def report(results: list[dict], args, commits: dict[str, str]) -> str:
         + " ".join(["benchmarks/bench_release_scale.py", *args.argv])
         + "`",
         "",
-        "Code: " + "; ".join(f"{k} = `{v[:12]}`" for k, v in commits.items()) + ".",
+        "Code: "
+        + "; ".join(f"{k} = `{v[:12] if len(v) == 40 else v}`" for k, v in commits.items())
+        + ".",
         "",
         "| algorithm | rows | engine | code | run s | "
         + " | ".join(PHASES)
