@@ -35,6 +35,7 @@ import math
 import os
 import re
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -238,6 +239,21 @@ class _Backend:
         return text
 
 
+def _wal(conn: sqlite3.Connection, wait_s: float = 60.0) -> None:
+    """Put the ledger in WAL mode. Two processes opening a new ledger at once race to switch
+    it, and SQLite answers the loser 'database is locked' at once, without its busy timeout:
+    so the switch is retried for up to ``wait_s`` seconds."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as e:
+            if "locked" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class _SQLite(_Backend):
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -253,7 +269,7 @@ class _SQLite(_Backend):
                 ) from None
         conn = sqlite3.connect(self.path, timeout=60, isolation_level=None)
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _wal(conn)
             conn.execute("BEGIN IMMEDIATE")  # one writer at a time: check-and-reserve is atomic
             cur = conn.cursor()
             try:

@@ -150,9 +150,8 @@ def _parts(
     by_group = [i for i, g in enumerate(checked) if kinds[g.kind].by_group]
     if not by_group:
         return None
-    try:
-        with progress.phase("evidence cut into parts"):
-            parts = resolve(algo.evidence_parts)(input_table, outputs, sidecars, params, checked)
+    try:  # no phase of its own: most releases are not cut, and a run's phases stay the same
+        parts = resolve(algo.evidence_parts)(input_table, outputs, sidecars, params, checked)
     except InputError:  # the files do not fit together: the whole audit says so
         return None
     except Exception as e:
