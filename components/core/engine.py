@@ -31,7 +31,6 @@ from __future__ import annotations
 import collections
 import contextlib
 import contextvars
-import itertools
 import os
 import re
 import shutil
@@ -92,11 +91,7 @@ def split_by_key(table: pa.Table, key: str, compact: bool = False) -> list[tuple
     its parent's whole buffers: 10M rows for every block of a 10M-row table)."""
     if table.num_rows == 0:
         return []
-    order = pc.sort_indices(table, sort_keys=[(key, "ascending")])
-    keys = table.column(key).take(order).to_numpy()
-    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-    starts = np.concatenate([[0], cuts])
-    ends = np.concatenate([cuts, [len(keys)]])
+    order, keys, starts, ends = _runs(table, key)
     if compact:
         return [
             (keys[s].item(), table.take(order.slice(int(s), int(e - s))))
@@ -109,16 +104,20 @@ def split_by_key(table: pa.Table, key: str, compact: bool = False) -> list[tuple
     ]
 
 
+def _runs(table: pa.Table, key: str):
+    """(stable sort order of ``key``, the sorted keys, start and end of each key's run)."""
+    order = pc.sort_indices(table, sort_keys=[(key, "ascending")])
+    keys = table.column(key).take(order).to_numpy()
+    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
+    return order, keys, np.concatenate([[0], cuts]), np.concatenate([cuts, [len(keys)]])
+
+
 def _compact_blocks(table: pa.Table, key: str) -> Iterator[pa.Table]:
     """The blocks of ``split_by_key(table, key, compact=True)``, taken one at a time."""
     if table.num_rows == 0:
         return
-    order = pc.sort_indices(table, sort_keys=[(key, "ascending")])
-    keys = table.column(key).take(order).to_numpy()
-    cuts = np.flatnonzero(keys[1:] != keys[:-1]) + 1
-    del keys
-    bounds = np.concatenate([[0], cuts, [table.num_rows]])
-    for s, e in itertools.pairwise(bounds):
+    order, _, starts, ends = _runs(table, key)
+    for s, e in zip(starts, ends, strict=True):
         yield table.take(order.slice(int(s), int(e - s)))
 
 
