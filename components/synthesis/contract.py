@@ -57,7 +57,13 @@ def contract(params: MSTParams, table: pa.Table | None = None) -> list:
                 neighbours_admissible=selector == "greedy",
             ),
             G.ModelIndependence(id="FAIR-3", protected=prot, admissible=adm, outcomes=outs),
-            G.SyntheticIndependence(id="FAIR-4", protected=prot, admissible=adm, outcomes=outs),
+            G.SyntheticIndependence(
+                id="FAIR-4",
+                protected=prot,
+                admissible=adm,
+                outcomes=outs,
+                alpha=params.independence_alpha,
+            ),
         ]
     out.append(G.SyntheticSchema(id="OUT-1/2", columns=attributes, types=types, rows=params.rows))
     nullable = ("*",) if table is None else declared_nulls(read_roles(table), params.nulls)

@@ -234,6 +234,14 @@ class PreFairParams(MSTParams):
         description="exponential: forests of the inadmissible attributes the exact search may "
         "enumerate before it falls back to the greedy tree (flagged non-exact)",
     )
+    independence_alpha: float = Field(
+        1e-4,
+        gt=0,
+        lt=1,
+        description="FAIR-4's false-alarm rate: the level of the G-tests of outcome against "
+        "protected attribute on the synthetic table (Bonferroni over the pairs); a fair release "
+        "fails the gate by chance with about this probability",
+    )
 
 
 def noisy_rows(total: float) -> int:

@@ -19,7 +19,7 @@ from components.core.checks import check_contract, check_guarantee
 from components.core.descriptor import resolve
 from components.core.registry import kind_checks
 from components.synthesis.audit import evidence
-from components.synthesis.examples import BINS, JOBS, REGIONS, example_table
+from components.synthesis.examples import BINS, EXAMPLE_ALPHA, JOBS, REGIONS, example_table
 from components.synthesis.params import MSTParams, PreFairParams
 from components.synthesis.synthesize import mst, prefair
 from schemas.errors import InputError
@@ -74,8 +74,11 @@ LAYOUTS = {
 
 RUNS = {
     "mst": (mst, MSTParams),
-    "greedy": (prefair, PreFairParams),
-    "exponential": (prefair, lambda **k: PreFairParams(selector="exponential", **k)),
+    "greedy": (prefair, lambda **k: PreFairParams(independence_alpha=EXAMPLE_ALPHA, **k)),
+    "exponential": (
+        prefair,
+        lambda **k: PreFairParams(selector="exponential", independence_alpha=EXAMPLE_ALPHA, **k),
+    ),
 }
 
 

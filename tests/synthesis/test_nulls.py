@@ -19,7 +19,7 @@ from components.synthesis.audit import evidence
 from components.synthesis.contract import contract
 from components.synthesis.corruptions import break_nulls
 from components.synthesis.domain import declared_nulls
-from components.synthesis.examples import BINS, JOBS, REGIONS, example_table
+from components.synthesis.examples import BINS, EXAMPLE_ALPHA, JOBS, REGIONS, example_table
 from components.synthesis.params import MSTParams, PreFairParams
 from components.synthesis.synthesize import mst, prefair
 from schemas.errors import InputError
@@ -51,10 +51,22 @@ def _complete(seed: int) -> pa.Table:
 
 RUNS = [
     ("mst", lambda s: MSTParams(epsilon=0.3, bins=BINS, seed=s, iters=60)),
-    ("greedy", lambda s: PreFairParams(epsilon=0.3, bins=BINS, seed=s, iters=60)),
+    (
+        "greedy",
+        lambda s: PreFairParams(
+            epsilon=0.3, bins=BINS, seed=s, iters=60, independence_alpha=EXAMPLE_ALPHA
+        ),
+    ),
     (
         "exponential",
-        lambda s: PreFairParams(epsilon=0.3, bins=BINS, seed=s, iters=60, selector="exponential"),
+        lambda s: PreFairParams(
+            epsilon=0.3,
+            bins=BINS,
+            seed=s,
+            iters=60,
+            selector="exponential",
+            independence_alpha=EXAMPLE_ALPHA,
+        ),
     ),
 ]
 

@@ -168,3 +168,20 @@ def test_the_example_runs_with_a_public_row_count():
 def test_example_table_roles():
     t = example_table(0)
     assert [c.role for c in read_roles(t)].count(Role.PROTECTED) == 2
+
+
+def test_the_false_alarm_rate_of_fair_4_is_the_release_s_to_choose():
+    """``independence_alpha`` is FAIR-4's level, Bonferroni over the outcome-protected pairs:
+    the contract carries it, and the check compares the lowest p-value with it."""
+    table, params = prefair_example(0)
+    result = prefair(table, params)
+    frames = evidence(table, result.outputs, result.sidecars, params)
+    for alpha in (1e-3, 0.25):
+        chosen = params.model_copy(update={"independence_alpha": alpha})
+        g = next(g for g in contract(chosen, table) if g.kind == "synthetic_independence")
+        r = check_guarantee(g, frames)
+        pairs = len(g.outcomes) * len(g.protected)
+        assert g.alpha == alpha and r.expected == alpha / pairs
+        assert r.passed == (r.observed >= alpha / pairs)
+    with pytest.raises(ValidationError):
+        PreFairParams(epsilon=1.0, independence_alpha=0.0)
