@@ -25,9 +25,11 @@ and spends nothing.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -260,6 +262,18 @@ class ReleasePlan:
         """The engine the spec's ``execution`` names (``components.core.engine.make_engine``)."""
         ex = self.spec.execution
         return make_engine(ex.engine, ex.master, ex.workers)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Engine]:
+        """The spec's engine, current for the whole block and closed after it: protection,
+        validation in parts and the cost of protection's re-run all go to the engine the spec
+        names (one Spark session or process pool per run), not only the grouping."""
+        engine = self.engine()
+        try:
+            with using(engine):
+                yield engine
+        finally:
+            engine.close()
 
     def open_store(self) -> Store:
         if self.store is None:
@@ -790,16 +804,17 @@ def run_release(
         import os
 
         os._exit(17)
-    try:
-        with progress.phase(f"protect ({plan.algo.name})"):
-            result = protect(plan, ing)
-    except BaseException:
-        if adm is not None:
-            adm.mark("failed")
-        raise
-    admitted(plan, adm, result)
-    with progress.phase("stage"):
-        staged = stage(plan, ing, result, version, adm)
+    with plan.running() as engine:
+        try:
+            with progress.phase(f"protect ({plan.algo.name})"):
+                result = protect(plan, ing, engine)
+        except BaseException:
+            if adm is not None:
+                adm.mark("failed")
+            raise
+        admitted(plan, adm, result)
+        with progress.phase("stage"):
+            staged = stage(plan, ing, result, version, adm)
     published_or_failed(staged)
     if crash_after == "validate":
         import os
@@ -881,7 +896,7 @@ def revalidate(
         declared = declared_copies(C.parse_contract(man.get("contract") or []), outputs)
     except C.GuaranteeError as e:
         raise PrivfairError(f"{release}: its declared contract cannot be read: {e}") from None
-    with progress.phase("validate") as ph:
+    with progress.phase("validate") as ph, plan.running():
         v = validate_release(
             plan.algo, spec.params, ing.table, outputs, sidecars, plan.required(ing.table), declared
         )

@@ -379,6 +379,39 @@ def validate_task(
     plan = plan_of(spec, store, rec.data_dir, rec.partition)
     ing = load_ingested(plan, rec)
     result = load_result(rec)
+    with plan.running():
+        validation, staged = _validate_or_stage(plan, spec, rec, ing, result)
+    summary = validation.summary()
+    candidate = staged.cand.name if staged is not None and staged.cand is not None else None
+    quarantine = staged.quarantine if staged is not None else None
+    results = _write(
+        Path(rec.work) / "validation.json",
+        flow.dumps({**summary, "candidate": candidate, "quarantine": quarantine}),
+    )
+    out = ValidateRecord(
+        pipeline=spec.name,
+        version=rec.version,
+        passed=validation.passed,
+        failed=validation.failed,
+        checked=len(validation.results),
+        results=results,
+        candidate=candidate,
+        quarantine=quarantine,
+        reused=rec.reused,
+    )
+    if not validation.passed and raise_on_failure:
+        raise flow.violation(validation.failed, summary["results"], quarantine, rec.reused)
+    return out
+
+
+def _validate_or_stage(
+    plan: flow.ReleasePlan,
+    spec: PipelineSpec,
+    rec: ProtectRecord,
+    ing: flow.Ingested,
+    result: ComponentResult,
+) -> tuple[flow.Validation, flow.Staged | None]:
+    """(validation, staged candidate or None) of ``validate_task``, on the spec's engine."""
     staged = None
     if rec.reused:
         validation = flow.validate_release(
@@ -401,27 +434,7 @@ def validate_task(
             raise
         staged = flow.stage(plan, ing, result, rec.version, adm)
         validation = staged.validation
-    summary = validation.summary()
-    candidate = staged.cand.name if staged is not None and staged.cand is not None else None
-    quarantine = staged.quarantine if staged is not None else None
-    results = _write(
-        Path(rec.work) / "validation.json",
-        flow.dumps({**summary, "candidate": candidate, "quarantine": quarantine}),
-    )
-    out = ValidateRecord(
-        pipeline=spec.name,
-        version=rec.version,
-        passed=validation.passed,
-        failed=validation.failed,
-        checked=len(validation.results),
-        results=results,
-        candidate=candidate,
-        quarantine=quarantine,
-        reused=rec.reused,
-    )
-    if not validation.passed and raise_on_failure:
-        raise flow.violation(validation.failed, summary["results"], quarantine, rec.reused)
-    return out
+    return validation, staged
 
 
 def _staged(store: Store, pipeline: str, version: str, name: str | None) -> Candidate | None:

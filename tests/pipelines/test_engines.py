@@ -140,6 +140,45 @@ def test_a_release_through_spark_is_the_local_release(tmp_path, capsys, spark_en
     assert man["execution"]["master"] == "local[2]"
 
 
+def _record_engine_calls(monkeypatch, cls) -> list[tuple[int | None, str]]:
+    """(workers, phase) of every ``map_blocks`` call on ``cls``: the phase is the release
+    step the call came from, read off the stack."""
+    import traceback
+
+    calls: list[tuple[int | None, str]] = []
+    inner = cls.map_blocks
+    steps = ("validate_release", "cost_of_protection", "protect")
+
+    def recording(self, *args, **kwargs):
+        names = [f.name for f in traceback.extract_stack()]
+        calls.append((self.workers, next((s for s in steps if s in names), "?")))
+        return inner(self, *args, **kwargs)
+
+    monkeypatch.setattr(cls, "map_blocks", recording)
+    return calls
+
+
+def test_a_run_validates_and_measures_on_the_spec_s_engine(tmp_path, capsys, monkeypatch):
+    """The spec's engine serves the whole run, not only the grouping: the by-group guarantees
+    are checked on the 2-process pool the spec names, and so is the cost of protection's
+    re-run (before, both ran in the driver on one process)."""
+    calls = _record_engine_calls(monkeypatch, LocalEngine)
+    spec = _toy_spec(tmp_path)
+    code, out, err = run_cli(capsys, "run", str(spec), "--store", str(tmp_path / "s"))
+    assert code == 0, err
+    assert {phase for _, phase in calls} == {"protect", "validate_release", "cost_of_protection"}
+    assert {workers for workers, _ in calls} == {2}, calls
+    code, out, err = run_cli(
+        capsys,
+        "validate",
+        str(tmp_path / "s" / "toy_blocked" / "latest"),
+        "--data-dir",
+        str(tmp_path),
+    )
+    assert code == 0, err
+    assert calls[-1] == (2, "validate_release")
+
+
 def test_engine_settings_are_checked():
     with pytest.raises(PrivfairError, match="execution.master"):
         make_engine("local", master="local[2]")
