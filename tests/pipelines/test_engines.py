@@ -225,3 +225,19 @@ def test_blocks_sent_to_a_pool_carry_only_their_rows():
     assert len(pickle.dumps(block)) > 4_000_000  # the slice drags the whole column along
     _, small = split_by_key(t, "b", compact=True)[3]
     assert small.equals(block) and len(pickle.dumps(small)) < 200_000
+
+
+def test_blocks_of_a_many_chunk_table_are_the_blocks_of_its_one_chunk_copy():
+    """The pool takes each block batch by batch (``engine._Batches``): the same rows, in the
+    same order, as Arrow's take on the table made one chunk, for rows in any order."""
+    from components.core.engine import _Batches, _compact_blocks
+
+    parts = [blocks_table(3000, seed) for seed in range(4)]
+    chunked = pa.concat_tables(parts)
+    assert chunked.column("x").num_chunks == 4
+    one = chunked.combine_chunks()
+    got, want = list(_compact_blocks(chunked, "b")), list(_compact_blocks(one, "b"))
+    assert len(got) == len(want) == 13
+    assert all(a.equals(b) for a, b in zip(got, want, strict=True))
+    rows = pa.array(np.random.default_rng(1).permutation(chunked.num_rows)[:2500])
+    assert _Batches(chunked).take(rows).equals(one.take(rows))
