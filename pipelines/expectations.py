@@ -561,6 +561,15 @@ def new_context() -> AbstractDataContext:
     return ctx
 
 
+def release_context() -> None:
+    """Forget the context ``new_context`` made. GX keeps the last one in its module-level
+    project manager, and with it every batch's dataframe: the evidence frames of a validation
+    (gigabytes at 10M rows) would outlive it into the cost of protection and the report."""
+    from great_expectations.data_context.data_context.context_factory import set_context
+
+    set_context(None)
+
+
 # --- results back to CheckResults -------------------------------------------------------------
 def _error(evr: ExpectationValidationResult, typed: bool = False) -> str:
     """The exception message GX recorded for ``evr`` ('' if none). GX 1.x keys

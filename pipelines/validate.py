@@ -329,5 +329,6 @@ def validate_release(
     if out_dir is not None:
         with progress.phase("results and Data Docs"):
             artefacts = _write_artefacts(ctx, runs, Path(out_dir))
+    E.release_context()
     final = [r for r in results if r is not None] + [declaration_check(required, declared)]
     return Validation(final + builtins, artefacts)

@@ -402,6 +402,7 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "components.core.checks:check_attributes_preserved",
         "audit",
         "components.core.corruptions:break_attributes_preserved",
+        by_group=True,  # a rule per published row
     ),
     KindCheck(
         C.ParityGap,

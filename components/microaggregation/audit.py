@@ -22,6 +22,7 @@ so it equals the whole table's frame restricted to the block's rows.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -106,16 +107,22 @@ def build_audit(
     scaling: str = "minmax",
     fit: AuditFit | None = None,
     hot: bool = True,
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Join input, published table and lineage into the audit frame (see module docstring).
 
     ``fit``: the whole input's (``audit_fit``) when ``input_table`` is a part of it; ``hot``:
-    False leaves out the one-hot columns of nominal QIs (for the checks that read none)."""
+    False leaves out the one-hot columns of nominal QIs (for the checks that read none);
+    ``columns``: the non-QI columns to audit raw (default: every one)."""
     roles_in = read_roles(input_table)
     roles_out = read_roles(published)
     n_in = input_table.num_rows
     _, retained, pos = published_positions(n_in, lineage, published.num_rows)
-    passthrough = [c.name for c in roles_in if c.role is not Role.QUASI_IDENTIFIER]
+    passthrough = [
+        c.name
+        for c in roles_in
+        if c.role is not Role.QUASI_IDENTIFIER and (columns is None or c.name in columns)
+    ]
     frame = lineage_audit(input_table, published, lineage, passthrough)
     cols: dict[str, np.ndarray] = {}
 
@@ -182,12 +189,14 @@ def evidence(
     sidecars: dict[str, pa.Table],
     params,
     hot: bool = True,
+    columns: Sequence[str] | None = None,
 ) -> dict[str, pd.DataFrame]:
     """``published`` (the published table) and ``audit`` (``build_audit``) for the checkers."""
     data = outputs["data"]
+    lineage = sidecars["lineage"]
     return {
         "published": data.to_pandas(),
-        "audit": build_audit(input_table, data, sidecars["lineage"], params.scaling, hot=hot),
+        "audit": build_audit(input_table, data, lineage, params.scaling, hot=hot, columns=columns),
     }
 
 
@@ -222,6 +231,7 @@ def evidence_parts(
     columns unless the QIs are published one-hot). None (audit the whole table) for an unblocked
     release, or where some group does not lie in one block or groups are not numbered in block
     order: C11 reports that on the whole table."""
+    from components.core.registry import kind_checks
     from components.microaggregation.blocking import split_blocks
 
     seed = next((g for g in contract if g.kind == "seed_nearest" and g.block_rows), None)
@@ -264,9 +274,13 @@ def evidence_parts(
         "groups": int(group.max()) + 1 if len(group) else 0,
         "scale": {s: scale_of(enc.numeric, s) for s in SCALINGS},
     }
+    # the whole table's audit keeps raw only the columns its (not by-group) guarantees name:
+    # a raw column is a Python object per row (10M rows of a string: ~0.6 GB)
+    kinds = kind_checks()
+    named = {c for g in contract if not kinds[g.kind].by_group for c in g.referenced_columns()}
     return EvidenceParts(
         pack(input_table, data, lineage, blocks),
         partial(part_evidence, fit=fit, whole=whole),
         int(blocks.max()) + 1 if n_in else 0,
-        partial(evidence, hot=params.publish == "onehot"),
+        partial(evidence, hot=params.publish == "onehot", columns=sorted(named)),
     )

@@ -626,3 +626,34 @@ def test_an_aggregate_release_gets_no_row_level_builtins(german, fair):
     assert E.count_declared(fair.contract) == {
         b: E.count_held(s) for b, s in without.items() if s.expectations
     }
+
+
+def test_the_evidence_frames_do_not_outlive_the_validation():
+    """GX keeps its last context (and every batch's dataframe) in a module-level project
+    manager; the validator lets it go, so a 10M-row release's evidence frames are not still
+    held while the cost of protection and the report run."""
+    import gc
+
+    import pandas as pd
+
+    from components.core.descriptor import resolve
+    from components.core.registry import algorithm
+
+    algo = algorithm("fair_mdav")
+    table, params = resolve(algo.example)(0)
+    result = algo(table, params)
+    v = validate_release(
+        algo,
+        params,
+        table,
+        result.outputs,
+        result.sidecars,
+        result.contract,
+        declared_copies(result.contract, result.outputs),
+    )
+    assert v.passed
+    gc.collect()
+    alive = [
+        o for o in gc.get_objects() if isinstance(o, pd.DataFrame) and "__retained" in o.columns
+    ]
+    assert not alive
