@@ -5,7 +5,7 @@ Usage (from the repository root; the Adult files in ``PRIVFAIR_DATA_DIR``)::
 
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/time_model.py
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/time_model.py \\
-        --fit-rows 1000000 --check-rows 3000000 --engine spark
+        --fit-rows 1000000 --mid-rows 3000000 --check-rows 10000000 --engine spark
 
 The model
 ---------
@@ -18,12 +18,15 @@ spec ``bench_release_scale.py`` uses) has two kinds of work:
   merging, writing, the whole-table evidence, Great Expectations, the cost of protection on its
   100,000-row sample, the report.
 
-``T(N, w) = s N + c B(N) / min(w, B(N))`` with ``B(N)`` blocks. The runs with one and two
-workers at ``--fit-rows`` give, per phase, ``P = 2 (T1 - T2)`` (the work the second worker
-shared) and ``S = T1 - P``; ``c = P / B`` and ``s = S / N``. The model is then checked on
-``--check-rows`` with two workers, a size it was not fitted on (its block count read from that
-run), and evaluated at 100M rows for 8 to 512 workers. Blocks have a bounded size, so ``B``
-grows with ``N``; at 100M rows ``B`` is scaled from the fit.
+``T(N, w) = a + s N + c B(N) / min(w, B(N))`` with ``B(N)`` blocks. The runs with one and two
+workers at ``--fit-rows`` give the per-block cost of each engine phase, ``c = 2 (T1 - T2) / B``
+(the work the second worker shared), and the driver's time there, ``T1 - c B``; a run with two
+workers at ``--mid-rows`` gives the driver's time at a second size, ``T - c B / 2``, hence its
+fixed cost ``a`` (start-up, Spark's session, the cost of protection's bounded sample, compiling
+the suites) and its cost per row ``s``. The model is then checked on ``--check-rows`` with two
+workers, a size it was not fitted on (its block count read from that run), and evaluated at
+100M rows for 8 to 512 workers, with the blocks per row of the largest run (a block holds at
+most ``block_rows`` rows, so ``B`` grows with ``N``).
 
 What it leaves out: Spark's scheduling and shuffle cost per block on a real cluster (here the
 blocks travel as local Parquet), the driver's memory (linear in ``N``; see
@@ -76,26 +79,25 @@ def timed_run(spec: Path, engine: str, workers: int, work: Path) -> dict:
     return got
 
 
-def fit(one: dict, two: dict, rows: int) -> dict:
-    """Per-block cost ``c`` of each engine phase and driver seconds per row ``s``."""
-    blocks = one["blocks"]
-    c, serial = {}, one["wall"]
-    for p in ENGINE_PHASES:
-        shared = max(0.0, 2 * (one[p] - two[p]))
-        c[p] = shared / blocks
-        serial -= shared
-    return {"c": c, "s": serial / rows, "blocks_per_row": blocks / rows}
+def fit(one: dict, two: dict, mid: dict, rows: int, mid_rows: int) -> dict:
+    """Per-block cost ``c`` of each engine phase; the driver's fixed ``a`` and per-row ``s``."""
+    c = {p: max(0.0, 2 * (one[p] - two[p])) / one["blocks"] for p in ENGINE_PHASES}
+    per_block = sum(c.values())
+    driver_fit = one["wall"] - per_block * one["blocks"]
+    driver_mid = mid["wall"] - per_block * mid["blocks"] / min(2, mid["blocks"])
+    s = (driver_mid - driver_fit) / (mid_rows - rows)
+    return {"c": c, "s": s, "a": driver_fit - s * rows}
 
 
-def predict(model: dict, rows: int, workers: int, blocks: int | None = None) -> float:
-    b = blocks if blocks is not None else round(model["blocks_per_row"] * rows)
-    return model["s"] * rows + sum(model["c"].values()) * b / min(workers, b)
+def predict(model: dict, rows: int, workers: int, blocks: int) -> float:
+    return model["a"] + model["s"] * rows + sum(model["c"].values()) * blocks / min(workers, blocks)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--fit-rows", type=int, default=1_000_000)
-    ap.add_argument("--check-rows", type=int, default=3_000_000)
+    ap.add_argument("--mid-rows", type=int, default=3_000_000)
+    ap.add_argument("--check-rows", type=int, default=10_000_000)
     ap.add_argument("--engine", choices=("spark", "local"), default="spark")
     ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_time_model.md"))
     args = ap.parse_args(argv)
@@ -104,14 +106,16 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="privfair-time-model-") as tmp:
         base = Path(tmp)
         runs = {}
-        for rows, workers in ((args.fit_rows, 1), (args.fit_rows, 2), (args.check_rows, 2)):
+        plan = [(args.fit_rows, 1), (args.fit_rows, 2), (args.mid_rows, 2), (args.check_rows, 2)]
+        for rows, workers in plan:
             data = base / f"data-{rows}"
             spec = next(data.glob("*.yaml"), None) or make_spec("fair_mdav", rows, data)
             runs[(rows, workers)] = timed_run(
                 spec, args.engine, workers, base / f"s{rows}{workers}"
             )
             print(json.dumps({"rows": rows, "workers": workers, **runs[(rows, workers)]}))
-    model = fit(runs[(args.fit_rows, 1)], runs[(args.fit_rows, 2)], args.fit_rows)
+    one, two, mid = runs[(args.fit_rows, 1)], runs[(args.fit_rows, 2)], runs[(args.mid_rows, 2)]
+    model = fit(one, two, mid, args.fit_rows, args.mid_rows)
     check = runs[(args.check_rows, 2)]
     predicted = predict(model, args.check_rows, 2, check["blocks"])
     where = "Spark local[w]" if args.engine == "spark" else "process pool of w workers"
@@ -133,17 +137,22 @@ def main(argv: list[str] | None = None) -> int:
     lines += [
         "",
         f"Fitted at {args.fit_rows:,} rows: per block, grouping {c['protect']:.3f} s and by-group "
-        f"checks {c['parts']:.3f} s; on the driver {model['s'] * 1e6:.2f} s per million rows.",
+        f"checks {c['parts']:.3f} s; on the driver {model['a']:.1f} s fixed and "
+        f"{model['s'] * 1e6:.2f} s per million rows (from {args.mid_rows:,} rows).",
         "",
         f"Check at {args.check_rows:,} rows, 2 workers: predicted {predicted:.1f} s, measured "
         f"{check['wall']:.1f} s ({100 * (predicted - check['wall']) / check['wall']:+.0f}%).",
         "",
-        "| 100M rows: workers | predicted wall | of which on the driver |",
+        "| 100M rows (~{b:,} blocks): workers | predicted wall | of which on the driver |".format(
+            b=round(check["blocks"] * 100_000_000 / args.check_rows)
+        ),
         "|---|---|---|",
     ]
+    blocks = round(check["blocks"] * 100_000_000 / args.check_rows)
+    driver = model["a"] + model["s"] * 1e8
     for w in (8, 32, 128, 512):
-        t = predict(model, 100_000_000, w)
-        lines.append(f"| {w} | {t / 60:.0f} min | {model['s'] * 1e8 / 60:.0f} min |")
+        t = predict(model, 100_000_000, w, blocks)
+        lines.append(f"| {w} | {t / 60:.0f} min | {driver / 60:.0f} min |")
     text = "\n".join(lines) + "\n"
     print(text)
     Path(args.out).write_text(text)
