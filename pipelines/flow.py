@@ -441,8 +441,9 @@ def build_candidate(
     with progress.phase("validate") as ph:
         validation = _validated(plan, ing, result, outputs, sidecars, cand)
         ph.note(f"{sum(r.passed for r in validation.guarantees)}/{len(validation.guarantees)} hold")
-    # Great Expectations' context holds the evidence frames in reference cycles: collect them
-    # before the cost of protection and the report allocate theirs
+    # Great Expectations' objects hold the evidence frames in reference cycles (the validator
+    # lets go of its module-level context): collect them before the cost of protection and the
+    # report allocate theirs
     gc.collect()
     if validation.passed and adm is not None:
         adm.enter()  # a release that is not DP is recorded once it may be published
