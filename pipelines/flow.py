@@ -315,23 +315,26 @@ def protect(
     algo = plan.algo
     owed = algo.required_contract(plan.spec.params, ing.table)
     extra = plan.demands(ing.table, owed)
-    own = engine is None
-    engine = plan.engine() if own else engine
-    try:
-        calls = engine.calls
-        with using(engine):
-            result = algo(ing.table, plan.spec.params)
-        result.execution = engine.describe()
-        if engine.name != "local" and engine.calls == calls:
-            result.warnings.append(
-                f"the {engine.name} engine ran nothing: {algo.name} ran in this process (a "
-                "family that runs in blocks takes a parameter for their size)"
-            )
-    finally:
-        if own:
-            engine.close()
+    if engine is None:
+        with plan.running() as own:
+            result = _run_on(own, algo, ing, plan.spec.params)
+    else:
+        result = _run_on(engine, algo, ing, plan.spec.params)
     result.contract = list(result.contract) + extra + role_guarantees(ing.table)
     return result.stamped()
+
+
+def _run_on(engine: Engine, algo: Algorithm, ing: Ingested, params) -> ComponentResult:
+    calls = engine.calls
+    with using(engine):
+        result = algo(ing.table, params)
+    result.execution = engine.describe()
+    if engine.name != "local" and engine.calls == calls:
+        result.warnings.append(
+            f"the {engine.name} engine ran nothing: {algo.name} ran in this process (a "
+            "family that runs in blocks takes a parameter for their size)"
+        )
+    return result
 
 
 # --- stage: write, validate, describe ----------------------------------------------------------------
