@@ -25,10 +25,8 @@ Results: a Markdown report on stdout and in ``benchmarks/results.md`` (``--out``
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
@@ -39,6 +37,7 @@ from statistics import median
 
 import numpy as np
 import pyarrow as pa
+from _harness import machine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -283,23 +282,6 @@ def group_agreement(a_path: str, b_path: str) -> tuple[float, int]:
 
 
 # --- report -----------------------------------------------------------------------------------
-
-
-def machine_info() -> dict[str, str]:
-    cpu = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    return {
-        "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "cpus": str(os.cpu_count()),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "pyarrow": pa.__version__,
-        "host": platform.node(),
-    }
 
 
 def _fmt_s(x: float) -> str:
@@ -563,7 +545,7 @@ def main(argv: list[str] | None = None) -> None:
         child_main(args.child, args.child_out, args.data_dir)
         return
     loads = {"start": wait_for_quiet(args.max_load, args.max_wait)}
-    info = machine_info()
+    info = machine()
     with tempfile.TemporaryDirectory(prefix="privfair-bench-") as tmp:
         workdir = Path(tmp)
         results: list[Result] = []

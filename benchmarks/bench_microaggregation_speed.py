@@ -43,22 +43,20 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import datetime as dt
 import hashlib
 import io
 import json
 import os
-import platform
 import pstats
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from _harness import export_code, machine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -238,22 +236,6 @@ def child_main(task: dict) -> dict:
 # --- parent ------------------------------------------------------------------------------------
 
 
-def export_rev(rev: str, dest: Path) -> str:
-    """Write ``rev:components/microaggregation`` under ``dest``; return the commit."""
-    commit = subprocess.run(
-        ["git", "rev-parse", rev], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", commit, PACKAGE],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return commit
-
-
 def run_child(task: dict) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(task)]
@@ -263,22 +245,6 @@ def run_child(task: dict) -> dict:
             env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         subprocess.run(cmd, check=True, cwd=ROOT, env=env)
         return json.loads(Path(out.name).read_text())
-
-
-def machine() -> dict[str, str]:
-    cpu = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    return {
-        "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "cpus": str(len(os.sched_getaffinity(0))),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "pyarrow": pa.__version__,
-    }
 
 
 def _s(x: float) -> str:
@@ -576,7 +542,7 @@ def main() -> None:
     datasets = ["adult"] if args.quick else ["adult", "rep"]
     info = machine()
     with tempfile.TemporaryDirectory(prefix="pf_head_") as old_root:
-        commit = export_rev(args.old_rev, Path(old_root))
+        commit = export_code(args.old_rev, Path(old_root), (PACKAGE,))
         runs: dict = {(d, a): {i: [] for i in IMPLS} for d in datasets for a in ("mdav", "fair")}
         loads = []
         for r in range(args.repeats):

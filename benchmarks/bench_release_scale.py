@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
-import io
 import json
 import os
 import platform
@@ -41,11 +40,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from _harness import export_code
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = ("components", "pipelines", "schemas", "dags")
@@ -55,22 +55,6 @@ _PHASE = re.compile(
     r"(?:(\d+) min )?([\d.]+) s"
 )
 _HOLD = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: (\d+)/(\d+) pass")
-
-
-def export_code(rev: str, dest: Path) -> str:
-    """The project's code at ``rev`` under ``dest``; return the commit."""
-    commit = subprocess.run(
-        ["git", "rev-parse", rev], cwd=ROOT, check=True, capture_output=True, text=True
-    ).stdout.strip()
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", commit, *CODE],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return commit
 
 
 def tracked(cmd: list[str], cwd: Path, env: dict) -> dict:
@@ -237,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
         }
         if args.baseline:
             codes["previous"] = base / "previous"
-            commits["previous"] = export_code(args.baseline, codes["previous"])
+            commits["previous"] = export_code(args.baseline, codes["previous"], CODE)
         for rows in (int(x) for x in args.sizes.split(",")):
             for algorithm in args.algorithms.split(","):
                 data = base / f"data-{algorithm}-{rows}"

@@ -45,18 +45,17 @@ from __future__ import annotations
 
 import argparse
 import compileall
-import datetime as dt
 import hashlib
 import io
 import json
 import os
-import platform
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from pathlib import Path
+
+from _harness import export_code, machine
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -184,23 +183,6 @@ def child_main(task: dict) -> dict:
 # --- parent ----------------------------------------------------------------------------------------
 
 
-def export_tree(ref: str, dest: Path) -> str:
-    """The whole tree of ``ref`` under ``dest`` (``git archive``); its commit."""
-    commit = subprocess.run(
-        ["git", "rev-parse", "--verify", f"{ref}^{{commit}}"],
-        cwd=ROOT,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout.strip()
-    archive = subprocess.run(
-        ["git", "archive", "--format=tar", commit], cwd=ROOT, check=True, capture_output=True
-    ).stdout
-    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
-        tar.extractall(dest, filter="data")
-    return commit
-
-
 def _env(tree: Path, data_dir: str | None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "benchmarks")])
@@ -236,25 +218,6 @@ def run_child(tree: Path, task: dict, data_dir: str | None) -> dict:
         res["wall_s"] = wall
         res["seconds"] = wall - res["component_s"]  # the overhead
     return res
-
-
-def machine() -> dict[str, str]:
-    import numpy as np
-    import pyarrow as pa
-
-    cpu = "unknown"
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            cpu = line.split(":", 1)[1].strip()
-            break
-    return {
-        "date": dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "cpus": str(len(os.sched_getaffinity(0))),
-        "cpu": cpu,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "pyarrow": pa.__version__,
-    }
 
 
 def _table(header: list[str], rows: list[list[str]]) -> list[str]:
@@ -384,7 +347,7 @@ def main() -> None:
     results: dict = {key: {t: [] for t in TREES} for key, _ in measurements()}
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="pf_baseline_") as tmp:
-        commit = export_tree(args.baseline, Path(tmp))
+        commit = export_code(args.baseline, Path(tmp))
         trees = {"baseline": Path(tmp), "new": ROOT}
         for tree in TREES:
             warm(trees[tree], data_dir)
