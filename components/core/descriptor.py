@@ -19,9 +19,15 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    SerializerFunctionWrapHandler,
+    field_validator,
+    model_serializer,
+)
 
 from schemas.contracts import Guarantee, kind_of
 from schemas.numbers import finite
@@ -35,6 +41,7 @@ __all__ = [
     "Algorithm",
     "Cost",
     "Family",
+    "OptIn",
     "resolve",
 ]
 
@@ -49,6 +56,30 @@ class Params(BaseModel):
     @classmethod
     def _finite(cls, value: Any) -> Any:
         return finite(value)
+
+
+class OptIn(BaseModel):
+    """Mixin: the fields named in ``opt_in`` are written out (``model_dump``, hence a release's
+    manifest, params and contract) only when set away from their default. An option added
+    later with a default that keeps the old behaviour then leaves every existing release's
+    bytes as they were; a spec that sets it is recorded with it.
+
+    >>> class P(OptIn):
+    ...     opt_in = ("x",)
+    ...     x: bool = False
+    >>> P().model_dump(), P(x=True).model_dump()
+    ({}, {'x': True})
+    """
+
+    opt_in: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for name in self.opt_in:
+            if getattr(self, name) == type(self).model_fields[name].default:
+                data.pop(name, None)
+        return data
 
 
 def resolve(ref: str | Callable) -> Callable:

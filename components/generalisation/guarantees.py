@@ -18,7 +18,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from components.generalisation.params import OptIn
+from components.core.descriptor import OptIn
 from schemas.contracts import Guarantee
 
 __all__ = [

@@ -2,37 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Literal
 
-from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import Field
 
-from components.core.descriptor import Params
+from components.core.descriptor import OptIn, Params
 
-__all__ = ["GeneralisationParams", "DMondrianParams", "DSabreParams", "OptIn"]
-
-
-class OptIn(BaseModel):
-    """Mixin: the fields named in ``opt_in`` are written out (``model_dump``, hence a release's
-    manifest, params and contract) only when set away from their default. An option added
-    later with a default that keeps the old behaviour then leaves every existing release's
-    bytes as they were; a spec that sets it is recorded with it.
-
-    >>> class P(OptIn):
-    ...     opt_in = ("x",)
-    ...     x: bool = False
-    >>> P().model_dump(), P(x=True).model_dump()
-    ({}, {'x': True})
-    """
-
-    opt_in: ClassVar[tuple[str, ...]] = ()
-
-    @model_serializer(mode="wrap")
-    def _omit_defaults(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data = handler(self)
-        for name in self.opt_in:
-            if getattr(self, name) == type(self).model_fields[name].default:
-                data.pop(name, None)
-        return data
+__all__ = ["GeneralisationParams", "DMondrianParams", "DSabreParams"]
 
 
 class GeneralisationParams(Params):

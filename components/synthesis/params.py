@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -29,7 +29,7 @@ from pydantic import (
     model_validator,
 )
 
-from components.core.descriptor import Params
+from components.core.descriptor import OptIn, Params
 
 __all__ = [
     "Range",
@@ -216,7 +216,7 @@ class MSTParams(Params):
         return b.edges() if isinstance(b, Range) else tuple(float(x) for x in b)
 
 
-class PreFairParams(MSTParams):
+class PreFairParams(OptIn, MSTParams):
     """PreFair: MST whose tree is *fair* (every path from a protected to an outcome attribute
     passes through an admissible one), so the generating model makes each outcome independent
     of the protected attributes given the admissible ones (justifiable fairness).
@@ -234,6 +234,7 @@ class PreFairParams(MSTParams):
         description="exponential: forests of the inadmissible attributes the exact search may "
         "enumerate before it falls back to the greedy tree (flagged non-exact)",
     )
+    opt_in: ClassVar[tuple[str, ...]] = ("independence_alpha",)  # added after releases existed
     independence_alpha: float = Field(
         1e-4,
         gt=0,
