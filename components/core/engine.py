@@ -91,13 +91,9 @@ def split_by_key(table: pa.Table, key: str, compact: bool = False) -> list[tuple
     its parent's whole buffers: 10M rows for every block of a 10M-row table)."""
     if table.num_rows == 0:
         return []
-    order, keys, starts, ends = _runs(table, key)
     if compact:
-        batches = _Batches(table)
-        return [
-            (keys[s].item(), batches.take(order.slice(int(s), int(e - s))))
-            for s, e in zip(starts, ends, strict=True)
-        ]
+        return list(_compact_blocks(table, key))
+    order, keys, starts, ends = _runs(table, key)
     sorted_ = table.take(order)
     return [
         (keys[s].item(), sorted_.slice(int(s), int(e - s)))
@@ -113,14 +109,14 @@ def _runs(table: pa.Table, key: str):
     return order, keys, np.concatenate([[0], cuts]), np.concatenate([cuts, [len(keys)]])
 
 
-def _compact_blocks(table: pa.Table, key: str) -> Iterator[pa.Table]:
-    """The blocks of ``split_by_key(table, key, compact=True)``, taken one at a time."""
+def _compact_blocks(table: pa.Table, key: str) -> Iterator[tuple[object, pa.Table]]:
+    """(key, block) of ``split_by_key(table, key, compact=True)``, taken one at a time."""
     if table.num_rows == 0:
         return
-    order, _, starts, ends = _runs(table, key)
+    order, keys, starts, ends = _runs(table, key)
     batches = _Batches(table)
     for s, e in zip(starts, ends, strict=True):
-        yield batches.take(order.slice(int(s), int(e - s)))
+        yield keys[s].item(), batches.take(order.slice(int(s), int(e - s)))
 
 
 class _Batches:
@@ -202,7 +198,7 @@ class LocalEngine(Engine):
             # a few blocks in flight at a time: each is a copy, so the whole table is never
             # held twice
             pending: collections.deque = collections.deque()
-            for block in _compact_blocks(table, key):
+            for _, block in _compact_blocks(table, key):
                 pending.append(pool.submit(fn, block))
                 if len(pending) >= 2 * self.workers:
                     out.append(pending.popleft().result())

@@ -238,6 +238,6 @@ def test_blocks_of_a_many_chunk_table_are_the_blocks_of_its_one_chunk_copy():
     one = chunked.combine_chunks()
     got, want = list(_compact_blocks(chunked, "b")), list(_compact_blocks(one, "b"))
     assert len(got) == len(want) == 13
-    assert all(a.equals(b) for a, b in zip(got, want, strict=True))
+    assert all(ka == kb and a.equals(b) for (ka, a), (kb, b) in zip(got, want, strict=True))
     rows = pa.array(np.random.default_rng(1).permutation(chunked.num_rows)[:2500])
     assert _Batches(chunked).take(rows).equals(one.take(rows))
