@@ -1,14 +1,18 @@
-"""What the benchmark scripts share: the machine a run was measured on, and the code of another
-revision exported beside the working tree, so the previous code is measured in the same run."""
+"""What the benchmark scripts share: the machine a run was measured on, the code of another
+revision exported beside the working tree (so the previous code is measured in the same run),
+and a command run with its process tree's peak memory sampled."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import io
 import os
 import platform
 import subprocess
 import tarfile
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -54,3 +58,40 @@ def export_code(rev: str, dest: Path, paths: tuple[str, ...] = ()) -> str:
     with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
         tar.extractall(dest, filter="data")
     return commit
+
+
+def tracked(cmd: list[str], cwd: Path, env: dict) -> dict:
+    """Run ``cmd``; wall clock, stdout, stderr and the peak RSS of its process tree."""
+    import psutil
+
+    start = time.perf_counter()
+    proc = subprocess.Popen(
+        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    peak, driver = [0], [0]
+
+    def sample() -> None:
+        parent = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            with contextlib.suppress(psutil.Error):
+                tree = [parent, *parent.children(recursive=True)]
+                total = 0
+                for p in tree:
+                    with contextlib.suppress(psutil.Error):
+                        total += p.memory_info().rss
+                peak[0] = max(peak[0], total)
+                driver[0] = max(driver[0], parent.memory_info().rss)
+            time.sleep(0.2)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    out, err = proc.communicate()
+    t.join()
+    return {
+        "rc": proc.returncode,
+        "wall_s": time.perf_counter() - start,
+        "peak_gb": peak[0] / 2**30,
+        "driver_gb": driver[0] / 2**30,
+        "stdout": out,
+        "stderr": err,
+    }

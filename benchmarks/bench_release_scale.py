@@ -31,7 +31,6 @@ The report goes to stdout and to ``benchmarks/results_release_scale.md`` (``--ou
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import json
 import os
@@ -41,11 +40,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
-import time
 from pathlib import Path
 
-from _harness import export_code
+from _harness import export_code, tracked
 
 ROOT = Path(__file__).resolve().parents[1]
 CODE = ("components", "pipelines", "schemas", "dags")
@@ -55,43 +52,6 @@ _PHASE = re.compile(
     r"(?:(\d+) min )?([\d.]+) s"
 )
 _HOLD = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: (\d+)/(\d+) pass")
-
-
-def tracked(cmd: list[str], cwd: Path, env: dict) -> dict:
-    """Run ``cmd``; wall clock, stdout, stderr and the peak RSS of its process tree."""
-    import psutil
-
-    start = time.perf_counter()
-    proc = subprocess.Popen(
-        cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    peak, driver = [0], [0]
-
-    def sample() -> None:
-        parent = psutil.Process(proc.pid)
-        while proc.poll() is None:
-            with contextlib.suppress(psutil.Error):
-                tree = [parent, *parent.children(recursive=True)]
-                total = 0
-                for p in tree:
-                    with contextlib.suppress(psutil.Error):
-                        total += p.memory_info().rss
-                peak[0] = max(peak[0], total)
-                driver[0] = max(driver[0], parent.memory_info().rss)
-            time.sleep(0.2)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    out, err = proc.communicate()
-    t.join()
-    return {
-        "rc": proc.returncode,
-        "wall_s": time.perf_counter() - start,
-        "peak_gb": peak[0] / 2**30,
-        "driver_gb": driver[0] / 2**30,
-        "stdout": out,
-        "stderr": err,
-    }
 
 
 def phases(stderr: str) -> dict[str, float]:

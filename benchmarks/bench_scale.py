@@ -32,17 +32,16 @@ The report goes to stdout and to ``benchmarks/results_scale.md`` (``--out``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
 import hashlib
 import json
 import os
 import platform
-import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
+
+from _harness import tracked
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -105,39 +104,12 @@ def one(cfg: dict) -> dict:
 
 def measure(cfg: dict) -> dict:
     """``one(cfg)`` in a fresh interpreter, with the process tree's peak RSS."""
-    import psutil
-
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--one", json.dumps(cfg)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        cwd=ROOT,
-    )
-    peak = [0]
-
-    def sample() -> None:
-        parent = psutil.Process(proc.pid)
-        while proc.poll() is None:
-            try:
-                tree = [parent, *parent.children(recursive=True)]
-                rss = 0
-                for p in tree:
-                    with contextlib.suppress(psutil.Error):
-                        rss += p.memory_info().rss
-                peak[0] = max(peak[0], rss)
-            except psutil.Error:
-                pass
-            time.sleep(0.2)
-
-    t = threading.Thread(target=sample, daemon=True)
-    t.start()
-    out, err = proc.communicate()
-    t.join()
-    if proc.returncode != 0:
-        raise SystemExit(f"{cfg} failed:\n{err[-3000:]}")
+    run = tracked([sys.executable, __file__, "--one", json.dumps(cfg)], ROOT, dict(os.environ))
+    if run["rc"] != 0:
+        raise SystemExit(f"{cfg} failed:\n{run['stderr'][-3000:]}")
+    out = run["stdout"]
     got = json.loads(out.strip().splitlines()[-1])
-    got["peak_gb"] = peak[0] / 2**30
+    got["peak_gb"] = run["peak_gb"]
     print(json.dumps(got), flush=True)
     return got
 

@@ -47,7 +47,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_release_scale import _HOLD, make_spec, tracked  # noqa: E402
+from _harness import tracked  # noqa: E402
+from bench_release_scale import _HOLD, make_spec  # noqa: E402
 
 _LINE = re.compile(r"✓ (.+?)\s{2,}(?:(\d+) min )?([\d.]+) s")
 _PARTS = re.compile(r"by-group guarantees checked in (\d+) parts")
