@@ -20,7 +20,12 @@ from pathlib import Path
 import pyarrow as pa
 
 from components.core import progress
-from components.core.checks import CheckerError, CheckResult, describe_error
+from components.core.checks import (
+    CheckerError,
+    CheckResult,
+    describe_error,
+    published_frame,
+)
 from components.core.descriptor import Algorithm, Params, resolve
 from components.core.parts import EvidenceParts
 from pipelines.catalogue import check_keys
@@ -285,7 +290,7 @@ def validate_release(
             parts=by_part,
         )
     if E.PUBLISHED not in frames:
-        frames[E.PUBLISHED] = published.to_pandas()
+        frames[E.PUBLISHED] = published_frame(published)
     source = ctx.data_sources.add_pandas("privfair")
     run_id = RunIdentifier(run_name="privfair_validation")
     runs = {}

@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.core.descriptor import KindCheck, resolve
 from schemas import contracts as C
@@ -30,6 +32,7 @@ __all__ = [
     "CheckResult",
     "CheckerError",
     "describe_error",
+    "published_frame",
     "make_result",
     "check_guarantee",
     "check_contract",
@@ -115,9 +118,13 @@ def retained(audit: pd.DataFrame, columns=None) -> pd.DataFrame:
     (those of them the frame has): a checker names what it reads, so a wide audit frame (one-hot
     QIs in and out) is not copied whole for each guarantee."""
     mask = audit["__retained"].to_numpy()
+    if columns is not None:
+        columns = [c for c in dict.fromkeys(columns) if c in audit.columns]
+    if mask.all():  # no copy of a frame every row of which was published (checkers only read)
+        return audit if columns is None else audit[columns]
     if columns is None:
         return audit[mask]
-    return audit.loc[mask, [c for c in dict.fromkeys(columns) if c in audit.columns]]
+    return audit.loc[mask, columns]
 
 
 def _freeze(v):
@@ -130,8 +137,23 @@ def _freeze(v):
     return v
 
 
+def _arrow_codes(arr: pa.Array) -> np.ndarray:
+    """A dense code per cell of ``arr``: equal cells (nulls included), equal codes. A struct is
+    coded from its fields' codes and its validity, without a Python object per row; a list's
+    cells are frozen one by one."""
+    if pa.types.is_struct(arr.type):
+        parts = [_arrow_codes(arr.field(i)) for i in range(arr.type.num_fields)]
+        parts.append(arr.is_valid().to_numpy(zero_copy_only=False).astype(np.int64))
+        return np.unique(np.column_stack(parts), axis=0, return_inverse=True)[1].ravel()
+    if pa.types.is_nested(arr.type):
+        return pd.Series(arr.to_pylist(), dtype=object).map(_freeze).factorize()[0]
+    codes = pc.dictionary_encode(arr, null_encoding="encode").indices
+    return codes.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
 def hashable(frame: pd.DataFrame, columns) -> pd.DataFrame:
-    """``frame[columns]`` with every nested cell (list, struct) frozen into a tuple."""
+    """``frame[columns]`` with every nested cell (list, struct) in a hashable form: a frozen
+    tuple in an object column, a dense code in an Arrow-backed one (``published_frame``)."""
     out = frame[list(columns)]
     nested = [
         c
@@ -139,11 +161,30 @@ def hashable(frame: pd.DataFrame, columns) -> pd.DataFrame:
         if out[c].dtype == object
         and out[c].map(lambda v: isinstance(v, dict | list | np.ndarray)).any()
     ]
-    if nested:
+    arrow = [
+        c
+        for c in columns
+        if isinstance(out[c].dtype, pd.ArrowDtype)
+        and pa.types.is_nested(out[c].dtype.pyarrow_dtype)
+    ]
+    if nested or arrow:
         out = out.copy()
         for c in nested:
             out[c] = out[c].map(_freeze)
+        for c in arrow:
+            out[c] = _arrow_codes(pa.array(out[c].array))
     return out
+
+
+def published_frame(table: pa.Table) -> pd.DataFrame:
+    """``table`` as the pandas frame the published-table checks read: flat columns as pandas
+    makes them, nested ones (a generalised label: struct, list) Arrow-backed (``pd.ArrowDtype``)
+    rather than a dict or array per row, which at 10M rows would take ~10 GB."""
+
+    def mapper(t: pa.DataType):
+        return pd.ArrowDtype(t) if pa.types.is_nested(t) else None
+
+    return table.to_pandas(types_mapper=mapper)
 
 
 # --- published frame -----------------------------------------------------------------------------

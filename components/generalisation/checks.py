@@ -23,6 +23,7 @@ __all__ = [
     "labels_of",
     "label_keys",
     "q_block_keys",
+    "row_codes",
     "p_minus_of",
     "check_pd_groups",
     "check_truthful_generalisation",
@@ -62,21 +63,41 @@ def _root(audit: pd.DataFrame) -> tuple[int, int, int, int]:
     return four_fold(audit["__protected"].to_numpy() == 1, audit["__negative"].to_numpy() == 1)
 
 
+def row_codes(columns: list[np.ndarray]) -> np.ndarray:
+    """A dense id per distinct row of the integer ``columns``, numbered in the rows'
+    lexicographic order (``np.unique(axis=0)``'s ids). The columns are packed into one int64
+    key by mixed radix when their ranges allow (a 1-D unique: ~10x faster and a fraction of the
+    memory of a row-wise one on 10M rows), row-wise otherwise."""
+    n = len(columns[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = np.zeros(n, dtype=np.int64)
+    room = 1
+    for c in columns:
+        lo, hi = int(c.min()), int(c.max())
+        radix = hi - lo + 1
+        room *= radix
+        if room >= 2**63:
+            stacked = np.column_stack(columns)
+            return np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
+        key *= radix
+        key += c - lo
+    return np.unique(key, return_inverse=True)[1].ravel()
+
+
 def label_keys(r: pd.DataFrame, attributes) -> np.ndarray:
     """A dense id per distinct published label vector over ``attributes``."""
     if not attributes:
         return np.zeros(len(r), dtype=np.int64)
-    cols = np.column_stack(
+    return row_codes(
         [r[f"__{e}__{a}"].to_numpy(np.int64) for a in attributes for e in ("lo", "hi")]
     )
-    return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
 
 
 def q_block_keys(r: pd.DataFrame, attributes) -> np.ndarray:
     """A dense id per q-block a reader forms: the published labels over ``attributes`` and the
     published PD value (its code ``__pd_out``)."""
-    keys = np.column_stack([label_keys(r, attributes), r["__pd_out"].to_numpy(np.int64)])
-    return np.unique(keys, axis=0, return_inverse=True)[1].ravel()
+    return row_codes([label_keys(r, attributes), r["__pd_out"].to_numpy(np.int64)])
 
 
 def check_pd_groups(g: G.PublishedGroups, audit: pd.DataFrame) -> CheckResult:

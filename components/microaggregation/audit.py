@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from components.core.checks import published_frame
 from components.core.evidence import lineage_audit, published_positions
 from components.core.parts import EvidenceParts, pack
 from components.microaggregation.columns import plain
@@ -195,7 +196,7 @@ def evidence(
     data = outputs["data"]
     lineage = sidecars["lineage"]
     return {
-        "published": data.to_pandas(),
+        "published": published_frame(data),
         "audit": build_audit(input_table, data, lineage, params.scaling, hot=hot, columns=columns),
     }
 

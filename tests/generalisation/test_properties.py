@@ -78,3 +78,21 @@ def test_structure(case):
     if case[3] == "dsabre":  # I5, I7: the leaves are Dichotomize's, whatever the seed
         want = sorted(dichotomize(prep.counts, t, k, prep.p_minus, _k_over(prep, k)))
         assert sorted(map(tuple, counts.tolist())) == want
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.integers(-50, 50) | st.integers(-(2**62), 2**62), min_size=1, max_size=4).flatmap(
+        lambda bounds: st.lists(
+            st.tuples(*[st.integers(min(0, b), max(0, b)) for b in bounds]), min_size=1
+        )
+    )
+)
+def test_row_codes_are_the_ids_of_a_row_wise_unique(rows):
+    """The mixed-radix packing (and its row-wise fallback when the ranges overflow int64)
+    numbers the distinct rows exactly as ``np.unique(axis=0)`` does."""
+    from components.generalisation.checks import row_codes
+
+    cols = [np.array(c, dtype=np.int64) for c in zip(*rows, strict=True)]
+    want = np.unique(np.column_stack(cols), axis=0, return_inverse=True)[1].ravel()
+    np.testing.assert_array_equal(row_codes(cols), want)
