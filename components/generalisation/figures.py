@@ -17,9 +17,9 @@ from components.core import plots
 from components.core.descriptor import Figure
 from components.core.inputs import uniform_sample
 from components.core.plots import esc, fmt_num
-from components.generalisation.audit import build_audit, original_audit
+from components.generalisation.audit import original_labels, release_labels
 from components.generalisation.checks import labels_of, p_minus_of
-from components.generalisation.itemsets import audit_itemsets
+from components.generalisation.itemsets import Labels, audit_itemsets
 from components.generalisation.measures import bounds, t_max
 
 __all__ = ["figures", "discrimination_extremes", "sweep"]
@@ -36,8 +36,11 @@ GROUPS = (
 
 def discrimination_extremes(audit, t: float, max_attributes: int = 12) -> dict:
     """{measure: (min, max)} over every PND itemset of an audit frame's labels."""
-    found = audit_itemsets(labels_of(audit), p_minus_of(audit), t, max_attributes=max_attributes)
-    return found.extremes
+    return _extremes(labels_of(audit), p_minus_of(audit), t, max_attributes)
+
+
+def _extremes(labels: Labels, p_minus: float, t: float, max_attributes: int = 12) -> dict:
+    return audit_itemsets(labels, p_minus, t, max_attributes=max_attributes).extremes
 
 
 def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
@@ -45,10 +48,9 @@ def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
     t_eff = m.get("t_eff")
     if published is None or input_table is None or classes is None or t_eff is None:
         return []
-    after_frame = build_audit(input_table, published, classes)
-    p_minus = p_minus_of(after_frame)
-    after = discrimination_extremes(after_frame, t_eff)
-    before = discrimination_extremes(original_audit(input_table), t_eff)
+    after_labels, p_minus = release_labels(input_table, published, classes)
+    after = _extremes(after_labels, p_minus, t_eff)
+    before = _extremes(*original_labels(input_table), t_eff)
     out = []
     for group in GROUPS:
         lower = group[0] in ("RC", "EC")

@@ -96,3 +96,28 @@ def test_row_codes_are_the_ids_of_a_row_wise_unique(rows):
     cols = [np.array(c, dtype=np.int64) for c in zip(*rows, strict=True)]
     want = np.unique(np.column_stack(cols), axis=0, return_inverse=True)[1].ravel()
     np.testing.assert_array_equal(row_codes(cols), want)
+
+
+def _same_labels(a, b) -> None:
+    assert a.names == b.names
+    for f in ("lo", "hi", "sizes", "cell"):
+        np.testing.assert_array_equal(getattr(a, f), getattr(b, f))
+
+
+@settings(max_examples=30, deadline=None)
+@given(case=CASES)
+def test_the_report_reads_the_labels_the_audit_frame_holds(case):
+    """The report's discrimination figure reads the labels without building the audit frame
+    (``release_labels``, ``original_labels``); they are the frame's, to the last bit."""
+    from components.generalisation.audit import original_audit, original_labels, release_labels
+
+    table, _, _, _, result = _run(*case)
+    lineage = result.sidecars["lineage"]
+    labels, p_minus = release_labels(table, result.table, lineage)
+    frame = build_audit(table, result.table, lineage)
+    _same_labels(labels, labels_of(frame))
+    assert p_minus == p_minus_of(frame)
+    labels, p_minus = original_labels(table)
+    frame = original_audit(table)
+    _same_labels(labels, labels_of(frame))
+    assert p_minus == p_minus_of(frame)

@@ -1,6 +1,7 @@
-"""The published frame the published-table checks read: generalised labels (struct, list
-columns) stay Arrow-backed instead of a Python dict or array per row, and grouping on them
-(k-anonymity) partitions the rows exactly as grouping on the frozen Python cells does."""
+"""The frames checkers read, built without a Python object per row where they can be: the
+published frame keeps generalised labels (struct, list columns) Arrow-backed, and grouping on
+them (k-anonymity) partitions the rows as grouping on the frozen Python cells does; the audit's
+raw-value columns hold the values ``to_pylist`` gives."""
 
 from __future__ import annotations
 
@@ -56,3 +57,29 @@ def test_a_generalised_release_is_read_without_a_python_object_per_row():
         g = KAnonymity(k=k, quasi_identifiers=tuple(qis))
         new, old = check_k_anonymity(g, frame), check_k_anonymity(g, data.to_pandas())
         assert (new.passed, new.observed, new.message) == (old.passed, old.observed, old.message)
+
+
+_COLUMNS = st.one_of(
+    st.lists(st.none() | st.text(max_size=3)).map(lambda v: pa.chunked_array([v], pa.string())),
+    st.lists(st.none() | st.text(max_size=3)).map(
+        lambda v: pa.chunked_array([v], pa.large_string())
+    ),
+    st.lists(st.none() | st.integers(-(2**40), 2**40)).map(
+        lambda v: pa.chunked_array([v], pa.int64())
+    ),
+    st.lists(st.none() | st.integers(-128, 127)).map(lambda v: pa.chunked_array([v], pa.int8())),
+    st.lists(st.none() | st.floats()).map(lambda v: pa.chunked_array([v], pa.float64())),
+    st.lists(st.none() | st.booleans()).map(lambda v: pa.chunked_array([v], pa.bool_())),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_COLUMNS)
+def test_the_audit_s_column_objects_are_the_python_values(col):
+    """``lineage_audit``'s ``__in_col__`` / ``__out_col__`` arrays hold what ``to_pylist``
+    gives (same values, same Python types, None for a null), however they are built."""
+    from components.core.evidence import _objects
+
+    got, want = _objects(col).tolist(), col.to_pylist()
+    assert [type(x) for x in got] == [type(x) for x in want]
+    assert [repr(x) for x in got] == [repr(x) for x in want]
