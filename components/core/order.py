@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["published_order", "publish_in_order"]
+__all__ = ["published_form", "published_order", "publish_in_order"]
 
 _SIGNED = {2: np.int16, 4: np.int32, 8: np.int64}
 
@@ -232,4 +232,13 @@ def publish_in_order(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa.Ta
     if not np.array_equal(order, np.arange(data.num_rows)):
         take = pa.array(order)
         data, lineage = data.take(take), lineage.take(take)
+    return published_form(data, lineage)
+
+
+def published_form(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa.Table]:
+    """The last step of ``publish_in_order``, for ``data`` (and ``lineage``) already in
+    canonical order: its unordered dictionaries re-encoded in order of first appearance, one
+    chunk per column. For a component that materialises its columns in an order it computed
+    (``published_order`` of stand-in columns that sort as its published ones do) rather than
+    sorting the finished table."""
     return _canonical_dictionaries(data).combine_chunks(), lineage.combine_chunks()

@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from components.core.order import publish_in_order
+from components.core.order import published_form, published_order
 from components.core.result import ComponentResult
 from components.generalisation.domains import LABEL_META, plain
 from components.generalisation.inputs import PROTECTED, UNPROTECTED, Prepared
@@ -153,6 +153,70 @@ def utility_metrics(prep: Prepared, lo: np.ndarray, hi: np.ndarray, queries: int
     return out
 
 
+def label_order(d, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
+    """A stand-in for the published column of labels ``[lo, hi]`` over domain ``d`` that sorts
+    as it does (``published_order``): the rank of each row's label among the distinct labels,
+    ordered by materialising only those (a column holds a few hundred distinct labels at most,
+    each a slice of the domain; the rows' labels are millions of lists)."""
+    key = lo.astype(np.int64) * (d.size + 1) + hi
+    span = (d.size + 1) ** 2
+    if span <= max(len(key), 1 << 16):  # a table of every possible label: no sort of the rows
+        seen = np.zeros(span, dtype=bool)
+        seen[key] = True
+        uniq = np.flatnonzero(seen)
+        inv = np.cumsum(seen)[key] - 1
+    else:
+        uniq, inv = np.unique(key, return_inverse=True)
+    small = d.to_arrow(uniq // (d.size + 1), uniq % (d.size + 1))
+    rank = np.empty(len(uniq), dtype=np.int64)
+    rank[published_order(pa.table({"label": small}))] = np.arange(len(uniq))
+    return pa.array(rank[inv.ravel()], pa.int64())
+
+
+def published_table(
+    prep: Prepared, classes: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> tuple[pa.Table, pa.Table]:
+    """(published table, ``lineage`` sidecar) of a run that put input row i in ``classes[i]``
+    with PND labels ``[lo[i], hi[i]]``: the rows in canonical order (an order of the published
+    values alone, the lineage permuted with them), one chunk per column (the bytes of a release
+    must not depend on how the input was chunked: the orchestrators hand it over through
+    Parquet, the CLI in memory).
+
+    The order is found on stand-ins (``label_order``) and the labels are materialised once,
+    already in it: the result is ``publish_in_order`` of the table with every label in place
+    (tested), without building and then permuting a second copy of the label lists."""
+    table = prep.table
+    schema = table.schema
+    stand_in, form = table, {}
+    for j, d in enumerate(prep.domains):
+        i = schema.get_field_index(d.name)
+        stand_in = stand_in.set_column(i, d.name, label_order(d, lo[:, j], hi[:, j]))
+        form[i] = (d.field(schema.field(i)), j, d)
+    if prep.pd_as_groups:
+        i = schema.get_field_index(prep.pd)
+        stand_in = stand_in.set_column(i, prep.pd, group_column(prep.protected))
+        form[i] = (group_field(schema.field(i), prep.roles[prep.pd]), -1, None)
+    order = published_order(stand_in)
+    del stand_in
+    take = pa.array(order)
+    fields, columns = [], []
+    for i, f in enumerate(schema):
+        if i not in form:
+            fields.append(f)
+            columns.append(table.column(i).take(take))
+            continue
+        field, j, d = form[i]
+        fields.append(field)
+        columns.append(
+            group_column(prep.protected[order])
+            if d is None
+            else d.to_arrow(lo[order, j], hi[order, j])
+        )
+    data = pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
+    sidecar = pa.table({"row_id": take, "class": pa.array(classes[order], pa.int64())})
+    return published_form(data, sidecar)
+
+
 def release(
     prep: Prepared,
     classes: np.ndarray,
@@ -166,22 +230,8 @@ def release(
     t0 = time.perf_counter()
     ranks = prep.ranks
     lo, hi = class_ranges(ranks, classes)
-    table = prep.table
-    for j, d in enumerate(prep.domains):
-        i = table.schema.get_field_index(d.name)
-        table = table.set_column(i, d.field(table.schema.field(i)), d.to_arrow(lo[:, j], hi[:, j]))
-    if prep.pd_as_groups:
-        i = table.schema.get_field_index(prep.pd)
-        field = group_field(table.schema.field(i), prep.roles[prep.pd])
-        table = table.set_column(i, field, group_column(prep.protected))
+    table, sidecar = published_table(prep, classes, lo, hi)
     n = table.num_rows
-    sidecar = pa.table(
-        {"row_id": pa.array(np.arange(n), pa.int64()), "class": pa.array(classes, pa.int64())}
-    )
-    # rows in an order of the published values alone, the lineage permuted with them; one
-    # chunk per column: the bytes of a release must not depend on how the input was chunked
-    # (the orchestrators hand it over through Parquet, the CLI in memory)
-    table, sidecar = publish_in_order(table, sidecar)
     t_eff = prep.t_eff(params.t)
     sizes = np.bincount(classes)
     generalised = (hi > lo).sum(axis=0)
