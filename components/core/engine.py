@@ -186,8 +186,8 @@ class LocalEngine(Engine):
         self.calls += 1
         n_blocks = len(pc.unique(table.column(key)))
         pooled = self.workers > 1 and n_blocks > 1
-        if not pooled:
-            return _concat([fn(b) for _, b in split_by_key(table, key)], schema)
+        if not pooled:  # one block taken at a time: never a sorted copy of the whole table
+            return _concat([fn(b) for _, b in _compact_blocks(table, key)], schema)
         # spawn, not fork: the orchestrators that call us run threads
         import multiprocessing as mp
 

@@ -8,6 +8,7 @@ guarantee declares.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from fractions import Fraction
 
 import numpy as np
@@ -445,6 +446,36 @@ def _to_point(
     return d
 
 
+def each_group(ids: np.ndarray, check: Callable[[int], dict | None]) -> list[dict | None]:
+    """``[check(g) for g in ids]``, on two threads when there are two cores and enough groups:
+    each check is a few passes of NumPy over the rows remaining when its group was made (which
+    release the GIL), and the groups' checks are independent. BLAS is held to one thread
+    meanwhile."""
+    from components.microaggregation.grouping import _cores
+
+    ids = [int(g) for g in ids]
+    if len(ids) < 64 or _cores() < 2:
+        return [check(g) for g in ids]
+    from concurrent.futures import ThreadPoolExecutor
+
+    from threadpoolctl import threadpool_limits
+
+    # groups made early have the longest suffixes: small chunks handed out in turn balance them
+    chunks = iter([ids[i : i + 16] for i in range(0, len(ids), 16)])
+    got: dict[int, dict | None] = {}
+
+    def drain() -> None:
+        for chunk in chunks:  # next() on a list iterator is atomic under the GIL
+            for g in chunk:
+                got[g] = check(g)
+
+    with threadpool_limits(limits=1, user_api="blas"), ThreadPoolExecutor(1) as pool:
+        helper = pool.submit(drain)
+        drain()
+        helper.result()
+    return [got[g] for g in ids]
+
+
 def check_seed_nearest(g: G.SeedNearest, audit: pd.DataFrame, atol: float = 1e-9) -> CheckResult:
     """Replay the greedy trace in the ``g.scaling`` space on every group, or on ``g.sample``
     groups drawn with ``g.seed``, independently of the component's search: the seed is a
@@ -613,28 +644,24 @@ def _replay(
             i += 1
         if remaining > 0 and i < n_groups:
             kinds[i] = "rest"
-    bad = []
-    for gi in ids:
+
+    def one(gi: int) -> dict | None:
         if gi not in seeds.index:
-            bad.append({"group": int(gi), "reason": "no seed recorded"})
-            continue
+            return {"group": int(gi), "reason": "no seed recorded"}
         if seed_count.loc[gi] > 1:
-            bad.append({"group": int(gi), "reason": f"{int(seed_count.loc[gi])} seeds recorded"})
-            continue
+            return {"group": int(gi), "reason": f"{int(seed_count.loc[gi])} seeds recorded"}
         s, size = int(start[gi]), int(sizes[gi])
         if kinds[gi] == "rest":
             if s + size != n or (grp_s[s:] != gi).any():
-                bad.append({"group": int(gi), "reason": "last group is not all remaining rows"})
-            continue
+                return {"group": int(gi), "reason": "last group is not all remaining rows"}
+            return None
         seed = int(pos[int(seeds.loc[gi])])
         if not s <= seed < s + size:
-            bad.append({"group": int(gi), "reason": "the recorded seed is not a member"})
-            continue
+            return {"group": int(gi), "reason": "the recorded seed is not a member"}
         rn, rs, rf, rp = num[s:], sq[s:], flat[s:], n_present[s:]
         if kinds[gi] == "pair":
             if gi - 1 not in seeds.index:  # its seed was dropped or never recorded
-                bad.append({"group": int(gi), "reason": "the previous group has no seed"})
-                continue
+                return {"group": int(gi), "reason": "the previous group has no seed"}
             prev = int(pos[int(seeds.loc[gi - 1])])
             d_ref = _to_point(rn, rs, rf, rp, record(prev), n_levels)
         else:
@@ -645,8 +672,7 @@ def _replay(
                 shares = np.append(suffix_hot[s] / m, 0.5)
                 d_ref += (shares[:-1] @ shares[:-1] + len(ones)) - 2.0 * (shares[flat[s:]] @ ones)
         if d_ref[seed - s] < d_ref.max() - atol:
-            bad.append({"group": int(gi), "reason": "seed is not a farthest remaining row"})
-            continue
+            return {"group": int(gi), "reason": "seed is not a farthest remaining row"}
         d_seed = _to_point(rn, rs, rf, rp, record(seed), n_levels)
         # members are the first ``size`` rows of the suffix; per protected value for fairlets
         inside, outside = d_seed[:size], d_seed[size:]
@@ -657,14 +683,13 @@ def _replay(
             far = np.max(inside, where=True if w_in is None else w_in, initial=-np.inf)
             near = np.min(outside, where=True if w_out is None else w_out, initial=np.inf)
             if far > near + atol:
-                bad.append(
-                    {
-                        "group": int(gi),
-                        "reason": "a member is farther from the seed than a non-member",
-                    }
-                )
-                break
-    return bad
+                return {
+                    "group": int(gi),
+                    "reason": "a member is farther from the seed than a non-member",
+                }
+        return None
+
+    return [x for x in each_group(ids, one) if x is not None]
 
 
 def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> CheckResult:
