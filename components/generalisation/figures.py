@@ -22,7 +22,7 @@ from components.generalisation.checks import labels_of, p_minus_of
 from components.generalisation.itemsets import Labels, audit_itemsets
 from components.generalisation.measures import bounds, t_max
 
-__all__ = ["figures", "discrimination_extremes", "sweep"]
+__all__ = ["figures", "discrimination_extremes", "sweep", "sweep_grid"]
 
 #: the most input rows the utility-against-t figure reruns the algorithm on
 SWEEP_ROWS = 100_000
@@ -82,6 +82,18 @@ def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
     return out
 
 
+def sweep_grid(tau_r: float, top: float, t: float, points: int = 4) -> list[float]:
+    """``points`` values of t from tau(R) to ``top`` (= t_max), rounded to 4 decimals but
+    never below tau(R) (a value rounded below it would be refused: no cut is d-allowable
+    there), plus the release's own ``t``.
+
+    >>> sweep_grid(0.08395, 0.76, 0.15, points=3)
+    [0.08395, 0.15, 0.422, 0.76]
+    """
+    grid = {max(round(float(x), 4), tau_r) for x in np.linspace(tau_r, top, points)}
+    return sorted(grid | {t})
+
+
 def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 4) -> list[dict]:
     """LM and median query error of the algorithm rerun at ``points`` values of t between
     tau(R) and t_max (plus the release's own t), on at most ``SWEEP_ROWS`` input rows (a
@@ -93,12 +105,9 @@ def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 4) 
     input_table, _ = uniform_sample(input_table, SWEEP_ROWS)
     prep = prepare(input_table, None)
     top = t_max(prep.p_minus)
-    grid = sorted(
-        {round(float(x), 4) for x in np.linspace(prep.tau_r, top, points)} | {params["t"]}
-    )
     queries = min(int(params.get("utility_queries", 0)), 1000)
     out = []
-    for t in grid:
+    for t in sweep_grid(prep.tau_r, top, params["t"], points):
         p = algo.params(**{**params, "t": min(t, top), "utility_queries": queries})
         m = algo(input_table, p).metrics
         out.append(

@@ -158,3 +158,22 @@ def test_labels_materialised_in_order_are_the_sorted_release(case):
     assert got[0].equals(want[0], check_metadata=True)
     assert got[1].equals(want[1], check_metadata=True)
     assert result.table.equals(want[0], check_metadata=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.floats(0.0, 0.99, allow_nan=False),
+    st.floats(0.0, 1.0, allow_nan=False),
+    st.floats(0.0, 1.0, allow_nan=False),
+)
+def test_the_utility_sweep_never_asks_for_t_below_tau_r(tau_r, share, t_share):
+    """The report's utility-against-t sweep rounds its grid to 4 decimals; a value rounded below
+    tau(R) would be refused and take every plot of the report with it (a 3M-row release's
+    tau(R) = 0.08395 rounded to 0.0839)."""
+    from components.generalisation.figures import sweep_grid
+
+    top = tau_r + share * (1.0 - tau_r)
+    t = tau_r + t_share * (top - tau_r)
+    grid = sweep_grid(tau_r, top, t)
+    assert min(grid) >= tau_r and t in grid
+    assert max(grid) <= max(round(top, 4), t)
