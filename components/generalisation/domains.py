@@ -220,15 +220,14 @@ class Domain:
             valid = np.asarray(column.is_valid()) & (width > 0)
             starts = offsets[:-1]
             if len(r):
-                rows = np.repeat(np.arange(n), width)
-                bad = np.zeros(n, dtype=bool)
-                np.logical_or.at(bad, rows, r < 0)
                 # a contiguous ascending slice: each element is the previous one plus one
                 step_ok = np.ones(len(r), dtype=bool)
                 step_ok[1:] = r[1:] == r[:-1] + 1
                 step_ok[starts[width > 0]] = True
-                np.logical_or.at(bad, rows, ~step_ok)
-                valid &= ~bad
+                # the rows of the offending elements (element i is in the row whose cumulated
+                # width first exceeds i): no per-element row index for millions of elements
+                bad_el = np.flatnonzero((r < 0) | ~step_ok)
+                valid[np.searchsorted(np.cumsum(width), bad_el, side="right")] = False
                 first = np.where(width > 0, r[np.minimum(starts, len(r) - 1)], -1)
                 last = np.where(width > 0, r[np.maximum(offsets[1:] - 1, 0)], -1)
                 lo[valid], hi[valid] = first[valid], last[valid]

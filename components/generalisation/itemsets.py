@@ -34,9 +34,51 @@ __all__ = [
     "LabelVectors",
     "ItemsetAudit",
     "audit_itemsets",
+    "dense_codes",
     "plain_counts",
     "random_counts",
+    "row_codes",
 ]
+
+
+def dense_codes(key: np.ndarray) -> np.ndarray:
+    """``np.unique(key, return_inverse=True)[1]``: each value's rank among the distinct values.
+    Through a table of every value in the keys' range when it is not much larger than the
+    keys (labels: a few thousand possible values over millions of rows), with no sort.
+
+    >>> dense_codes(np.array([7, 3, 7, 5])).tolist()
+    [2, 0, 2, 1]
+    """
+    if len(key) == 0:
+        return np.zeros(0, dtype=np.int64)
+    lo, hi = int(key.min()), int(key.max())
+    if hi - lo >= max(len(key), 1 << 16):
+        return np.unique(key, return_inverse=True)[1].ravel()
+    seen = np.zeros(hi - lo + 1, dtype=bool)
+    seen[key - lo] = True
+    return (np.cumsum(seen) - 1)[key - lo]
+
+
+def row_codes(columns: list[np.ndarray]) -> np.ndarray:
+    """A dense id per distinct row of the integer ``columns``, numbered in the rows'
+    lexicographic order (``np.unique(axis=0)``'s ids). The columns are packed into one int64
+    key by mixed radix when their ranges allow (a 1-D unique: ~10x faster and a fraction of the
+    memory of a row-wise one on 10M rows), row-wise otherwise."""
+    n = len(columns[0])
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    key = np.zeros(n, dtype=np.int64)
+    room = 1
+    for c in columns:
+        lo, hi = int(c.min()), int(c.max())
+        radix = hi - lo + 1
+        room *= radix
+        if room >= 2**63:
+            stacked = np.column_stack(columns)
+            return np.unique(stacked, axis=0, return_inverse=True)[1].ravel()
+        key *= radix
+        key += c - lo
+    return dense_codes(key)
 
 
 @dataclass
@@ -69,8 +111,8 @@ class Labels:
         n, m = self.lo.shape
         out = np.empty((n, m), dtype=np.int64)
         for j in range(m):
-            key = self.lo[:, j] * (int(self.sizes[j]) + 2) + self.hi[:, j]
-            out[:, j] = np.unique(key, return_inverse=True)[1].ravel()
+            key = self.lo[:, j].astype(np.int64) * (int(self.sizes[j]) + 2) + self.hi[:, j]
+            out[:, j] = dense_codes(key)
         return out
 
     def vectors(self) -> LabelVectors:
@@ -84,12 +126,10 @@ class Labels:
         """
         n, m = self.lo.shape
         codes = self.codes()
-        key = np.zeros(n, dtype=np.int64)
-        for j in range(m):
-            card = int(codes[:, j].max()) + 1 if n else 1
-            key = np.unique(key * card + codes[:, j], return_inverse=True)[1].ravel()
+        key = row_codes([codes[:, j] for j in range(m)]) if m else np.zeros(n, dtype=np.int64)
         u = int(key.max()) + 1 if n else 0
-        first = np.unique(key, return_index=True)[1] if n else np.zeros(0, dtype=np.int64)
+        first = np.full(u, n, dtype=np.int64)
+        np.minimum.at(first, key, np.arange(n))  # each vector's first row
         counts = np.bincount(key * 4 + self.cell, minlength=4 * u).reshape(u, 4)
         return LabelVectors(
             self.lo[first], self.hi[first], counts.astype(np.int64), first, codes[first]

@@ -177,3 +177,35 @@ def test_the_utility_sweep_never_asks_for_t_below_tau_r(tau_r, share, t_share):
     grid = sweep_grid(tau_r, top, t)
     assert min(grid) >= tau_r and t in grid
     assert max(grid) <= max(round(top, 4), t)
+
+
+_CELL = st.none() | st.lists(st.sampled_from(["a", "b", "c", "d", "zz"]), max_size=4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_CELL, max_size=30))
+def test_a_value_set_is_read_back_as_its_slice_of_the_domain(cells):
+    """``Domain.from_arrow`` on a list column: (first, last) rank of a cell that is a non-empty
+    contiguous ascending slice of the domain, (-1, -1) for anything else (an unknown value, a
+    gap, a wrong order, an empty or null cell), as a reading of each cell on its own gives."""
+    import pyarrow as pa
+
+    from components.generalisation.domains import Domain
+
+    values = ["a", "b", "c", "d"]
+    domain = Domain.of("x", pa.chunked_array([pa.array(values)]), "nominal")
+    lo, hi = domain.from_arrow(pa.chunked_array([pa.array(cells, pa.list_(pa.string()))]))
+    for i, cell in enumerate(cells):
+        ranks = [values.index(v) if v in values else -1 for v in cell or []]
+        ok = bool(ranks) and min(ranks) >= 0 and ranks == list(range(ranks[0], ranks[-1] + 1))
+        assert (lo[i], hi[i]) == ((ranks[0], ranks[-1]) if ok else (-1, -1)), cell
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.integers(-5, 5) | st.integers(-(2**40), 2**40), max_size=50))
+def test_dense_codes_are_the_ids_of_a_unique(key):
+    from components.generalisation.itemsets import dense_codes
+
+    key = np.array(key, dtype=np.int64)
+    want = np.unique(key, return_inverse=True)[1].ravel()
+    np.testing.assert_array_equal(dense_codes(key), want)
