@@ -24,6 +24,11 @@ def test_shipped_german_specs_publish(tmp_path, name):
     assert {"decision_closeness", "bounded_discrimination", "truthful_generalisation"} <= kinds
     assert man["metrics"]["t_eff"] == pytest.approx(0.15)
     assert (tmp_path / name / out.version / "internal" / "lineage.parquet").is_file()
+    # both figures drawn: German's tau(R) = 0.05161... rounds to 0.0516, below it, and a sweep
+    # point there was refused, which took every plot of the report with it
+    report = (tmp_path / name / out.version / "report.html").read_text()
+    assert "could not be drawn" not in report
+    assert 'id="fig-utility_against_t"' in report and 'id="fig-measures_rd_ed"' in report
 
 
 def _spec(demands: list) -> dict:
