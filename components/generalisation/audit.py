@@ -45,6 +45,7 @@ from components.generalisation.inputs import (
     protected_values,
 )
 from components.generalisation.itemsets import Labels
+from components.generalisation.measures import cell_of
 from components.generalisation.publish import group_column, group_field
 
 __all__ = [
@@ -153,10 +154,8 @@ def release_labels(
         if names
         else np.zeros((int(retained.sum()), 0), dtype=np.int64)
     )
-    prot = cols["__protected_out"][retained].astype(np.int64)
-    neg = cols["__negative_out"][retained].astype(np.int64)
+    cell = cell_of(cols["__protected_out"][retained], cols["__negative_out"][retained])
     sizes = np.array([d.size for d in prep.domains], dtype=np.int64)
-    cell = 2 * (1 - prot) + (1 - neg)
     return Labels(names, get("lo"), get("hi"), sizes, cell), _p_minus(prep)
 
 
@@ -166,10 +165,8 @@ def original_labels(input_table: pa.Table) -> tuple[Labels, float]:
     prep = prepare(input_table, None)
     ranks = prep.ranks
     sizes = np.array([d.size for d in prep.domains], dtype=np.int64)
-    prot = prep.protected.astype(np.int64)
-    neg = prep.negative.astype(np.int64)
     names = [d.name for d in prep.domains]
-    return Labels(names, ranks, ranks.copy(), sizes, 2 * (1 - prot) + (1 - neg)), _p_minus(prep)
+    return Labels(names, ranks, ranks.copy(), sizes, prep.cell), _p_minus(prep)
 
 
 def as_labels(input_table: pa.Table) -> pa.Table:

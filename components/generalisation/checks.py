@@ -17,7 +17,7 @@ from components.generalisation import guarantees as G
 from components.generalisation.audit import pnd_columns
 from components.generalisation.dsabre import dichotomize
 from components.generalisation.itemsets import Labels, audit_itemsets, row_codes
-from components.generalisation.measures import bounds, four_fold, tau
+from components.generalisation.measures import bounds, cell_of, four_fold, tau
 
 __all__ = [
     "labels_of",
@@ -53,7 +53,7 @@ def p_minus_of(audit: pd.DataFrame) -> float:
 def _counts(keys: np.ndarray, protected: np.ndarray, negative: np.ndarray):
     """(unique keys, (k, 4) 4-fold counts per key) with cell = 2*(1-protected) + (1-negative)."""
     uniq, inv = np.unique(keys, return_inverse=True)
-    cell = 2 * (1 - protected.astype(np.int64)) + (1 - negative.astype(np.int64))
+    cell = cell_of(protected, negative)
     counts = np.bincount(inv.ravel() * 4 + cell, minlength=4 * len(uniq)).reshape(len(uniq), 4)
     return uniq, counts
 
@@ -279,9 +279,7 @@ def labels_of(audit: pd.DataFrame, out: bool = True) -> Labels:
     )
     sizes = np.array([int(r[f"__size__{a}"].iloc[0]) for a in names], dtype=np.int64)
     suffix = "_out" if out else ""
-    prot = r[f"__protected{suffix}"].to_numpy().astype(np.int64)
-    neg = r[f"__negative{suffix}"].to_numpy().astype(np.int64)
-    cell = 2 * (1 - prot) + (1 - neg)
+    cell = cell_of(r[f"__protected{suffix}"].to_numpy(), r[f"__negative{suffix}"].to_numpy())
     return Labels(names, get("lo"), get("hi"), sizes, cell)
 
 

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 
 from components.core.inputs import absent_value, member, require_role, table_roles
 from components.generalisation.domains import Domain, plain
-from components.generalisation.measures import four_fold, t_max, tau
+from components.generalisation.measures import cell_of, four_fold, t_max, tau
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Role, TableRoles
 
@@ -102,7 +102,7 @@ class Prepared:
 
     @property
     def cell(self) -> np.ndarray:
-        return (2 * (~self.protected) + (~self.negative)).astype(np.int64)
+        return cell_of(self.protected, self.negative)
 
     @property
     def counts(self) -> tuple[int, int, int, int]:

@@ -38,6 +38,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
+    "cell_of",
     "LOWER_IS_WORSE",
     "MEASURES",
     "bound",
@@ -190,6 +191,18 @@ def _bounds(
 
 
 # --------------------------------------------------------------------------- public API
+
+
+def cell_of(protected: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """Each tuple's 4-fold cell, 0..3 = a, b, c, d (``four_fold``'s order): 2 (1 - protected)
+    + (1 - negative), from 0/1 (or bool) flags.
+
+    >>> cell_of(np.array([1, 1, 0, 0]), np.array([1, 0, 1, 0])).tolist()
+    [0, 1, 2, 3]
+    """
+    return 2 * (1 - np.asarray(protected, dtype=np.int64)) + (
+        1 - np.asarray(negative, dtype=np.int64)
+    )
 
 
 def four_fold(protected: ArrayLike, negative: ArrayLike) -> tuple[int, int, int, int]:

@@ -25,6 +25,7 @@ from components.core.order import published_form, published_order
 from components.core.result import ComponentResult
 from components.generalisation.domains import LABEL_META, plain
 from components.generalisation.inputs import PROTECTED, UNPROTECTED, Prepared
+from components.generalisation.itemsets import dense_codes
 from components.generalisation.measures import MEASURES, bounds
 from components.generalisation.utility import information_loss, query_error
 from schemas.roles import META_FAVOURED, META_UNFAVOURED, ColumnRole, Kind, Role
@@ -159,14 +160,9 @@ def label_order(d, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
     ordered by materialising only those (a column holds a few hundred distinct labels at most,
     each a slice of the domain; the rows' labels are millions of lists)."""
     key = lo.astype(np.int64) * (d.size + 1) + hi
-    span = (d.size + 1) ** 2
-    if span <= max(len(key), 1 << 16):  # a table of every possible label: no sort of the rows
-        seen = np.zeros(span, dtype=bool)
-        seen[key] = True
-        uniq = np.flatnonzero(seen)
-        inv = np.cumsum(seen)[key] - 1
-    else:
-        uniq, inv = np.unique(key, return_inverse=True)
+    inv = dense_codes(key)
+    uniq = np.empty(int(inv.max()) + 1 if len(inv) else 0, dtype=np.int64)
+    uniq[inv] = key  # each code's key (the rows of a code share it)
     small = d.to_arrow(uniq // (d.size + 1), uniq % (d.size + 1))
     rank = np.empty(len(uniq), dtype=np.int64)
     rank[published_order(pa.table({"label": small}))] = np.arange(len(uniq))
