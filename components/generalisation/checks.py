@@ -23,7 +23,6 @@ __all__ = [
     "labels_of",
     "label_keys",
     "q_block_keys",
-    "row_codes",
     "p_minus_of",
     "check_pd_groups",
     "check_truthful_generalisation",

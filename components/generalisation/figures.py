@@ -18,7 +18,6 @@ from components.core.descriptor import Figure
 from components.core.inputs import uniform_sample
 from components.core.plots import esc, fmt_num
 from components.generalisation.audit import original_labels, release_labels
-from components.generalisation.checks import labels_of, p_minus_of
 from components.generalisation.itemsets import Labels, audit_itemsets
 from components.generalisation.measures import bounds, t_max
 
@@ -34,12 +33,11 @@ GROUPS = (
 )
 
 
-def discrimination_extremes(audit, t: float, max_attributes: int = 12) -> dict:
-    """{measure: (min, max)} over every PND itemset of an audit frame's labels."""
-    return _extremes(labels_of(audit), p_minus_of(audit), t, max_attributes)
-
-
-def _extremes(labels: Labels, p_minus: float, t: float, max_attributes: int = 12) -> dict:
+def discrimination_extremes(
+    labels: Labels, p_minus: float, t: float, max_attributes: int = 12
+) -> dict:
+    """{measure: (min, max)} over every PND itemset of ``labels`` (``audit.release_labels``,
+    ``audit.original_labels``)."""
     return audit_itemsets(labels, p_minus, t, max_attributes=max_attributes).extremes
 
 
@@ -49,8 +47,8 @@ def _fig_measures(man: dict, published, input_table, classes) -> list[Figure]:
     if published is None or input_table is None or classes is None or t_eff is None:
         return []
     after_labels, p_minus = release_labels(input_table, published, classes)
-    after = _extremes(after_labels, p_minus, t_eff)
-    before = _extremes(*original_labels(input_table), t_eff)
+    after = discrimination_extremes(after_labels, p_minus, t_eff)
+    before = discrimination_extremes(*original_labels(input_table), t_eff)
     out = []
     for group in GROUPS:
         lower = group[0] in ("RC", "EC")

@@ -166,7 +166,7 @@ def label_order(d, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
     small = d.to_arrow(uniq // (d.size + 1), uniq % (d.size + 1))
     rank = np.empty(len(uniq), dtype=np.int64)
     rank[published_order(pa.table({"label": small}))] = np.arange(len(uniq))
-    return pa.array(rank[inv.ravel()], pa.int64())
+    return pa.array(rank[inv], pa.int64())
 
 
 def published_table(
@@ -188,9 +188,10 @@ def published_table(
         i = schema.get_field_index(d.name)
         stand_in = stand_in.set_column(i, d.name, label_order(d, lo[:, j], hi[:, j]))
         form[i] = (d.field(schema.field(i)), j, d)
-    if prep.pd_as_groups:
+    groups = group_column(prep.protected) if prep.pd_as_groups else None
+    if groups is not None:
         i = schema.get_field_index(prep.pd)
-        stand_in = stand_in.set_column(i, prep.pd, group_column(prep.protected))
+        stand_in = stand_in.set_column(i, prep.pd, groups)
         form[i] = (group_field(schema.field(i), prep.roles[prep.pd]), -1, None)
     order = published_order(stand_in)
     del stand_in
@@ -203,11 +204,7 @@ def published_table(
             continue
         field, j, d = form[i]
         fields.append(field)
-        columns.append(
-            group_column(prep.protected[order])
-            if d is None
-            else d.to_arrow(lo[order, j], hi[order, j])
-        )
+        columns.append(groups.take(take) if d is None else d.to_arrow(lo[order, j], hi[order, j]))
     data = pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
     sidecar = pa.table({"row_id": take, "class": pa.array(classes[order], pa.int64())})
     return published_form(data, sidecar)

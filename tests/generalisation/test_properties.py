@@ -91,7 +91,7 @@ def test_structure(case):
 def test_row_codes_are_the_ids_of_a_row_wise_unique(rows):
     """The mixed-radix packing (and its row-wise fallback when the ranges overflow int64)
     numbers the distinct rows exactly as ``np.unique(axis=0)`` does."""
-    from components.generalisation.checks import row_codes
+    from components.generalisation.itemsets import row_codes
 
     cols = [np.array(c, dtype=np.int64) for c in zip(*rows, strict=True)]
     want = np.unique(np.column_stack(cols), axis=0, return_inverse=True)[1].ravel()
