@@ -8,6 +8,7 @@ guarantee declares.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -426,24 +427,64 @@ def _mixed_input(audit: pd.DataFrame, scaling: str) -> tuple[np.ndarray, np.ndar
 
 
 def _to_point(
-    num: np.ndarray,
-    sq: np.ndarray,
-    flat: np.ndarray,
-    n_present: np.ndarray,
-    p: tuple,
-    n_levels: int,
+    num_t: np.ndarray, sq: np.ndarray, codes_t: np.ndarray, n_present: np.ndarray, p: tuple
 ) -> np.ndarray:
     """Squared one-hot distance of each row to the record ``p`` = (numeric, ||numeric||^2,
-    level positions, #present): numeric ||x||^2 - 2 x.x_p + ||x_p||^2, plus over nominal
-    attributes #present(x) + #present(x_p) - 2 #equal present values (``flat``: each code's
-    position among all levels; a missing value is ``n_levels``)."""
-    p_num, p_sq, p_flat, p_present = p
-    d = sq - 2.0 * (num @ p_num) + p_sq
-    if flat.shape[1]:
-        hit = np.zeros(n_levels + 1)
-        hit[p_flat[p_flat < n_levels]] = 1.0
-        d += n_present + p_present - 2.0 * (hit[flat] @ np.ones(flat.shape[1]))
+    codes, #present): numeric ||x||^2 - 2 x.x_p + ||x_p||^2, plus over nominal attributes
+    #present(x) + #present(x_p) - 2 #equal present values.
+
+    ``num_t`` and ``codes_t`` hold one row per column (a suffix of the rows is a view whose rows
+    are contiguous, which a matrix-vector product and a comparison read fastest); ``codes_t``
+    has -1 for a missing value, and ``p``'s codes -2 there, so that it equals nothing. Counting
+    equal codes costs a tenth of gathering the one-hot terms."""
+    p_num, p_sq, p_codes, p_present = p
+    d = sq - 2.0 * (p_num @ num_t) + p_sq
+    if codes_t.shape[0]:
+        count = np.int16 if codes_t.shape[0] < 2**15 else np.int64
+        equal = (codes_t == p_codes[:, None]).sum(axis=0, dtype=count)
+        d += n_present + p_present - 2.0 * equal
     return d
+
+
+class _PackedLevels:
+    """Nominal attributes packed into few gather indices, for sums of per-level terms.
+
+    ``sum_j w_j[code_j]`` over the attributes of each row (a missing code reads its
+    attribute's extra last entry) is one gather per attribute; attributes whose joint
+    levels (each with its missing slot) number at most ``limit`` share one index into the
+    table of their weights' sums (``np.add.outer``), so the rows are read a few times instead
+    of once per attribute. ``sums(w, s)`` equals ``sum_j w_j[codes[s:, j]]`` up to rounding.
+    """
+
+    def __init__(self, codes: np.ndarray, levels: list[int], limit: int = 4096) -> None:
+        self.packs: list[list[int]] = []
+        sizes: list[int] = []
+        for j in sorted(range(len(levels)), key=lambda j: levels[j]):
+            width = levels[j] + 1
+            if self.packs and sizes[-1] * width <= limit:
+                self.packs[-1].append(j)
+                sizes[-1] *= width
+            else:
+                self.packs.append([j])
+                sizes.append(width)
+        self.levels = levels
+        self.base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+        index = np.zeros((len(self.packs), codes.shape[0]), dtype=np.intp)
+        for i, pack in enumerate(self.packs):
+            for j in pack:
+                own = np.where(codes[:, j] >= 0, codes[:, j], levels[j])
+                index[i] = index[i] * (levels[j] + 1) + own
+        self.index = index + self.base[:, None]
+
+    def sums(self, weights: list[np.ndarray], s: int) -> np.ndarray:
+        """``sum_j weights[j][codes[s:, j]]``; ``weights[j]`` has ``levels[j] + 1`` entries."""
+        tables = []
+        for pack in self.packs:
+            t = weights[pack[0]]
+            for j in pack[1:]:
+                t = np.add.outer(t, weights[j]).ravel()
+            tables.append(t)
+        return np.take(np.concatenate(tables), self.index[:, s:]).sum(axis=0)
 
 
 def each_group(ids: np.ndarray, check: Callable[[int], dict | None]) -> list[dict | None]:
@@ -590,11 +631,14 @@ def _replay(
     (``num``, ``codes``: their scaled QIs)."""
     grp = audit["__group"].to_numpy()
     n_groups = int(grp.max()) + 1 if (grp >= 0).any() else 0
-    seed_rows = audit.loc[audit["__is_seed"].to_numpy(), ["__row_id", "__group"]]
-    seed_count = seed_rows["__group"].value_counts()
-    # positions of the frame's rows, not their ids: a block's frame is a subset
-    seed_rows = seed_rows.assign(__pos=np.flatnonzero(audit["__is_seed"].to_numpy()))
-    seeds = seed_rows.drop_duplicates("__group").set_index("__group")["__pos"]
+    # per group: how many seeds are recorded, and the frame position of the first (positions,
+    # not ids: a block's frame is a subset); -1 for none
+    seed_at = np.flatnonzero(audit["__is_seed"].to_numpy())
+    seed_grp = grp[seed_at]
+    seed_at, seed_grp = seed_at[seed_grp >= 0], seed_grp[seed_grp >= 0]
+    seed_count = np.bincount(seed_grp, minlength=n_groups)
+    seeds = np.full(n_groups, -1, dtype=np.int64)
+    seeds[seed_grp] = seed_at  # a group with several seeds is reported before its seed is read
     pa_in = (
         audit["__pa_in"].to_numpy()
         if "__pa_in" in audit.columns
@@ -620,14 +664,20 @@ def _replay(
     del hot
     n_present = (codes >= 0).sum(axis=1).astype(np.float64)
     sq = np.einsum("ij,ij->i", num, num)
-    ones = np.ones(codes.shape[1])
-    # one gather for every nominal attribute: code -> position in the concatenated level
-    # shares; a missing value points at an extra entry 1/2, whose term 1 - 2 * 1/2 is 0
-    flat = np.where(codes >= 0, offsets[:-1] + codes, offsets[-1])
-    n_levels = int(offsets[-1])
+    n_nominal = codes.shape[1]
+    spans = list(itertools.pairwise(offsets.tolist()))
+    packed = _PackedLevels(codes, levels)
+    num_t = np.ascontiguousarray(num.T)
+    small = np.int16 if max(levels, default=0) < 2**15 else np.int64
+    codes_t = np.ascontiguousarray(codes.T.astype(small))
+    values = [None] if g.grouping == "mdav" else [0, 1]
+    # 0 on the rows of a protected value and +inf elsewhere: min(d + penalty) is the nearest
+    # row of that value (a masked reduction costs several times an addition)
+    penalty = {v: np.where(part == v, 0.0, np.inf) for v in values if v is not None}
 
     def record(i: int) -> tuple:
-        return num[i], sq[i], flat[i], n_present[i]
+        own = codes_t[:, i]
+        return num_t[:, i], sq[i], np.where(own < 0, -2, own).astype(small), n_present[i]
 
     # MDAV group types by creation order: pairs (centre, farthest-from-previous-seed) while >= 3k remained
     kinds = ["centre"] * n_groups
@@ -646,42 +696,45 @@ def _replay(
             kinds[i] = "rest"
 
     def one(gi: int) -> dict | None:
-        if gi not in seeds.index:
+        if seeds[gi] < 0:
             return {"group": int(gi), "reason": "no seed recorded"}
-        if seed_count.loc[gi] > 1:
-            return {"group": int(gi), "reason": f"{int(seed_count.loc[gi])} seeds recorded"}
+        if seed_count[gi] > 1:
+            return {"group": int(gi), "reason": f"{int(seed_count[gi])} seeds recorded"}
         s, size = int(start[gi]), int(sizes[gi])
         if kinds[gi] == "rest":
             if s + size != n or (grp_s[s:] != gi).any():
                 return {"group": int(gi), "reason": "last group is not all remaining rows"}
             return None
-        seed = int(pos[int(seeds.loc[gi])])
+        seed = int(pos[seeds[gi]])
         if not s <= seed < s + size:
             return {"group": int(gi), "reason": "the recorded seed is not a member"}
-        rn, rs, rf, rp = num[s:], sq[s:], flat[s:], n_present[s:]
+        rn, rs, rc, rp = num_t[:, s:], sq[s:], codes_t[:, s:], n_present[s:]
         if kinds[gi] == "pair":
-            if gi - 1 not in seeds.index:  # its seed was dropped or never recorded
+            if seeds[gi - 1] < 0:  # its seed was dropped or never recorded
                 return {"group": int(gi), "reason": "the previous group has no seed"}
-            prev = int(pos[int(seeds.loc[gi - 1])])
-            d_ref = _to_point(rn, rs, rf, rp, record(prev), n_levels)
+            prev = int(pos[seeds[gi - 1]])
+            d_ref = _to_point(rn, rs, rc, rp, record(prev))
         else:
             m = n - s
             c = suffix_num[s] / m
-            d_ref = rs - 2.0 * (rn @ c) + c @ c
-            if len(ones):
-                shares = np.append(suffix_hot[s] / m, 0.5)
-                d_ref += (shares[:-1] @ shares[:-1] + len(ones)) - 2.0 * (shares[flat[s:]] @ ones)
+            d_ref = rs - 2.0 * (c @ rn) + c @ c
+            if n_nominal:
+                shares = suffix_hot[s] / m
+                # a missing value's term 1 - 2 * 1/2 is 0
+                per = [np.append(shares[a:b], 0.5) for a, b in spans]
+                d_ref += (shares @ shares + n_nominal) - 2.0 * packed.sums(per, s)
         if d_ref[seed - s] < d_ref.max() - atol:
             return {"group": int(gi), "reason": "seed is not a farthest remaining row"}
-        d_seed = _to_point(rn, rs, rf, rp, record(seed), n_levels)
+        d_seed = _to_point(rn, rs, rc, rp, record(seed))
         # members are the first ``size`` rows of the suffix; per protected value for fairlets
         inside, outside = d_seed[:size], d_seed[size:]
-        values = [None] if g.grouping == "mdav" else [0, 1]
         for v in values:
-            w_in = None if v is None else part[s : s + size] == v
-            w_out = None if v is None else part[s + size :] == v
-            far = np.max(inside, where=True if w_in is None else w_in, initial=-np.inf)
-            near = np.min(outside, where=True if w_out is None else w_out, initial=np.inf)
+            if v is None:
+                far = inside.max(initial=-np.inf)
+                near = outside.min(initial=np.inf)
+            else:
+                far = np.max(inside, where=part[s : s + size] == v, initial=-np.inf)
+                near = np.min(outside + penalty[v][s + size :], initial=np.inf)
             if far > near + atol:
                 return {
                     "group": int(gi),

@@ -249,3 +249,67 @@ def test_clamped_m_contract_holds(n_u, k, m):
     (c5_input,) = [g for g in result.contract if g.kind == "t_closeness" and g.reference == "input"]
     assert c5_input.attribute == "PA" and c5_input.t == pytest.approx(t)
     assert_contract_holds(table, result, params)
+
+
+@st.composite
+def nominal_codes(draw) -> tuple[np.ndarray, list[int]]:
+    """Codes (-1 = missing) of 1-6 nominal attributes with 1-300 levels each."""
+    levels = draw(st.lists(st.integers(1, 300), min_size=1, max_size=6))
+    n = draw(st.integers(1, 60))
+    seed = draw(st.integers(0, 2**31 - 1))
+    rng = np.random.default_rng(seed)
+    codes = np.column_stack([rng.integers(-1, lv, n) for lv in levels])
+    return codes, levels
+
+
+@SETTINGS
+@given(nominal_codes(), st.integers(1, 5000), st.data())
+def test_packed_level_sums_equal_per_attribute_gathers(drawn, limit, data):
+    """C11's replay packs attributes into joint indices: its sums equal one gather per
+    attribute (a missing code reads the attribute's last weight) on every suffix."""
+    from components.microaggregation.checks import _PackedLevels
+
+    codes, levels = drawn
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    weights = [rng.random(lv + 1) for lv in levels]
+    packed = _PackedLevels(codes, levels, limit=limit)
+    assert sorted(j for p in packed.packs for j in p) == list(range(len(levels)))
+    s = data.draw(st.integers(0, len(codes) - 1))
+    direct = sum(
+        w[np.where(codes[s:, j] >= 0, codes[s:, j], levels[j])] for j, w in enumerate(weights)
+    )
+    np.testing.assert_allclose(packed.sums(weights, s), direct, rtol=0, atol=1e-12)
+
+
+@SETTINGS
+@given(nominal_codes(), st.integers(0, 3), st.data())
+def test_replay_distance_equals_one_hot_distance(drawn, q, data):
+    """C11's replay distance to a record (numeric part plus counted equal codes) equals the
+    squared Euclidean distance between the one-hot encodings (a missing value all zeros)."""
+    from components.microaggregation.checks import _to_point
+
+    codes, levels = drawn
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
+    num = rng.random((len(codes), q))
+    hot = np.zeros((len(codes), sum(levels)))
+    offsets = np.concatenate([[0], np.cumsum(levels)])
+    for j in range(len(levels)):
+        rows = np.flatnonzero(codes[:, j] >= 0)
+        hot[rows, offsets[j] + codes[rows, j]] = 1.0
+    dense = np.hstack([num, hot])
+    i = data.draw(st.integers(0, len(codes) - 1))
+    codes_t = np.ascontiguousarray(codes.T.astype(np.int16))
+    p = (
+        num[i],
+        float(num[i] @ num[i]),
+        np.where(codes_t[:, i] < 0, -2, codes_t[:, i]).astype(np.int16),
+        float((codes[i] >= 0).sum()),
+    )
+    got = _to_point(
+        np.ascontiguousarray(num.T),
+        (num * num).sum(axis=1),
+        codes_t,
+        (codes >= 0).sum(axis=1).astype(float),
+        p,
+    )
+    np.testing.assert_allclose(got, ((dense - dense[i]) ** 2).sum(axis=1), rtol=0, atol=1e-9)
