@@ -7,11 +7,15 @@ from __future__ import annotations
 
 import functools
 import json
+from decimal import Decimal
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from components.core.checks import check_guarantee, compose_parts
 from components.core.descriptor import resolve
@@ -237,3 +241,54 @@ def test_parts_on_spark_give_the_pools_results(spark_engine):
     spark = spark_engine.map_blocks(parts.rows, PART, fn, RESULTS)
     assert spark.to_pylist() == local.to_pylist()
     assert all(json.loads(r)["passed"] for r in local.column("__result").to_pylist())
+
+
+_TYPED = {
+    "i8": pa.array([1, None, 3, 4], pa.int8()),
+    "f": pa.array([0.5, 1.5, None, 2.0]),
+    "s": pa.array(["a", None, "ccc", "d"]),
+    "ls": pa.array(["x", "y", None, "zz"], pa.large_string()),
+    "b": pa.array([True, False, None, True]),
+    "bin": pa.array([b"1", b"", None, b"22"]),
+    "d": pa.array([1, 2, None, 4], pa.date32()),
+    "ts": pa.array([1, None, 3, 4], pa.timestamp("us", tz="UTC")),
+    "dec": pa.array([Decimal("1.25"), None, Decimal("3.50"), Decimal("0.01")], pa.decimal128(9, 2)),
+    "fsb": pa.array([b"ab", b"cd", None, b"ef"], pa.binary(2)),
+    "cat": pa.array(["u", "v", "u", None]).dictionary_encode(),
+    "lst": pa.array([["a"], [], None, ["b", "c"]], pa.list_(pa.string())),
+    "st": pa.array([{"lo": 1, "hi": 2}, None, {"lo": 0, "hi": 0}, {"lo": 5, "hi": 9}]),
+    "nul": pa.nulls(4),
+}
+
+
+@given(
+    st.lists(st.sampled_from(sorted(_TYPED)), min_size=1, max_size=6, unique=True),
+    st.lists(st.sampled_from(sorted(_TYPED)), min_size=1, max_size=6, unique=True),
+    st.lists(st.integers(0, 3), min_size=1, max_size=8),
+)
+@settings(max_examples=60, deadline=None, derandomize=True)
+def test_pack_equals_arrows_promoted_concatenation(in_cols, out_cols, row_id):
+    """The packed rows hold what Arrow's concatenation with type promotion gives (each side
+    null in the other's columns), of every type a release may hold, though the null columns
+    share one buffer."""
+    from components.core import parts
+
+    inp = pa.table({c: _TYPED[c] for c in in_cols})
+    out = pa.table({c: _TYPED[c].take(pa.array(row_id)) for c in out_cols})
+    lin = pa.table({"row_id": pa.array(row_id, pa.int64())})
+    part_of_row = np.array([0, 1, 1, 0])
+    got = parts.pack(inp, out, lin, part_of_row)
+    ins = {f"{parts.IN}{c}": inp.column(c) for c in in_cols}
+    ins |= {parts.PART: pa.array(part_of_row), parts.SIDE: pa.array(np.zeros(4, np.int8))}
+    ins |= {parts.ROW: pa.array(np.arange(4))}
+    outs = {f"{parts.OUT}{c}": out.column(c) for c in out_cols} | {
+        f"{parts.LIN}row_id": lin.column("row_id"),
+        parts.PART: pa.array(part_of_row[row_id]),
+        parts.SIDE: pa.array(np.ones(len(row_id), np.int8)),
+        parts.ROW: pa.array(np.array(row_id, np.int64)),
+        parts.POS: pa.array(np.arange(len(row_id))),
+    }
+    want = pa.concat_tables([pa.table(ins), pa.table(outs)], promote_options="default")
+    got.validate(full=True)
+    assert got.schema == want.schema
+    assert got.to_pylist() == want.to_pylist()
