@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from components.core import progress
+from components.core import memory, progress
 from components.core.descriptor import Algorithm
 from components.core.engine import Engine, make_engine, using
 from components.core.registry import family_of
@@ -441,13 +441,15 @@ def build_candidate(
     # from here on the run works from what was written, and its own copies go: the driver
     # would otherwise hold the published table twice (~1.7 GB each at 10M rows)
     result.outputs, result.sidecars = outputs, sidecars
+    memory.release(ing.table.num_rows)  # what protection freed goes before validation's peak
     with progress.phase("validate") as ph:
         validation = _validated(plan, ing, result, outputs, sidecars, cand)
         ph.note(f"{sum(r.passed for r in validation.guarantees)}/{len(validation.guarantees)} hold")
     # Great Expectations' objects hold the evidence frames in reference cycles (the validator
     # lets go of its module-level context): collect them before the cost of protection and the
     # report allocate theirs
-    gc.collect()
+    if not memory.release(ing.table.num_rows):  # a large table's release collects too
+        gc.collect()
     if validation.passed and adm is not None:
         adm.enter()  # a release that is not DP is recorded once it may be published
     man = manifest(plan, ing, result, validation, cand.version, adm)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from components.core import progress
+from components.core import memory, progress
 from components.core.checks import (
     CheckerError,
     CheckResult,
@@ -259,6 +259,7 @@ def validate_release(
     if parts:
         in_parts_frame = _check_parts(algo, params, input_table, outputs, sidecars, *parts, checked)
         parts = None  # the packed rows go before the whole table's evidence is built
+        memory.release(input_table.num_rows)
     try:
         with progress.phase("evidence"):
             frames = build(input_table, outputs, sidecars, params)
