@@ -467,7 +467,6 @@ class _PackedLevels:
             else:
                 self.packs.append([j])
                 sizes.append(width)
-        self.levels = levels
         self.base = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
         index = np.zeros((len(self.packs), codes.shape[0]), dtype=np.intp)
         for i, pack in enumerate(self.packs):
