@@ -26,7 +26,7 @@ import sys
 
 import pyarrow as pa
 
-__all__ = ["RELEASE_ROWS", "release", "resident_bytes"]
+__all__ = ["RELEASE_ROWS", "release"]
 
 #: the smallest table whose phases hand their freed memory back
 RELEASE_ROWS = 1_000_000
@@ -54,15 +54,3 @@ def release(rows: int) -> bool:
     if trim is not None:
         trim(0)
     return True
-
-
-def resident_bytes() -> int | None:
-    """This process's resident set size in bytes (Linux), or None where it cannot be read."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None

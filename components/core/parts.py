@@ -138,7 +138,7 @@ def nulls(n: int, types: list[pa.DataType]) -> list[pa.Array]:
     empty = pa.py_buffer(b"")
     out = []
     for t, w in zip(types, widths, strict=True):
-        if w is None or pa.types.is_null(t):
+        if w is None:  # nested, dictionary, extension and null types
             out.append(pa.nulls(n, t))
             continue
         bufs = [zero, zero, empty] if t.num_buffers == 3 else [zero, zero]
