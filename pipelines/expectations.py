@@ -54,7 +54,7 @@ from components.core.checks import (
     CheckerError,
     CheckResult,
     check_guarantee,
-    compose_parts,
+    compose,
     describe_error,
 )
 from components.core.registry import families, kind_checks
@@ -124,7 +124,8 @@ class GuaranteeMetric(TableMetricProvider):
 
 
 def _composed(g, text: str, df) -> dict:
-    """The verdict of a by-group guarantee from the per-part results frame (``PARTS``)."""
+    """The verdict of a guarantee checked in parts from the per-part results frame (``PARTS``):
+    a by-group rule's results composed, a whole-table rule decided from the parts' summaries."""
     # the same guarantee, whatever order its JSON lists a mapping's keys in
     same = [
         t for t in df["__guarantee"].unique() if t == text or parse_guarantee(json.loads(t)) == g
@@ -144,7 +145,7 @@ def _composed(g, text: str, df) -> dict:
     ]
     if not parts:
         return _jsonable(CheckResult.failed(g, "no part results for this guarantee").to_dict())
-    return _jsonable(compose_parts(g, parts).to_dict())
+    return _jsonable(compose(g, parts).to_dict())
 
 
 # --- the generic guarantee expectation --------------------------------------------------------

@@ -37,6 +37,9 @@ __all__ = [
     "check_guarantee",
     "check_contract",
     "compose_parts",
+    "compose_summaries",
+    "compose",
+    "summarise_guarantee",
     "SHARED_KINDS",
     "check_k_anonymity",
     "check_t_closeness",
@@ -111,6 +114,19 @@ def make_result(
         rows = rows[:MAX_OFFENDERS]
     clean = [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()} for r in rows]
     return CheckResult(g.id, g.kind, bool(passed), observed, expected, message, clean, n)
+
+
+#: the column of a summary (``KindCheck.summarise``) whose evidence lacks what the rule reads
+UNFIT = "__unfit"
+
+
+def unfit(message: str) -> pd.DataFrame:
+    """The summary of evidence that lacks what a rule reads: its reason, kept by every part."""
+    return pd.DataFrame({UNFIT: [message]})
+
+
+def unfit_message(summary: pd.DataFrame) -> str:
+    return str(summary[UNFIT].iloc[0])
 
 
 def retained(audit: pd.DataFrame, columns=None) -> pd.DataFrame:
@@ -231,20 +247,24 @@ def check_columns_absent(g: C.ColumnsAbsent, published: pd.DataFrame) -> CheckRe
 
 
 # --- audit frame -----------------------------------------------------------------------------------
-def check_partition(g: C.Partition, audit: pd.DataFrame) -> CheckResult:
-    """Each published row maps to one input row, no input row is published twice, and (unless
-    drops are allowed) every input row is published."""
-    dup = audit[audit["__out_count"] > 1]
-    dropped = int((audit["__out_count"] == 0).sum())
+def summarise_partition(g: C.Partition, audit: pd.DataFrame) -> pd.DataFrame:
+    """The input rows not published exactly once (``__row_id``, ``__out_count``)."""
+    off = audit["__out_count"].to_numpy() != 1
+    return audit.loc[off, ["__row_id", "__out_count"]].reset_index(drop=True)
+
+
+def decide_partition(g: C.Partition, summary: pd.DataFrame) -> CheckResult:
+    s = summary.set_axis(summary["__row_id"].to_numpy(np.int64)).sort_index(kind="stable")
+    counts = s["__out_count"].to_numpy(np.int64)
+    dup = s[counts > 1]
+    dropped = int((counts == 0).sum())
     ok = dup.empty and (g.allow_drops or dropped == 0)
     msg = f"{len(dup)} input rows published more than once; {dropped} input rows dropped"
     if not g.allow_drops:
         msg += " (no drop allowed)"
     offenders = dup[["__row_id", "__out_count"]]
     if not g.allow_drops and dropped:
-        offenders = pd.concat(
-            [offenders, audit.loc[audit["__out_count"] == 0, ["__row_id", "__out_count"]]]
-        )
+        offenders = pd.concat([offenders, s.loc[counts == 0, ["__row_id", "__out_count"]]])
     return make_result(
         g,
         ok,
@@ -255,42 +275,86 @@ def check_partition(g: C.Partition, audit: pd.DataFrame) -> CheckResult:
     )
 
 
-def _codes(values: pd.Series, uniques: pd.Index) -> np.ndarray:
-    return uniques.get_indexer(values.astype(object).where(values.notna(), None))
+def check_partition(g: C.Partition, audit: pd.DataFrame) -> CheckResult:
+    """Each published row maps to one input row, no input row is published twice, and (unless
+    drops are allowed) every input row is published."""
+    return decide_partition(g, summarise_partition(g, audit))
 
 
-def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
-    """max over classes of TVD(P_class(attribute), P_reference(attribute)) <= t.
+def _objects(values: pd.Series) -> pd.Series:
+    """``values`` as Python objects, every missing value as None."""
+    return values.astype(object).where(values.notna(), None)
 
-    Classes are the values of the evidence column ``__<within>`` over the published rows; the
-    reference is the attribute's distribution over the published rows (``output``) or over every
-    input row (``input``). Nulls count as a value of their own."""
+
+def _value_order(values) -> pd.Index:
+    """The distinct ``values`` in one order whatever order they come in: a distance summed over
+    them is the same to the last bit on the whole table and on its parts."""
+    distinct = list(dict.fromkeys(values))
+    return pd.Index(sorted(distinct, key=lambda v: (v is None, type(v).__name__, repr(v))))
+
+
+def summarise_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> pd.DataFrame:
+    """Per class (``__class``) and published value (``__value``), its published rows (``__n``);
+    with an ``input`` reference, rows with ``__ref`` true count the value over every input row."""
     cls_col, out_col, in_col = (
         f"__{g.within}",
         f"__out_col__{g.attribute}",
         f"__in_col__{g.attribute}",
     )
     if cls_col not in audit.columns:
-        return make_result(
-            g, False, None, g.t, f"no class structure '{g.within}' in this release's evidence"
-        )
+        return unfit(f"no class structure '{g.within}' in this release's evidence")
     if out_col not in audit.columns:
-        return make_result(
-            g, False, None, g.t, f"attribute '{g.attribute}' is not a published, audited column"
-        )
+        return unfit(f"attribute '{g.attribute}' is not a published, audited column")
+    if g.reference == "input" and in_col not in audit.columns:
+        return unfit(f"attribute '{g.attribute}' is not in the input")
     r = retained(audit, [cls_col, out_col])
-    if r.empty:
-        return make_result(g, False, None, g.t, "no rows published")
-    ref_values = r[out_col] if g.reference == "output" else audit.get(in_col)
-    if ref_values is None:
-        return make_result(g, False, None, g.t, f"attribute '{g.attribute}' is not in the input")
-    obj = lambda s: s.astype(object).where(s.notna(), None)  # noqa: E731
-    uniques = pd.Index(pd.unique(pd.concat([obj(ref_values), obj(r[out_col])], ignore_index=True)))
-    nv = len(uniques)
-    ref = np.bincount(_codes(ref_values, uniques), minlength=nv) / len(ref_values)
+    codes, uniques = pd.factorize(_objects(r[out_col]), use_na_sentinel=False)
     classes, cls_codes = np.unique(r[cls_col].to_numpy(), return_inverse=True)
+    keys, n = np.unique(cls_codes.ravel() * max(len(uniques), 1) + codes, return_counts=True)
+    nv = max(len(uniques), 1)
+    frames = [
+        pd.DataFrame(
+            {
+                "__ref": np.zeros(len(keys), dtype=bool),
+                "__class": classes[keys // nv],
+                "__value": np.asarray(uniques, dtype=object)[keys % nv],
+                "__n": n,
+            }
+        )
+    ]
+    if g.reference == "input":
+        ref_codes, ref_uniques = pd.factorize(_objects(audit[in_col]), use_na_sentinel=False)
+        frames.append(
+            pd.DataFrame(
+                {
+                    "__ref": np.ones(len(ref_uniques), dtype=bool),
+                    "__class": None,
+                    "__value": np.asarray(ref_uniques, dtype=object),
+                    "__n": np.bincount(ref_codes, minlength=len(ref_uniques)),
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True)
+
+
+def decide_t_closeness(g: C.TCloseness, summary: pd.DataFrame) -> CheckResult:
+    if UNFIT in summary.columns:
+        return make_result(g, False, None, g.t, unfit_message(summary))
+    is_ref = summary["__ref"].to_numpy(bool)
+    rows, refs = summary[~is_ref], summary[is_ref] if g.reference == "input" else summary[~is_ref]
+    n = rows["__n"].to_numpy(np.int64)
+    if n.sum() == 0:
+        return make_result(g, False, None, g.t, "no rows published")
+    uniques = _value_order([*refs["__value"], *rows["__value"]])
+    nv = len(uniques)
+    ref_n = refs["__n"].to_numpy(np.int64)
+    ref = np.bincount(uniques.get_indexer(refs["__value"]), weights=ref_n, minlength=nv)
+    ref = ref / ref_n.sum()
+    classes, cls_codes = np.unique(rows["__class"].to_numpy(), return_inverse=True)
     counts = np.bincount(
-        cls_codes * nv + _codes(r[out_col], uniques), minlength=len(classes) * nv
+        cls_codes.ravel() * nv + uniques.get_indexer(rows["__value"]),
+        weights=n,
+        minlength=len(classes) * nv,
     ).reshape(len(classes), nv)
     shares = counts / counts.sum(axis=1, keepdims=True)
     dist = pd.Series(0.5 * np.abs(shares - ref).sum(axis=1), index=classes, name="t")
@@ -305,6 +369,15 @@ def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
         f"against its {g.reference} distribution; {len(bad)} classes above t = {g.t}",
         pd.DataFrame({"t": bad}),
     )
+
+
+def check_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> CheckResult:
+    """max over classes of TVD(P_class(attribute), P_reference(attribute)) <= t.
+
+    Classes are the values of the evidence column ``__<within>`` over the published rows; the
+    reference is the attribute's distribution over the published rows (``output``) or over every
+    input row (``input``). Nulls count as a value of their own."""
+    return decide_t_closeness(g, summarise_t_closeness(g, audit))
 
 
 def check_attributes_preserved(g: C.AttributesPreserved, audit: pd.DataFrame) -> CheckResult:
@@ -385,18 +458,35 @@ def check_parity_gap(g: C.ParityGap, published: pd.DataFrame) -> CheckResult:
     )
 
 
-def check_retention(g: C.Retention, audit: pd.DataFrame) -> CheckResult:
-    """Every value of the protected column keeps at least ``min_share`` of its input rows
-    (``__retained`` of the audit frame, i.e. the lineage)."""
+def summarise_retention(g: C.Retention, audit: pd.DataFrame) -> pd.DataFrame:
+    """Per value of the protected column (``value``), its input rows kept (``kept``) and all of
+    them (``rows``)."""
     col = f"__in_col__{g.protected}"
     if col not in audit.columns:
-        return make_result(
-            g, False, None, g.min_share, f"'{g.protected}' is not an audited input column"
-        )
-    values = audit[col].astype(object).where(audit[col].notna(), None)
+        return unfit(f"'{g.protected}' is not an audited input column")
+    codes, uniques = pd.factorize(_objects(audit[col]), use_na_sentinel=False)
     kept = audit["__retained"].to_numpy()
-    frame = pd.DataFrame({"value": values, "kept": kept})
-    shares = frame.groupby("value", dropna=False)["kept"].agg(["mean", "size", "sum"])
+    return pd.DataFrame(
+        {
+            "value": np.asarray(uniques, dtype=object),
+            "kept": np.bincount(codes[kept], minlength=len(uniques)),
+            "rows": np.bincount(codes, minlength=len(uniques)),
+        }
+    )
+
+
+def decide_retention(g: C.Retention, summary: pd.DataFrame) -> CheckResult:
+    if UNFIT in summary.columns:
+        return make_result(g, False, None, g.min_share, unfit_message(summary))
+    counts = pd.DataFrame(
+        {
+            "value": summary["value"].astype(object),
+            "sum": summary["kept"].to_numpy(np.int64),
+            "size": summary["rows"].to_numpy(np.int64),
+        }
+    )
+    shares = counts.groupby("value", dropna=False)[["sum", "size"]].sum()
+    shares["mean"] = shares["sum"] / shares["size"]
     bad = shares[shares["mean"] < g.min_share - 1e-12]
     worst = float(shares["mean"].min())
     return make_result(
@@ -411,6 +501,12 @@ def check_retention(g: C.Retention, audit: pd.DataFrame) -> CheckResult:
             for k, r in bad.iterrows()
         ],
     )
+
+
+def check_retention(g: C.Retention, audit: pd.DataFrame) -> CheckResult:
+    """Every value of the protected column keeps at least ``min_share`` of its input rows
+    (``__retained`` of the audit frame, i.e. the lineage)."""
+    return decide_retention(g, summarise_retention(g, audit))
 
 
 SHARED_KINDS: tuple[KindCheck, ...] = (
@@ -431,12 +527,16 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "components.core.checks:check_partition",
         "audit",
         "components.core.corruptions:break_partition",
+        summarise="components.core.checks:summarise_partition",
+        decide="components.core.checks:decide_partition",
     ),
     KindCheck(
         C.TCloseness,
         "components.core.checks:check_t_closeness",
         "audit",
         "components.core.corruptions:break_t_closeness",
+        summarise="components.core.checks:summarise_t_closeness",
+        decide="components.core.checks:decide_t_closeness",
     ),
     KindCheck(
         C.AttributesPreserved,
@@ -456,6 +556,8 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "components.core.checks:check_retention",
         "audit",
         "components.core.corruptions:break_retention",
+        summarise="components.core.checks:summarise_retention",
+        decide="components.core.checks:decide_retention",
     ),
 )
 
@@ -500,6 +602,54 @@ def compose_parts(g: C.Guarantee, parts: list[dict]) -> CheckResult:
         offending[:MAX_OFFENDERS],
         sum(int(p["result"]["n_offending"]) for p in failing),
     )
+
+
+def summarise_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
+    """``g``'s summary (``KindCheck.summarise``) of the evidence frame its kind reads."""
+    from components.core.registry import kind_check
+
+    kc = kind_check(g.kind)  # type: ignore[attr-defined]
+    if kc is None or kc.summarise is None:
+        raise PrivfairError(f"guarantee kind '{g.kind}' has no summary to check it in parts")  # type: ignore[attr-defined]
+    frame = frames.get(kc.frame)
+    if frame is None:
+        return unfit(f"this release has no '{kc.frame}' evidence to check it on")
+    return resolve(kc.summarise)(g, frame)
+
+
+def compose_summaries(g: C.Guarantee, summaries: list[pd.DataFrame]) -> CheckResult:
+    """The verdict of a whole-table guarantee from the summaries of a release's parts: its
+    ``decide`` over their rows concatenated (one unfit part makes the evidence unfit).
+
+    >>> from schemas.contracts import Retention
+    >>> g = Retention(id="R", protected="sex", min_share=0.9)
+    >>> parts = [pd.DataFrame({"value": ["F", "M"], "kept": [9, 5], "rows": [9, 5]}),
+    ...          pd.DataFrame({"value": ["F"], "kept": [0], "rows": [2]})]
+    >>> r = compose_summaries(g, parts)
+    >>> r.passed, r.offending
+    (False, [{'value': 'F', 'kept': 9, 'rows': 11, 'share': 0.8181818181818182}])
+    """
+    from components.core.registry import kind_check
+
+    if not summaries:
+        return CheckResult.failed(g, "no part results for this guarantee")
+    bad = [s for s in summaries if UNFIT in s.columns]
+    whole = bad[0] if bad else pd.concat(summaries, ignore_index=True)
+    return resolve(kind_check(g.kind).decide)(g, whole)  # type: ignore[union-attr, attr-defined]
+
+
+def compose(g: C.Guarantee, parts: list[dict]) -> CheckResult:
+    """The verdict of a guarantee checked in parts (``KindCheck.in_parts``) from its parts'
+    results, each ``{"part", "retained", "result"}`` as ``components.core.parts.check_part``
+    sends them: a by-group rule's ``CheckResult`` (``compose_parts``) or a whole-table rule's
+    summary (``compose_summaries``)."""
+    from components.core.parts import summary_from_data
+    from components.core.registry import kind_check
+
+    kc = kind_check(g.kind)  # type: ignore[attr-defined]
+    if kc is not None and not kc.by_group and kc.summarise is not None:
+        return compose_summaries(g, [summary_from_data(p["result"]) for p in parts])
+    return compose_parts(g, parts)
 
 
 def check_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> CheckResult:

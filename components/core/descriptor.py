@@ -193,6 +193,12 @@ class KindCheck:
     ``by_group``: the guarantee holds on a release iff it holds on each part of the release's
     evidence that keeps every group whole (a per-group or per-row rule), so it can be checked
     part by part where the data is (``components.core.parts``).
+    ``summarise`` and ``decide``, for a rule over the whole table (a count, a share, a sum):
+    ``summarise(guarantee, frame) -> DataFrame`` reduces a part's evidence to a small frame of
+    additive rows (counts or sums per key), and ``decide(guarantee, summary) -> CheckResult``
+    gives the verdict from the parts' summaries concatenated; the checker is
+    ``decide(g, summarise(g, frame))``, so a release checked in parts gets exactly the whole
+    table's verdict (sums of floats up to their rounding).
     """
 
     model: type[Guarantee]
@@ -201,10 +207,17 @@ class KindCheck:
     corrupt: str | None = None
     unbreakable: str = ""  # why no release can break it, when ``corrupt`` is None
     by_group: bool = False
+    summarise: str | None = None
+    decide: str | None = None
 
     @property
     def kind(self) -> str:
         return kind_of(self.model)
+
+    @property
+    def in_parts(self) -> bool:
+        """Whether a release cut into parts (``components.core.parts``) checks it there."""
+        return self.by_group or self.summarise is not None
 
 
 @dataclass(frozen=True)

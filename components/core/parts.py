@@ -2,7 +2,9 @@
 
 A row-level release whose groups (fairlets, MDAV groups) each lie in one block of its input can
 be audited block by block: every guarantee whose rule is per group or per row
-(``KindCheck.by_group``) holds on the release iff it holds on every part. A family that can cut
+(``KindCheck.by_group``) holds on the release iff it holds on every part, and a rule over the
+whole table (a count, a share, a sum: ``KindCheck.summarise``) is decided from the parts'
+summaries, so the driver never builds the whole table's audit frame. A family that can cut
 its evidence so (``Algorithm.evidence_parts``) returns ``EvidenceParts``:
 
 - ``rows``: one Arrow table holding, for each part (``__part``), the part's input rows
@@ -18,10 +20,10 @@ its evidence so (``Algorithm.evidence_parts``) returns ``EvidenceParts``:
 
 The validator sends ``rows`` to the engine keyed on ``__part`` (``Engine.map_blocks``: a local
 process pool or Spark's workers). ``check_part`` runs there: it unpacks the part, builds its
-frames and runs each by-group guarantee's ordinary checker, and returns one small row per part
-and guarantee (``RESULTS``: the ``CheckResult`` as JSON, or the checker's error). Those rows are
-the evidence Great Expectations validates; ``components.core.checks.compose_parts`` gives the
-verdict.
+frames and runs each by-group guarantee's ordinary checker (each whole-table rule's summary),
+and returns one small row per part and guarantee (``RESULTS``: the ``CheckResult`` or the
+summary as JSON, or the checker's error). Those rows are the evidence Great Expectations
+validates; ``components.core.checks.compose`` gives the verdict.
 
 >>> import numpy as np, pyarrow as pa
 >>> inp = pa.table({"x": [1, 2, 3]})
@@ -39,10 +41,20 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["EvidenceParts", "RESULTS", "pack", "unpack", "check_part", "nulls"]
+__all__ = [
+    "EvidenceParts",
+    "RESULTS",
+    "pack",
+    "unpack",
+    "check_part",
+    "nulls",
+    "summary_to_data",
+    "summary_from_data",
+]
 
 PART, SIDE, ROW, POS = "__part", "__side", "__row", "__pos"
 # column prefixes of the packed table (no dot: Spark would read one as a struct field)
@@ -182,39 +194,61 @@ def check_part(
     params,
     guarantees: list[str],
 ) -> pa.Table:
-    """Check the by-group ``guarantees`` (their JSON) on one part (runs on an engine's worker):
-    one ``RESULTS`` row per guarantee."""
-    from components.core.checks import CheckResult, check_guarantee, describe_error
-    from components.core.registry import families
+    """Check ``guarantees`` (their JSON; ``KindCheck.in_parts``) on one part (runs on an
+    engine's worker): one ``RESULTS`` row per guarantee, holding a by-group rule's result or a
+    whole-table rule's summary of the part."""
+    from components.core.checks import (
+        CheckResult,
+        check_guarantee,
+        describe_error,
+        summarise_guarantee,
+        unfit,
+    )
+    from components.core.registry import kind_checks
     from schemas.contracts import parse_guarantee
     from schemas.errors import InputError
 
-    families()  # every kind registered before parsing
+    kinds = kind_checks()  # every kind registered before parsing
     part = int(rows.column(PART)[0].as_py())
     inp, pub, lineage, row_ids = unpack(rows, in_schema, out_schema, lin_schema)
     retained = len(np.unique(lineage.column("row_id").to_numpy()))
     try:
         frames = build(inp, {"data": pub}, {"lineage": lineage}, params, row_ids)
     except InputError as e:  # the files do not fit together: every guarantee fails, as whole
-        frames, unfit = {}, str(e)
+        frames, unfitting = {}, str(e)
     else:
-        unfit = None
+        unfitting = None
     out: dict[str, list] = {f.name: [] for f in RESULTS}
     for text in guarantees:
         g = parse_guarantee(json.loads(text))
         result, raised = None, None
         try:
-            checked = (
-                CheckResult.failed(g, f"evidence could not be built: {unfit}")
-                if unfit is not None
-                else check_guarantee(g, frames)
-            )
-            result = json.dumps(checked.to_dict(), default=_plain)
+            why = f"evidence could not be built: {unfitting}"
+            if kinds[g.kind].by_group:
+                checked = (
+                    CheckResult.failed(g, why) if unfitting else check_guarantee(g, frames)
+                ).to_dict()
+            else:  # a whole-table rule: the part's summary (``KindCheck.summarise``)
+                checked = summary_to_data(
+                    unfit(why) if unfitting else summarise_guarantee(g, frames)
+                )
+            result = json.dumps(checked, default=_plain)
         except Exception as e:  # no verdict: the validator raises CheckerError
             raised = describe_error(e)
         for k, v in zip(RESULTS.names, (part, text, retained, result, raised), strict=True):
             out[k].append(v)
     return pa.table(out, schema=RESULTS)
+
+
+def summary_to_data(summary: pd.DataFrame) -> dict:
+    """A part's summary of a whole-table rule (``KindCheck.summarise``) as JSON-able data."""
+    return {"summary": {c: summary[c].tolist() for c in summary.columns}}
+
+
+def summary_from_data(data: dict) -> pd.DataFrame:
+    """The summary ``summary_to_data`` sent, every column as Python objects (a column of
+    integers with a None among them stays integers and None, as on the whole table)."""
+    return pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in data["summary"].items()})
 
 
 def _plain(o):

@@ -105,7 +105,12 @@ FAIR_MDAV = Algorithm(
 )
 
 
-def _kind(model, check: str, corrupt: str | None, by_group: bool = False) -> KindCheck:
+def _kind(
+    model, check: str, corrupt: str | None, by_group: bool = False, summarised: bool = False
+) -> KindCheck:
+    """``summarised``: a whole-table rule with ``summarise_<rule>`` and ``decide_<rule>`` beside
+    its ``check_<rule>`` (checked in parts from the parts' summaries)."""
+    rule = check.removeprefix("check_")
     return KindCheck(
         model,
         f"{_P}.checks:{check}",
@@ -113,6 +118,8 @@ def _kind(model, check: str, corrupt: str | None, by_group: bool = False) -> Kin
         f"{_P}.corruptions:{corrupt}" if corrupt else None,
         "" if corrupt else "it reads only the parameters and the input",
         by_group,
+        f"{_P}.checks:summarise_{rule}" if summarised else None,
+        f"{_P}.checks:decide_{rule}" if summarised else None,
     )
 
 
@@ -130,14 +137,14 @@ FAMILY = Family(
             by_group=True,
         ),
         _kind(G.QIsUnchanged, "check_qis_unchanged", "break_qi_values", by_group=True),
-        _kind(G.MeanPreservation, "check_mean_preservation", "break_sums"),
+        _kind(G.MeanPreservation, "check_mean_preservation", "break_sums", summarised=True),
         _kind(
             G.FairletComposition,
             "check_fairlet_composition",
             "break_fairlet_composition",
             by_group=True,
         ),
-        _kind(G.FairletCount, "check_fairlet_count", "break_fairlet_count"),
+        _kind(G.FairletCount, "check_fairlet_count", "break_fairlet_count", summarised=True),
         _kind(
             G.CorrectionDirection,
             "check_correction_direction",
@@ -151,8 +158,13 @@ FAMILY = Family(
             "break_minimal_correction",
             by_group=True,
         ),
-        _kind(G.DemographicParityBound, "check_demographic_parity_bound", "break_parity"),
+        _kind(
+            G.DemographicParityBound,
+            "check_demographic_parity_bound",
+            "break_parity",
+            summarised=True,
+        ),
         _kind(G.SeedNearest, "check_seed_nearest", "break_seed_nearest", by_group=True),
-        _kind(G.ParameterValidity, "check_parameter_validity", None),
+        _kind(G.ParameterValidity, "check_parameter_validity", None, summarised=True),
     ),
 )

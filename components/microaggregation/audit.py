@@ -287,10 +287,10 @@ def evidence_parts(
         "groups": int(group.max()) + 1 if len(group) else 0,
         "scale": {s: scale_of(enc.numeric, s) for s in SCALINGS},
     }
-    # the whole table's audit keeps raw only the columns its (not by-group) guarantees name:
+    # the whole table's audit keeps raw only the columns its guarantees not checked in parts name:
     # a raw column is a Python object per row (10M rows of a string: ~0.6 GB)
     kinds = kind_checks()
-    named = {c for g in contract if not kinds[g.kind].by_group for c in g.referenced_columns()}
+    named = {c for g in contract if not kinds[g.kind].in_parts for c in g.referenced_columns()}
     return EvidenceParts(
         pack(input_table, data, lineage, blocks),
         partial(part_evidence, fit=fit, whole=whole),

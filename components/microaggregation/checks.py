@@ -15,7 +15,14 @@ from fractions import Fraction
 import numpy as np
 import pandas as pd
 
-from components.core.checks import CheckResult, make_result, retained
+from components.core.checks import (
+    UNFIT,
+    CheckResult,
+    make_result,
+    retained,
+    unfit,
+    unfit_message,
+)
 from components.microaggregation import guarantees as G
 from components.microaggregation.encoding import scale_of
 
@@ -104,25 +111,45 @@ def check_fairlet_composition(g: G.FairletComposition, audit: pd.DataFrame) -> C
     )
 
 
-def check_fairlet_count(g: G.FairletCount, audit: pd.DataFrame) -> CheckResult:
-    """#groups = min(#U_in // m, #F_in // n); #out = #groups (m+n); leftovers too few for one more."""
-    u_in = int((audit["__pa_in"] == 0).sum())
-    f_in = int((audit["__pa_in"] == 1).sum())
+_COUNT_FIELDS = ("u_in", "f_in", "groups", "rows", "u_left", "f_left")
+
+
+def summarise_fairlet_count(g: G.FairletCount, audit: pd.DataFrame) -> pd.DataFrame:
+    """Input rows per protected group (``u_in``, ``f_in``), groups and rows published, and the
+    input rows of each protected group left out (``u_left``, ``f_left``). Groups add up over
+    parts that keep every group whole."""
+    pa_in = audit["__pa_in"].to_numpy()
+    kept = audit["__retained"].to_numpy()
     r = retained(audit, ["__group"])
-    n_groups = int(r["__group"].nunique())
-    expected = min(u_in // g.m, f_in // g.n)
-    left = audit[~audit["__retained"].to_numpy()]
-    u_left, f_left = int((left["__pa_in"] == 0).sum()), int((left["__pa_in"] == 1).sum())
-    ok = (
-        n_groups == expected and len(r) == expected * (g.m + g.n) and (u_left < g.m or f_left < g.n)
+    row = (
+        (pa_in == 0).sum(),
+        (pa_in == 1).sum(),
+        r["__group"].nunique(),
+        len(r),
+        (pa_in[~kept] == 0).sum(),
+        (pa_in[~kept] == 1).sum(),
     )
+    return pd.DataFrame([[int(v) for v in row]], columns=list(_COUNT_FIELDS))
+
+
+def decide_fairlet_count(g: G.FairletCount, summary: pd.DataFrame) -> CheckResult:
+    u_in, f_in, n_groups, rows, u_left, f_left = (
+        int(summary[c].to_numpy(np.int64).sum()) for c in _COUNT_FIELDS
+    )
+    expected = min(u_in // g.m, f_in // g.n)
+    ok = n_groups == expected and rows == expected * (g.m + g.n) and (u_left < g.m or f_left < g.n)
     return make_result(
         g,
         ok,
-        {"groups": n_groups, "rows": len(r), "left_unfavoured": u_left, "left_favoured": f_left},
+        {"groups": n_groups, "rows": rows, "left_unfavoured": u_left, "left_favoured": f_left},
         {"groups": expected, "rows": expected * (g.m + g.n)},
-        f"{n_groups} groups of {len(r)} rows; expected {expected} groups",
+        f"{n_groups} groups of {rows} rows; expected {expected} groups",
     )
+
+
+def check_fairlet_count(g: G.FairletCount, audit: pd.DataFrame) -> CheckResult:
+    """#groups = min(#U_in // m, #F_in // n); #out = #groups (m+n); leftovers too few for one more."""
+    return decide_fairlet_count(g, summarise_fairlet_count(g, audit))
 
 
 def check_group_size_range(g: G.GroupSizeRange, audit: pd.DataFrame) -> CheckResult:
@@ -265,15 +292,28 @@ def check_qis_unchanged(g: G.QIsUnchanged, audit: pd.DataFrame) -> CheckResult:
     )
 
 
-def check_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> CheckResult:
+def summarise_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> pd.DataFrame:
+    """The published rows (``__rows``) and the sums of each named QI column over them, published
+    (``__out_...``) and input (``__in_...``)."""
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
-        return _missing_qis(g, missing)
+        return unfit(f"quasi-identifier columns not published: {missing[:5]}")
     r = retained(audit, [*outs, *ins])
-    s_out, s_in = r[outs].to_numpy().sum(axis=0), r[ins].to_numpy().sum(axis=0)
+    sums = np.concatenate([r[outs].to_numpy().sum(axis=0), r[ins].to_numpy().sum(axis=0)])
+    return pd.DataFrame([[len(r), *sums.tolist()]], columns=["__rows", *outs, *ins])
+
+
+def decide_mean_preservation(g: G.MeanPreservation, summary: pd.DataFrame) -> CheckResult:
+    if UNFIT in summary.columns:
+        return make_result(g, False, None, None, unfit_message(summary))
+    outs = [c for c in summary.columns if c.startswith("__out_")]
+    ins = [c for c in summary.columns if c.startswith("__in_")]
+    rows = int(summary["__rows"].to_numpy(np.int64).sum())
+    s_out = summary[outs].to_numpy(np.float64).sum(axis=0)
+    s_in = summary[ins].to_numpy(np.float64).sum(axis=0)
     names = [c.split("__", 2)[2] for c in outs]
     rounding = np.array(
-        [len(r) * 0.5 * 10.0 ** -g.decimals[n] if n in g.decimals else 0.0 for n in names]
+        [rows * 0.5 * 10.0 ** -g.decimals[n] if n in g.decimals else 0.0 for n in names]
     )
     bad = np.abs(s_out - s_in) > g.rtol * np.maximum(np.abs(s_in), 1.0) + rounding
     off = [
@@ -284,6 +324,12 @@ def check_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> Check
     return make_result(
         g, not bad.any(), int(bad.sum()), 0, f"{int(bad.sum())} QI columns whose sum changed", off
     )
+
+
+def check_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> CheckResult:
+    """Each named QI's sum over the published rows equals its input sum over them, within
+    ``rtol`` (and half a unit of ``decimals`` per row where the release rounds it)."""
+    return decide_mean_preservation(g, summarise_mean_preservation(g, audit))
 
 
 def check_correction_direction(g: G.CorrectionDirection, audit: pd.DataFrame) -> CheckResult:
@@ -383,12 +429,25 @@ def check_minimal_correction(g: G.MinimalCorrection, audit: pd.DataFrame) -> Che
     )
 
 
-def check_demographic_parity_bound(g: G.DemographicParityBound, audit: pd.DataFrame) -> CheckResult:
-    """PR_U(out) >= ratio * PR_F(out) (exact), and |PR_U - PR_F| <= max_difference when set."""
+_PARITY_FIELDS = ("nu", "nf", "a", "b")
+
+
+def summarise_demographic_parity_bound(
+    g: G.DemographicParityBound, audit: pd.DataFrame
+) -> pd.DataFrame:
+    """Published rows of the unfavoured (``nu``) and favoured (``nf``) group, and the positives
+    among them (``a``, ``b``)."""
     r = retained(audit, _LABELS)
     pa_, y = r["__pa_out"].to_numpy(), r["__y_out"].to_numpy()
-    nu, nf = int((pa_ == 0).sum()), int((pa_ == 1).sum())
-    a, b = int(((pa_ == 0) & (y == 1)).sum()), int(((pa_ == 1) & (y == 1)).sum())
+    row = ((pa_ == 0).sum(), (pa_ == 1).sum(), ((pa_ == 0) & (y == 1)).sum())
+    row += (((pa_ == 1) & (y == 1)).sum(),)
+    return pd.DataFrame([[int(v) for v in row]], columns=list(_PARITY_FIELDS))
+
+
+def decide_demographic_parity_bound(
+    g: G.DemographicParityBound, summary: pd.DataFrame
+) -> CheckResult:
+    nu, nf, a, b = (int(summary[c].to_numpy(np.int64).sum()) for c in _PARITY_FIELDS)
     if nu == 0 or nf == 0:
         return make_result(g, False, None, g.ratio, "the published table lacks one protected group")
     t = _tau(g.ratio)
@@ -403,6 +462,11 @@ def check_demographic_parity_bound(g: G.DemographicParityBound, audit: pd.DataFr
         {"ratio": g.ratio, "max_difference": g.max_difference},
         f"PR unfavoured {pr_u:.4f} vs favoured {pr_f:.4f}",
     )
+
+
+def check_demographic_parity_bound(g: G.DemographicParityBound, audit: pd.DataFrame) -> CheckResult:
+    """PR_U(out) >= ratio * PR_F(out) (exact), and |PR_U - PR_F| <= max_difference when set."""
+    return decide_demographic_parity_bound(g, summarise_demographic_parity_bound(g, audit))
 
 
 def _mixed_input(audit: pd.DataFrame, scaling: str) -> tuple[np.ndarray, np.ndarray, list[int]]:
@@ -744,27 +808,40 @@ def _replay(
     return [x for x in each_group(ids, one) if x is not None]
 
 
-def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> CheckResult:
-    """k >= 2, 1 <= m <= k-1, m + n = k, m = floor(k |U_in|/|In| + 1/2) when derived from k,
-    tau in [0, 1], and a binary protected attribute and label in the input."""
+_BINARY = ("__pa_in", "__y_in")
+
+
+def summarise_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> pd.DataFrame:
+    """Input rows (``__n``) per pair of the input's protected attribute and label as 0/1."""
+    cols = [c for c in _BINARY if c in audit.columns]
+    if not cols:
+        return pd.DataFrame({"__n": [len(audit)]})
+    keys, n = np.unique(audit[cols].to_numpy(np.int64), axis=0, return_counts=True)
+    return pd.DataFrame({**{c: keys[:, j] for j, c in enumerate(cols)}, "__n": n})
+
+
+def decide_parameter_validity(g: G.ParameterValidity, summary: pd.DataFrame) -> CheckResult:
     off = []
     if g.k < 2:
         off.append({"rule": "k >= 2", "k": g.k})
+    n = summary["__n"].to_numpy(np.int64)
     if g.m is not None:
         if not 1 <= g.m <= g.k - 1:
             off.append({"rule": "1 <= m <= k-1", "m": g.m, "k": g.k})
         if g.n is not None and g.m + g.n != g.k:
             off.append({"rule": "m + n = k", "m": g.m, "n": g.n, "k": g.k})
         if g.derived_from_k:
-            u, n_in = int((audit["__pa_in"] == 0).sum()), len(audit)
-            m_rule = int(Fraction(g.k * u, n_in) + Fraction(1, 2))
+            pa_in = summary["__pa_in"].to_numpy(np.int64) if "__pa_in" in summary else None
+            u = int(n[pa_in == 0].sum()) if pa_in is not None else 0
+            m_rule = int(Fraction(g.k * u, int(n.sum())) + Fraction(1, 2))
             m_rule = min(max(m_rule, 1), g.k - 1)  # spec 1.3: clamped so both groups occur
             if m_rule != g.m:
                 off.append({"rule": "m = floor(k |U|/|D| + 1/2)", "m": g.m, "expected": m_rule})
     if not 0 <= g.tau <= 1:
         off.append({"rule": "tau in [0, 1]", "tau": g.tau})
-    for col in ("__pa_in", "__y_in"):
-        if col in audit.columns and set(np.unique(audit[col])) != {0, 1}:
+    for col in _BINARY:
+        present = summary[col].to_numpy(np.int64)[n > 0] if col in summary.columns else None
+        if present is not None and set(np.unique(present).tolist()) != {0, 1}:
             off.append({"rule": "binary", "column": col})
     return make_result(
         g,
@@ -775,3 +852,9 @@ def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> Che
         + f" (k = {g.k}, m = {g.m}, n = {g.n}, tau = {g.tau}, m derived from k: {g.derived_from_k})",
         off,
     )
+
+
+def check_parameter_validity(g: G.ParameterValidity, audit: pd.DataFrame) -> CheckResult:
+    """k >= 2, 1 <= m <= k-1, m + n = k, m = floor(k |U_in|/|In| + 1/2) when derived from k,
+    tau in [0, 1], and a binary protected attribute and label in the input."""
+    return decide_parameter_validity(g, summarise_parameter_validity(g, audit))
