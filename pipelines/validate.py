@@ -195,7 +195,8 @@ def _check_parts(
     )
     try:
         with progress.phase(f"guarantees checked in {parts.n_parts} parts"):
-            return current_engine().map_blocks(parts.rows, PART, fn, RESULTS).to_pandas()
+            engine = current_engine()
+            return engine.map_parts(parts.rows, parts.n_parts, PART, fn, RESULTS).to_pandas()
     except PrivfairError:
         raise
     except Exception as e:

@@ -10,6 +10,9 @@ both (``current_engine``; the flow activates the spec's engine around the run wi
   ``fn`` returned them, but a block's rows may reach ``fn`` in any order (sort them if it
   matters). ``fn`` must be picklable (a module-level function or a ``functools.partial`` of
   one) and must not depend on schema metadata: Spark drops it.
+- ``map_parts(parts, n_parts, key, fn, schema)``: the same, for blocks the caller makes one at
+  a time (an iterable of tables, each holding one value of ``key``, in key order): the whole
+  table they come from is never built, and each is dropped once sent.
 - ``group_counts(table, keys)``: for each tuple of column names, the number of rows of each
   combination of their values (a distributed group-by count; the count column is ``count``).
 
@@ -39,7 +42,7 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -60,6 +63,7 @@ __all__ = [
     "master_endpoints",
     "split_by_key",
     "worker_python",
+    "BatchTaker",
 ]
 
 BlockFn = Callable[[pa.Table], pa.Table]
@@ -114,12 +118,12 @@ def _compact_blocks(table: pa.Table, key: str) -> Iterator[tuple[object, pa.Tabl
     if table.num_rows == 0:
         return
     order, keys, starts, ends = _runs(table, key)
-    batches = _Batches(table)
+    batches = BatchTaker(table)
     for s, e in zip(starts, ends, strict=True):
         yield keys[s].item(), batches.take(order.slice(int(s), int(e - s)))
 
 
-class _Batches:
+class BatchTaker:
     """``table.take(rows)`` for one block's rows of a many-chunk table at the block's cost:
     Arrow's take on a chunked table costs the whole table per call (268 blocks of a 20M-row
     table of two chunks took 4 minutes), so each batch takes its own rows instead."""
@@ -158,6 +162,13 @@ class Engine:
     calls = 0  # map_blocks / group_counts calls served: a run that made none ran in-process
 
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+        n_blocks = len(pc.unique(table.column(key)))
+        blocks = (b for _, b in _compact_blocks(table, key))
+        return self.map_parts(blocks, n_blocks, key, fn, schema)
+
+    def map_parts(
+        self, parts: Iterable[pa.Table], n_parts: int, key: str, fn: BlockFn, schema: pa.Schema
+    ) -> pa.Table:
         raise NotImplementedError(f"{type(self).__name__} does not run blocks")
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
@@ -182,24 +193,25 @@ class LocalEngine(Engine):
             raise PrivfairError(f"execution.workers: must be at least 1, got {workers}")
         self.workers = workers
 
-    def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+    def map_parts(
+        self, parts: Iterable[pa.Table], n_parts: int, key: str, fn: BlockFn, schema: pa.Schema
+    ) -> pa.Table:
         self.calls += 1
-        n_blocks = len(pc.unique(table.column(key)))
-        pooled = self.workers > 1 and n_blocks > 1
-        if not pooled:  # one block taken at a time: never a sorted copy of the whole table
-            return _concat([fn(b) for _, b in _compact_blocks(table, key)], schema)
+        if self.workers == 1 or n_parts <= 1:  # one block at a time, in this process
+            return _concat([fn(b) for b in parts], schema)
         # spawn, not fork: the orchestrators that call us run threads
         import multiprocessing as mp
 
         out: list[pa.Table] = []
         with ProcessPoolExecutor(
-            min(self.workers, n_blocks), mp_context=mp.get_context("spawn")
+            min(self.workers, n_parts), mp_context=mp.get_context("spawn")
         ) as pool:
             # a few blocks in flight at a time: each is a copy, so the whole table is never
             # held twice
             pending: collections.deque = collections.deque()
-            for _, block in _compact_blocks(table, key):
+            for block in parts:
                 pending.append(pool.submit(fn, block))
+                del block
                 if len(pending) >= 2 * self.workers:
                     out.append(pending.popleft().result())
             out += [f.result() for f in pending]
@@ -481,18 +493,40 @@ class SparkEngine(Engine):
         return str(path)
 
     def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+        src = self._folder("blocks-in") + ".parquet"
+        # one Parquet row group per ~block keeps the scan split close to the blocks
+        pq.write_table(table.replace_schema_metadata(None), src, compression="zstd")
+        return self._run_blocks(src, len(pc.unique(table.column(key))), key, fn, schema)
+
+    def map_parts(
+        self, parts: Iterable[pa.Table], n_parts: int, key: str, fn: BlockFn, schema: pa.Schema
+    ) -> pa.Table:
+        src = self._folder("blocks-in") + ".parquet"
+        writer = None
+        try:  # each part becomes its own row groups of one file, written as it comes
+            for part in parts:
+                part = part.replace_schema_metadata(None)
+                if writer is None:
+                    writer = pq.ParquetWriter(src, part.schema, compression="zstd")
+                writer.write_table(part.cast(writer.schema))
+        finally:
+            if writer is not None:
+                writer.close()
+        if writer is None:
+            return schema.empty_table()
+        return self._run_blocks(src, n_parts, key, fn, schema)
+
+    def _run_blocks(self, src: str, n_blocks: int, key: str, fn: BlockFn, schema) -> pa.Table:
+        """``fn`` on each ``key`` group of the Parquet file ``src`` (removed after)."""
         from pyspark.sql.pandas.types import from_arrow_schema
 
         self.calls += 1
-        src, dst = self._folder("blocks-in"), self._folder("blocks-out")
-        n_blocks = len(pc.unique(table.column(key)))
-        # one Parquet row group per ~block keeps the scan split close to the blocks
-        pq.write_table(table.replace_schema_metadata(None), src + ".parquet", compression="zstd")
-        df = self.spark.read.parquet(src + ".parquet").repartition(max(n_blocks, 1), key)
+        dst = self._folder("blocks-out")
+        df = self.spark.read.parquet(src).repartition(max(n_blocks, 1), key)
         out = df.groupBy(key).applyInArrow(_in_block(fn, schema), from_arrow_schema(schema))
         out.write.mode("overwrite").parquet(dst)
         got = pq.read_table(dst, schema=schema)
-        os.remove(src + ".parquet")
+        os.remove(src)
         shutil.rmtree(dst, ignore_errors=True)
         # part files come back in no set order: blocks in key order, rows as fn returned them
         # (Arrow's sort is stable)

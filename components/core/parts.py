@@ -7,18 +7,18 @@ whole table (a count, a share, a sum: ``KindCheck.summarise``) is decided from t
 summaries, so the driver never builds the whole table's audit frame. A family that can cut
 its evidence so (``Algorithm.evidence_parts``) returns ``EvidenceParts``:
 
-- ``rows``: one Arrow table holding, for each part (``__part``), the part's input rows
-  (``__side`` 0, columns ``__in__<name>``, ``__row`` = input position), and its published rows
-  with their lineage (``__side`` 1, ``__out__<name>`` and ``__lin__<name>``, ``__pos`` =
-  published position);
-  built by ``pack`` from the input, the published table, the lineage and a part per input row;
+- ``rows``: for each part (``__part``), one Arrow table of the part's input rows (``__side`` 0,
+  columns ``__in__<name>``, ``__row`` = input position), and its published rows with their
+  lineage (``__side`` 1, ``__out__<name>`` and ``__lin__<name>``, ``__pos`` = published
+  position); ``PackedParts`` makes them one at a time from the input, the published table, the
+  lineage and a part per input row (``pack`` makes them all as one table);
 - ``build``: ``fn(input_part, outputs, sidecars, params, row_ids) -> {frame: DataFrame}``, the
   family's evidence of one part (``row_ids``: the part's input positions in the whole table),
   built exactly as the whole table's would be, restricted to the part's rows;
 - ``whole``: the builder of the evidence the other guarantees read (the algorithm's
   ``evidence`` signature), which may leave out what only by-group guarantees read.
 
-The validator sends ``rows`` to the engine keyed on ``__part`` (``Engine.map_blocks``: a local
+The validator sends the parts to the engine as they are made (``Engine.map_parts``: a local
 process pool or Spark's workers). ``check_part`` runs there: it unpacks the part, builds its
 frames and runs each by-group guarantee's ordinary checker (each whole-table rule's summary),
 and returns one small row per part and guarantee (``RESULTS``: the ``CheckResult`` or the
@@ -37,7 +37,7 @@ validates; ``components.core.checks.compose`` gives the verdict.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +47,7 @@ import pyarrow.compute as pc
 
 __all__ = [
     "EvidenceParts",
+    "PackedParts",
     "RESULTS",
     "pack",
     "unpack",
@@ -77,40 +78,111 @@ RESULTS = pa.schema(
 class EvidenceParts:
     """A release's evidence cut into parts that keep every group whole (module docstring)."""
 
-    rows: pa.Table
+    rows: PackedParts
     build: Callable
     n_parts: int
     whole: Callable
 
 
+def _map_rows(lineage: pa.Table, n_in: int) -> np.ndarray:
+    """The lineage's ``row_id`` (the input row of each published row), checked."""
+    row_id = lineage.column("row_id").to_numpy(zero_copy_only=False).astype(np.int64)
+    if len(row_id) and (row_id.min() < 0 or row_id.max() >= n_in):
+        raise ValueError("the lineage does not map each published row to an input row")
+    return row_id
+
+
+@dataclass(frozen=True)
+class PackedParts:
+    """The packed rows of each part (``pack`` restricted to the part), made one part at a time
+    when iterated, in part order: the packed table of every part (a copy of the input and the
+    published table) is never held whole. ``table()`` is that whole table (``pack``).
+
+    >>> inp = pa.table({"x": [1, 2, 3]})
+    >>> parts = PackedParts(inp, pa.table({"x": [1.5, 1.5]}), pa.table({"row_id": [1, 0]}),
+    ...                     np.array([0, 0, 1]))
+    >>> [p.num_rows for p in parts], parts.n_parts
+    ([4, 1], 2)
+    """
+
+    input_table: pa.Table
+    published: pa.Table
+    lineage: pa.Table
+    part_of_row: np.ndarray
+
+    @property
+    def n_parts(self) -> int:
+        return len(np.unique(self.part_of_row))
+
+    def table(self) -> pa.Table:
+        return pack(self.input_table, self.published, self.lineage, self.part_of_row)
+
+    def __iter__(self) -> Iterator[pa.Table]:
+        from components.core.engine import BatchTaker
+
+        if self.published.num_rows != self.lineage.num_rows:
+            raise ValueError("the lineage does not map each published row to an input row")
+        row_id = _map_rows(self.lineage, self.input_table.num_rows)
+        part_out = self.part_of_row[row_id]
+        in_order = np.argsort(self.part_of_row, kind="stable")
+        out_order = np.argsort(part_out, kind="stable")
+        keys = np.unique(self.part_of_row)
+        in_cuts = np.searchsorted(self.part_of_row[in_order], keys, side="right")
+        out_cuts = np.searchsorted(part_out[out_order], keys, side="right")
+        takers = [BatchTaker(t) for t in (self.input_table, self.published, self.lineage)]
+        for p, rows, pos in zip(
+            keys, np.split(in_order, in_cuts[:-1]), np.split(out_order, out_cuts[:-1]), strict=True
+        ):
+            inp, pub, lin = (
+                t.take(pa.array(r)) for t, r in zip(takers, (rows, pos, pos), strict=True)
+            )
+            yield _tagged(inp, rows, pub, lin, pos, row_id[pos], np.full(len(rows), p))
+
+
 def pack(
     input_table: pa.Table, published: pa.Table, lineage: pa.Table, part_of_row: np.ndarray
 ) -> pa.Table:
-    """The table of ``EvidenceParts.rows``: input rows, then published rows with their lineage,
-    each tagged with the part of its input row (``part_of_row``, one per input row).
+    """The packed rows of every part: input rows, then published rows with their lineage, each
+    tagged with the part of its input row (``part_of_row``, one per input row).
 
     Raises ``ValueError`` if the lineage does not map each published row to an input row."""
     n_in = input_table.num_rows
-    row_id = lineage.column("row_id").to_numpy(zero_copy_only=False).astype(np.int64)
-    if len(row_id) != published.num_rows or (
-        len(row_id) and (row_id.min() < 0 or row_id.max() >= n_in)
-    ):
+    if published.num_rows != lineage.num_rows:
         raise ValueError("the lineage does not map each published row to an input row")
-    ins = {f"{IN}{c}": input_table.column(c) for c in input_table.column_names}
+    row_id = _map_rows(lineage, n_in)
+    pos = np.arange(len(row_id), dtype=np.int64)
+    rows = np.arange(n_in, dtype=np.int64)
+    return _tagged(input_table, rows, published, lineage, pos, row_id, part_of_row)
+
+
+def _tagged(
+    input_rows: pa.Table,
+    rows: np.ndarray,
+    published_rows: pa.Table,
+    lineage_rows: pa.Table,
+    pos: np.ndarray,
+    row_id: np.ndarray,
+    part_of_row: np.ndarray,
+) -> pa.Table:
+    """Input rows (at input positions ``rows``, of parts ``part_of_row``), then published rows
+    (at published positions ``pos``) with their lineage (``row_id``: their input positions),
+    each tagged with its part; each side's rows null in the other side's columns."""
+    n_in = input_rows.num_rows
+    ins = {f"{IN}{c}": input_rows.column(c) for c in input_rows.column_names}
     ins |= {
         PART: pa.array(part_of_row, pa.int64()),
         SIDE: pa.array(np.zeros(n_in, dtype=np.int8)),
-        ROW: pa.array(np.arange(n_in, dtype=np.int64)),
+        ROW: pa.array(rows.astype(np.int64)),
     }
-    outs = {f"{OUT}{c}": published.column(c) for c in published.column_names}
-    outs |= {f"{LIN}{c}": lineage.column(c) for c in lineage.column_names}
+    out_part = part_of_row[np.searchsorted(rows, row_id)] if len(row_id) else row_id
+    outs = {f"{OUT}{c}": published_rows.column(c) for c in published_rows.column_names}
+    outs |= {f"{LIN}{c}": lineage_rows.column(c) for c in lineage_rows.column_names}
     outs |= {
-        PART: pa.array(part_of_row[row_id], pa.int64()),
+        PART: pa.array(out_part, pa.int64()),
         SIDE: pa.array(np.ones(len(row_id), dtype=np.int8)),
         ROW: pa.array(row_id),
-        POS: pa.array(np.arange(len(row_id), dtype=np.int64)),
+        POS: pa.array(pos.astype(np.int64)),
     }
-    # each side's rows are null in the other side's columns
     only_out = [c for c in outs if c not in ins]
     only_in = [c for c in ins if c not in outs]
     ins |= dict(zip(only_out, nulls(n_in, [outs[c].type for c in only_out]), strict=True))

@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from components.core.checks import published_frame
 from components.core.evidence import lineage_audit, published_positions
-from components.core.parts import EvidenceParts, pack
+from components.core.parts import EvidenceParts, PackedParts
 from components.microaggregation.columns import plain
 from components.microaggregation.encoding import (
     SCALINGS,
@@ -292,7 +292,7 @@ def evidence_parts(
     kinds = kind_checks()
     named = {c for g in contract if not kinds[g.kind].in_parts for c in g.referenced_columns()}
     return EvidenceParts(
-        pack(input_table, data, lineage, blocks),
+        PackedParts(input_table, data, lineage, blocks),
         partial(part_evidence, fit=fit, whole=whole),
         int(blocks.max()) + 1 if n_in else 0,
         partial(evidence, hot=params.publish == "onehot", columns=sorted(named)),

@@ -31,6 +31,7 @@ split from the input.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 from functools import partial
 
@@ -163,6 +164,25 @@ def _group_block(
     )
 
 
+def _block_tables(
+    enc: EncodedQIs, pa01: np.ndarray, blocks: np.ndarray, keys: np.ndarray
+) -> Iterator[pa.Table]:
+    """The table ``_group_block`` reads for each block in ``keys`` (its rows in row order), made
+    one block at a time: a table of every encoded row would be a copy of the encoding."""
+    order = np.argsort(blocks, kind="stable")
+    cuts = np.searchsorted(blocks[order], keys, side="right")[:-1]
+    for b, rows in zip(keys, np.split(order, cuts), strict=True):
+        cols = {
+            "block": pa.array(np.full(len(rows), b, dtype=np.int64)),
+            "row": pa.array(rows.astype(np.int64)),
+            "pa": pa.array(pa01[rows]),
+        }
+        num, codes = enc.numeric[rows], enc.codes[rows].astype(np.int32)
+        cols |= {f"x{j}": pa.array(num[:, j]) for j in range(num.shape[1])}
+        cols |= {f"c{j}": pa.array(codes[:, j]) for j in range(codes.shape[1])}
+        yield pa.table(cols)
+
+
 def group_rows(
     enc: EncodedQIs,
     pa01: np.ndarray,
@@ -180,20 +200,18 @@ def group_rows(
     bu, bf = block_sizes(grouping, k, m, n)
     part = pa01 if grouping == "fairlet" else np.zeros(enc.n_rows, dtype=np.int8)
     blocks = split_blocks(enc.numeric, enc.codes, part, bu, bf, block_rows)
-    cols = {
-        "block": pa.array(blocks, pa.int64()),
-        "row": pa.array(np.arange(enc.n_rows), pa.int64()),
-        "pa": pa.array(np.asarray(pa01, dtype=np.int8)),
-    }
-    for j in range(enc.numeric.shape[1]):
-        cols[f"x{j}"] = pa.array(enc.numeric[:, j])
-    for j in range(enc.codes.shape[1]):
-        cols[f"c{j}"] = pa.array(enc.codes[:, j].astype(np.int32))
     template = replace(
         enc, numeric=np.zeros((0, enc.numeric.shape[1])), codes=np.zeros((0, enc.codes.shape[1]))
     )
     fn = partial(_group_block, template, grouping, k, m or 0, n or 0)
-    done = current_engine().map_blocks(pa.table(cols), "block", fn, _OUT)
+    keys = np.unique(blocks)
+    done = current_engine().map_parts(
+        _block_tables(enc, np.asarray(pa01, dtype=np.int8), blocks, keys),
+        len(keys),
+        "block",
+        fn,
+        _OUT,
+    )
     rows = done.column("row").to_numpy()
     block = done.column("block").to_numpy()
     group = done.column("group").to_numpy()

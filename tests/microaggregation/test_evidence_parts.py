@@ -56,7 +56,7 @@ def _part_verdicts(algo, table, params, outputs, sidecars, contract):
         params=params,
         guarantees=texts,
     )
-    got = LocalEngine().map_blocks(parts.rows, PART, fn, RESULTS).to_pylist()
+    got = LocalEngine().map_parts(parts.rows, parts.n_parts, PART, fn, RESULTS).to_pylist()
     assert not [r for r in got if r["__raised"]], got
     out = {}
     for i, text in zip(idx, texts, strict=True):
@@ -207,8 +207,7 @@ def test_a_part_is_the_whole_tables_audit_restricted_to_its_rows():
         table, result.outputs, result.sidecars, params, result.contract
     )
     whole = resolve(algo.evidence)(table, result.outputs, result.sidecars, params)["audit"]
-    for p in range(parts.n_parts):
-        rows = parts.rows.filter(pc.equal(parts.rows[PART], p))
+    for rows in parts.rows:
         inp, pub, lin, row_ids = unpack(
             rows, table.schema, result.outputs["data"].schema, result.sidecars["lineage"].schema
         )
@@ -271,8 +270,8 @@ def test_parts_on_spark_give_the_pools_results(spark_engine):
         params=params,
         guarantees=texts,
     )
-    local = LocalEngine(2).map_blocks(parts.rows, PART, fn, RESULTS)
-    spark = spark_engine.map_blocks(parts.rows, PART, fn, RESULTS)
+    local = LocalEngine(2).map_parts(parts.rows, parts.n_parts, PART, fn, RESULTS)
+    spark = spark_engine.map_parts(parts.rows, parts.n_parts, PART, fn, RESULTS)
     assert spark.to_pylist() == local.to_pylist()
     results = [json.loads(r) for r in local.column("__result").to_pylist()]
     assert all(r["passed"] for r in results if "summary" not in r)
@@ -306,7 +305,7 @@ _TYPED = {
 def test_pack_equals_arrows_promoted_concatenation(in_cols, out_cols, row_id):
     """The packed rows hold what Arrow's concatenation with type promotion gives (each side
     null in the other's columns), of every type a release may hold, though the null columns
-    share one buffer."""
+    share one buffer; the parts made one at a time hold each part's rows of them."""
     from components.core import parts
 
     inp = pa.table({c: _TYPED[c] for c in in_cols})
@@ -328,6 +327,13 @@ def test_pack_equals_arrows_promoted_concatenation(in_cols, out_cols, row_id):
     got.validate(full=True)
     assert got.schema == want.schema
     assert got.to_pylist() == want.to_pylist()
+    # made one part at a time, from tables of several chunks: each part's rows of the whole
+    chunked = [pa.concat_tables([t.slice(0, 2), t.slice(2)]) for t in (inp, out, lin)]
+    for p, lazy in enumerate(parts.PackedParts(*chunked, part_of_row)):
+        lazy.validate(full=True)
+        whole = got.filter(pc.equal(got[parts.PART], p))
+        assert lazy.schema == whole.schema
+        assert lazy.to_pylist() == whole.to_pylist()
 
 
 @functools.cache

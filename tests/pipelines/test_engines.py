@@ -141,12 +141,12 @@ def test_a_release_through_spark_is_the_local_release(tmp_path, capsys, spark_en
 
 
 def _record_engine_calls(monkeypatch, cls) -> list[tuple[int | None, str]]:
-    """(workers, phase) of every ``map_blocks`` call on ``cls``: the phase is the release
-    step the call came from, read off the stack."""
+    """(workers, phase) of every ``map_parts`` call on ``cls`` (``map_blocks`` makes one):
+    the phase is the release step the call came from, read off the stack."""
     import traceback
 
     calls: list[tuple[int | None, str]] = []
-    inner = cls.map_blocks
+    inner = cls.map_parts
     steps = ("validate_release", "cost_of_protection", "protect")
 
     def recording(self, *args, **kwargs):
@@ -154,7 +154,7 @@ def _record_engine_calls(monkeypatch, cls) -> list[tuple[int | None, str]]:
         calls.append((self.workers, next((s for s in steps if s in names), "?")))
         return inner(self, *args, **kwargs)
 
-    monkeypatch.setattr(cls, "map_blocks", recording)
+    monkeypatch.setattr(cls, "map_parts", recording)
     return calls
 
 
@@ -228,9 +228,9 @@ def test_blocks_sent_to_a_pool_carry_only_their_rows():
 
 
 def test_blocks_of_a_many_chunk_table_are_the_blocks_of_its_one_chunk_copy():
-    """The pool takes each block batch by batch (``engine._Batches``): the same rows, in the
+    """The pool takes each block batch by batch (``engine.BatchTaker``): the same rows, in the
     same order, as Arrow's take on the table made one chunk, for rows in any order."""
-    from components.core.engine import _Batches, _compact_blocks
+    from components.core.engine import BatchTaker, _compact_blocks
 
     parts = [blocks_table(3000, seed) for seed in range(4)]
     chunked = pa.concat_tables(parts)
@@ -240,4 +240,4 @@ def test_blocks_of_a_many_chunk_table_are_the_blocks_of_its_one_chunk_copy():
     assert len(got) == len(want) == 13
     assert all(ka == kb and a.equals(b) for (ka, a), (kb, b) in zip(got, want, strict=True))
     rows = pa.array(np.random.default_rng(1).permutation(chunked.num_rows)[:2500])
-    assert _Batches(chunked).take(rows).equals(one.take(rows))
+    assert BatchTaker(chunked).take(rows).equals(one.take(rows))
