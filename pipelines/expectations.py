@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from great_expectations.compatibility import pydantic
 from great_expectations.core.expectation_suite import ExpectationSuite
 from great_expectations.core.metric_domain_types import MetricDomainTypes
@@ -373,7 +374,8 @@ def builtin_expectations(
             values = sorted(fixed[c.name])
             out.append(gxe.ExpectColumnValuesToBeInSet(column=c.name, value_set=values, meta=meta))
             continue
-        values = sorted({v for v in input_table.column(c.name).to_pylist() if v is not None})
+        distinct = pc.unique(input_table.column(c.name)).to_pylist()
+        values = sorted(v for v in distinct if v is not None)
         out.append(gxe.ExpectColumnValuesToBeInSet(column=c.name, value_set=values, meta=meta))
         dtype = input_table.schema.field(c.name).type
         if pa.types.is_integer(dtype) or pa.types.is_floating(dtype) or pa.types.is_boolean(dtype):

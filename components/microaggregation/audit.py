@@ -262,7 +262,7 @@ def evidence_parts(
         part01 = (values == fit.favoured).astype(np.int8)
     blocks = split_blocks(
         enc.numeric,
-        enc.codes.astype(np.int64),
+        enc.codes,
         part01,
         seed.block_m,
         seed.block_n,
