@@ -42,7 +42,6 @@ __all__ = [
     "summarise_guarantee",
     "SHARED_KINDS",
     "check_k_anonymity",
-    "class_sizes",
     "check_t_closeness",
     "check_attributes_preserved",
     "check_partition",
@@ -205,47 +204,6 @@ def published_frame(table: pa.Table) -> pd.DataFrame:
 
 
 # --- published frame -----------------------------------------------------------------------------
-def _flat_arrow(values: pd.Series) -> pa.Array | None:
-    """``values`` as an Arrow array of a flat type (numbers, booleans, strings), missing values
-    and NaN as nulls and -0.0 as 0.0 (so that they group as pandas groups a numpy-backed
-    column); None for other dtypes."""
-    dt = values.dtype
-    if isinstance(dt, pd.ArrowDtype):
-        if pa.types.is_nested(dt.pyarrow_dtype) or pa.types.is_dictionary(dt.pyarrow_dtype):
-            return None
-        arr = pa.array(values.array)
-    elif isinstance(dt, pd.StringDtype) or (isinstance(dt, np.dtype) and dt.kind in "iufb"):
-        arr = pa.array(values, from_pandas=True)
-    else:
-        return None
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if pa.types.is_floating(arr.type):  # NaN is missing, as in a numpy-backed frame
-        arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
-        arr = pc.add(arr, pa.scalar(0.0, arr.type))  # -0.0 + 0.0 is 0.0
-    return arr
-
-
-def class_sizes(published: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """The size of each equivalence class of ``published`` over ``columns`` (missing values a
-    value of their own), in no set order. Flat columns are grouped by Arrow's hash
-    group-by (an order of magnitude faster than pandas on 10M rows, without a code array per
-    column); nested ones (generalised labels) through ``hashable``.
-
-    >>> frame = pd.DataFrame({"a": [1.0, None, -0.0, 0.0], "b": ["x", None, "y", "y"]})
-    >>> sorted(class_sizes(frame, ["a", "b"]).tolist())
-    [1, 1, 2]
-    """
-    arrays = [_flat_arrow(published[c]) for c in columns]
-    if all(a is not None for a in arrays):
-        keys = [f"k{i}" for i in range(len(columns))]
-        table = pa.table(dict(zip(keys, arrays, strict=True)))
-        counts = table.group_by(keys, use_threads=False).aggregate([([], "count_all")])
-        return counts.column("count_all").to_numpy().astype(np.int64)
-    frame = hashable(published, columns)
-    return frame.groupby(columns, dropna=False, sort=False).size().to_numpy().astype(np.int64)
-
-
 def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
     """Every equivalence class over the QI columns has >= k rows."""
     missing = [q for q in g.quasi_identifiers if q not in published.columns]
@@ -258,12 +216,12 @@ def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
     if len(published) == 0:
         return make_result(g, False, 0, g.k, "no rows published")
     qis = list(g.quasi_identifiers)
-    sizes = class_sizes(published, qis)
-    small = np.sort(sizes[sizes < g.k])  # the smallest classes first
-    bad = pd.DataFrame({"class_size": small})
+    sizes = hashable(published, qis).groupby(qis, dropna=False, sort=False).size()
+    small = sizes[sizes < g.k]
+    bad = pd.DataFrame({"class_size": small.to_numpy()})
     return make_result(
         g,
-        len(small) == 0,
+        small.empty,
         int(sizes.min()),
         g.k,
         f"{len(small)} of {len(sizes)} equivalence classes have fewer than {g.k} rows"

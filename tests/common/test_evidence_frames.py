@@ -84,37 +84,3 @@ def test_the_audit_s_column_objects_are_the_python_values(col):
     got, want = _objects(col).tolist(), col.to_pylist()
     assert [type(x) for x in got] == [type(x) for x in want]
     assert [repr(x) for x in got] == [repr(x) for x in want]
-
-
-_FLAT = {
-    "f": st.none() | st.sampled_from([0.0, -0.0, 1.5, float("nan"), float("inf")]),
-    "i": st.integers(-2, 2),
-    "s": st.none() | st.sampled_from(["a", "b", ""]),
-    "b": st.booleans(),
-}
-
-
-@settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.fixed_dictionaries(_FLAT), min_size=1, max_size=40),
-    st.lists(st.sampled_from(sorted(_FLAT)), min_size=1, max_size=4, unique=True),
-)
-def test_class_sizes_of_flat_columns_are_pandas_groups(rows, columns):
-    """Arrow's group-by of flat columns (numbers with NaN, -0.0 and missing values, strings
-    with missing values, booleans) gives the class sizes pandas' ``groupby(dropna=False)``
-    gives on the frame as pandas reads a published table, and on an Arrow-backed one."""
-    from components.core.checks import class_sizes
-
-    table = pa.table(
-        {
-            "f": pa.array([r["f"] for r in rows], pa.float64(), from_pandas=False),
-            "i": pa.array([r["i"] for r in rows], pa.int64()),
-            "s": pa.array([r["s"] for r in rows], pa.string()),
-            "b": pa.array([r["b"] for r in rows], pa.bool_()),
-        }
-    )
-    frame = published_frame(table)
-    want = sorted(frame.groupby(columns, dropna=False, sort=False).size().tolist())
-    assert sorted(class_sizes(frame, columns).tolist()) == want
-    arrow_backed = table.to_pandas(types_mapper=pd.ArrowDtype)
-    assert sorted(class_sizes(arrow_backed, columns).tolist()) == want
