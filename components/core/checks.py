@@ -42,6 +42,7 @@ __all__ = [
     "summarise_guarantee",
     "SHARED_KINDS",
     "check_k_anonymity",
+    "class_sizes",
     "check_t_closeness",
     "check_attributes_preserved",
     "check_partition",
@@ -204,6 +205,32 @@ def published_frame(table: pa.Table) -> pd.DataFrame:
 
 
 # --- published frame -----------------------------------------------------------------------------
+def class_sizes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """The size of each equivalence class of ``frame`` over ``columns`` (missing values a value
+    of their own), in order of first appearance: ``groupby(columns, dropna=False, sort=False)
+    .size()``, whose per-column codes (pandas' factorize) are combined one column at a time, so
+    that one code array is held at a time, not one per column (~1 GB for 12 QIs of 10M rows).
+
+    >>> frame = pd.DataFrame({"a": [1.0, None, -0.0, 0.0], "b": ["x", None, "y", "y"]})
+    >>> class_sizes(frame, ["a", "b"])
+    array([1, 1, 2])
+    """
+    columns = list(dict.fromkeys(columns))  # a column named twice splits no class further
+    flat = hashable(frame, columns)
+    ids = np.zeros(len(flat), dtype=np.int64)
+    n_ids = 1
+    for c in columns:
+        codes, uniques = pd.factorize(flat[c], use_na_sentinel=False, sort=False)
+        if n_ids * max(len(uniques), 1) >= 2**62:  # renumber before the product overflows
+            ids, first = pd.factorize(ids, sort=False)
+            n_ids = len(first)
+        ids = ids * max(len(uniques), 1) + codes
+        n_ids *= max(len(uniques), 1)
+        del codes
+    ids, first = pd.factorize(ids, sort=False)
+    return np.bincount(ids, minlength=len(first)).astype(np.int64)
+
+
 def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
     """Every equivalence class over the QI columns has >= k rows."""
     missing = [q for q in g.quasi_identifiers if q not in published.columns]
@@ -215,13 +242,12 @@ def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
         return make_result(g, False, None, g.k, "no quasi-identifier columns named")
     if len(published) == 0:
         return make_result(g, False, 0, g.k, "no rows published")
-    qis = list(g.quasi_identifiers)
-    sizes = hashable(published, qis).groupby(qis, dropna=False, sort=False).size()
+    sizes = class_sizes(published, list(g.quasi_identifiers))
     small = sizes[sizes < g.k]
-    bad = pd.DataFrame({"class_size": small.to_numpy()})
+    bad = pd.DataFrame({"class_size": small})
     return make_result(
         g,
-        small.empty,
+        len(small) == 0,
         int(sizes.min()),
         g.k,
         f"{len(small)} of {len(sizes)} equivalence classes have fewer than {g.k} rows"

@@ -84,3 +84,39 @@ def test_the_audit_s_column_objects_are_the_python_values(col):
     got, want = _objects(col).tolist(), col.to_pylist()
     assert [type(x) for x in got] == [type(x) for x in want]
     assert [repr(x) for x in got] == [repr(x) for x in want]
+
+
+_FLAT = {
+    "f": st.none() | st.sampled_from([0.0, -0.0, 1.5, float("nan"), float("inf")]),
+    "i": st.integers(-2, 2),
+    "s": st.none() | st.sampled_from(["a", "b", ""]),
+    "b": st.booleans(),
+    "big": st.integers(0, 2**40),  # many distinct values: the ids are renumbered on the way
+}
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.fixed_dictionaries(_FLAT), min_size=1, max_size=40),
+    st.lists(st.sampled_from(sorted(_FLAT) * 3), min_size=1, max_size=8),
+)
+def test_class_sizes_are_pandas_groups(rows, columns):
+    """The classes combined a column at a time are pandas' ``groupby(dropna=False)``'s, in its
+    order, over numbers with NaN, -0.0 and missing values, strings with missing values and
+    booleans, a column named more than once included, on the frame as pandas reads a published
+    table."""
+    from components.core.checks import class_sizes
+
+    table = pa.table(
+        {
+            "f": pa.array([r["f"] for r in rows], pa.float64(), from_pandas=False),
+            "i": pa.array([r["i"] for r in rows], pa.int64()),
+            "s": pa.array([r["s"] for r in rows], pa.string()),
+            "b": pa.array([r["b"] for r in rows], pa.bool_()),
+            "big": pa.array([r["big"] for r in rows], pa.int64()),
+        }
+    )
+    frame = published_frame(table)
+    names = list(dict.fromkeys(columns))
+    want = frame.groupby(names, dropna=False, sort=False).size().tolist()
+    assert class_sizes(frame, columns).tolist() == want
