@@ -336,8 +336,10 @@ def summarise_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> pd.DataFrame:
     r = retained(audit, [cls_col, out_col])
     codes, uniques = pd.factorize(_objects(r[out_col]), use_na_sentinel=False)
     classes, cls_codes = np.unique(r[cls_col].to_numpy(), return_inverse=True)
-    keys, n = np.unique(cls_codes.ravel() * max(len(uniques), 1) + codes, return_counts=True)
     nv = max(len(uniques), 1)
+    counts = np.bincount(cls_codes.ravel() * nv + codes, minlength=len(classes) * nv)
+    keys = np.flatnonzero(counts)
+    n = counts[keys]
     frames = [
         pd.DataFrame(
             {
