@@ -336,7 +336,6 @@ def test_pack_equals_arrows_promoted_concatenation(in_cols, out_cols, row_id):
         assert lazy.to_pylist() == whole.to_pylist()
 
 
-@functools.cache
 def _audited(name: str, seed: int, broken: int | None):
     """(contract, whole audit frame) of an example release, or of its ``broken``-th corruption
     of a whole-table rule; a retention demand is added to the contract."""
