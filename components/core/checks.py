@@ -126,8 +126,11 @@ def unfit(message: str) -> pd.DataFrame:
     return pd.DataFrame({UNFIT: [message]})
 
 
-def unfit_message(summary: pd.DataFrame) -> str:
-    return str(summary[UNFIT].iloc[0])
+def unfit_result(g, summary: pd.DataFrame, expected) -> CheckResult | None:
+    """The failed result of a summary of unfit evidence (``unfit``), None for any other."""
+    if UNFIT not in summary.columns:
+        return None
+    return make_result(g, False, None, expected, str(summary[UNFIT].iloc[0]))
 
 
 def retained(audit: pd.DataFrame, columns=None) -> pd.DataFrame:
@@ -366,10 +369,11 @@ def summarise_t_closeness(g: C.TCloseness, audit: pd.DataFrame) -> pd.DataFrame:
 
 
 def decide_t_closeness(g: C.TCloseness, summary: pd.DataFrame) -> CheckResult:
-    if UNFIT in summary.columns:
-        return make_result(g, False, None, g.t, unfit_message(summary))
+    if (unfitted := unfit_result(g, summary, g.t)) is not None:
+        return unfitted
     is_ref = summary["__ref"].to_numpy(bool)
-    rows, refs = summary[~is_ref], summary[is_ref] if g.reference == "input" else summary[~is_ref]
+    rows = summary[~is_ref]
+    refs = summary[is_ref] if g.reference == "input" else rows  # output: the published values
     n = rows["__n"].to_numpy(np.int64)
     if n.sum() == 0:
         return make_result(g, False, None, g.t, "no rows published")
@@ -504,8 +508,8 @@ def summarise_retention(g: C.Retention, audit: pd.DataFrame) -> pd.DataFrame:
 
 
 def decide_retention(g: C.Retention, summary: pd.DataFrame) -> CheckResult:
-    if UNFIT in summary.columns:
-        return make_result(g, False, None, g.min_share, unfit_message(summary))
+    if (unfitted := unfit_result(g, summary, g.min_share)) is not None:
+        return unfitted
     counts = pd.DataFrame(
         {
             "value": summary["value"].astype(object),

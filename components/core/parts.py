@@ -84,10 +84,11 @@ class EvidenceParts:
     whole: Callable
 
 
-def _map_rows(lineage: pa.Table, n_in: int) -> np.ndarray:
-    """The lineage's ``row_id`` (the input row of each published row), checked."""
+def _map_rows(lineage: pa.Table, n_in: int, n_published: int) -> np.ndarray:
+    """The lineage's ``row_id`` (the input row of each published row), checked: one per
+    published row, each an input position."""
     row_id = lineage.column("row_id").to_numpy(zero_copy_only=False).astype(np.int64)
-    if len(row_id) and (row_id.min() < 0 or row_id.max() >= n_in):
+    if len(row_id) != n_published or (len(row_id) and (row_id.min() < 0 or row_id.max() >= n_in)):
         raise ValueError("the lineage does not map each published row to an input row")
     return row_id
 
@@ -101,8 +102,8 @@ class PackedParts:
     >>> inp = pa.table({"x": [1, 2, 3]})
     >>> parts = PackedParts(inp, pa.table({"x": [1.5, 1.5]}), pa.table({"row_id": [1, 0]}),
     ...                     np.array([0, 0, 1]))
-    >>> [p.num_rows for p in parts], parts.n_parts
-    ([4, 1], 2)
+    >>> [p.num_rows for p in parts]
+    [4, 1]
     """
 
     input_table: pa.Table
@@ -110,19 +111,13 @@ class PackedParts:
     lineage: pa.Table
     part_of_row: np.ndarray
 
-    @property
-    def n_parts(self) -> int:
-        return len(np.unique(self.part_of_row))
-
     def table(self) -> pa.Table:
         return pack(self.input_table, self.published, self.lineage, self.part_of_row)
 
     def __iter__(self) -> Iterator[pa.Table]:
         from components.core.engine import BatchTaker
 
-        if self.published.num_rows != self.lineage.num_rows:
-            raise ValueError("the lineage does not map each published row to an input row")
-        row_id = _map_rows(self.lineage, self.input_table.num_rows)
+        row_id = _map_rows(self.lineage, self.input_table.num_rows, self.published.num_rows)
         part_out = self.part_of_row[row_id]
         in_order = np.argsort(self.part_of_row, kind="stable")
         out_order = np.argsort(part_out, kind="stable")
@@ -130,13 +125,15 @@ class PackedParts:
         in_cuts = np.searchsorted(self.part_of_row[in_order], keys, side="right")
         out_cuts = np.searchsorted(part_out[out_order], keys, side="right")
         takers = [BatchTaker(t) for t in (self.input_table, self.published, self.lineage)]
-        for p, rows, pos in zip(
-            keys, np.split(in_order, in_cuts[:-1]), np.split(out_order, out_cuts[:-1]), strict=True
+        for rows, pos in zip(
+            np.split(in_order, in_cuts[:-1]), np.split(out_order, out_cuts[:-1]), strict=True
         ):
             inp, pub, lin = (
                 t.take(pa.array(r)) for t, r in zip(takers, (rows, pos, pos), strict=True)
             )
-            yield _tagged(inp, rows, pub, lin, pos, row_id[pos], np.full(len(rows), p))
+            yield _tagged(
+                inp, rows, self.part_of_row[rows], pub, lin, pos, row_id[pos], part_out[pos]
+            )
 
 
 def pack(
@@ -147,41 +144,46 @@ def pack(
 
     Raises ``ValueError`` if the lineage does not map each published row to an input row."""
     n_in = input_table.num_rows
-    if published.num_rows != lineage.num_rows:
-        raise ValueError("the lineage does not map each published row to an input row")
-    row_id = _map_rows(lineage, n_in)
-    pos = np.arange(len(row_id), dtype=np.int64)
-    rows = np.arange(n_in, dtype=np.int64)
-    return _tagged(input_table, rows, published, lineage, pos, row_id, part_of_row)
+    row_id = _map_rows(lineage, n_in, published.num_rows)
+    return _tagged(
+        input_table,
+        np.arange(n_in, dtype=np.int64),
+        part_of_row,
+        published,
+        lineage,
+        np.arange(len(row_id), dtype=np.int64),
+        row_id,
+        part_of_row[row_id],
+    )
 
 
 def _tagged(
     input_rows: pa.Table,
     rows: np.ndarray,
+    in_part: np.ndarray,
     published_rows: pa.Table,
     lineage_rows: pa.Table,
     pos: np.ndarray,
     row_id: np.ndarray,
-    part_of_row: np.ndarray,
+    out_part: np.ndarray,
 ) -> pa.Table:
-    """Input rows (at input positions ``rows``, of parts ``part_of_row``), then published rows
-    (at published positions ``pos``) with their lineage (``row_id``: their input positions),
-    each tagged with its part; each side's rows null in the other side's columns."""
+    """Input rows (at input positions ``rows``, of parts ``in_part``), then published rows (at
+    published positions ``pos``, of parts ``out_part``) with their lineage (``row_id``: their
+    input positions); each side's rows null in the other side's columns."""
     n_in = input_rows.num_rows
     ins = {f"{IN}{c}": input_rows.column(c) for c in input_rows.column_names}
     ins |= {
-        PART: pa.array(part_of_row, pa.int64()),
+        PART: pa.array(in_part, pa.int64()),
         SIDE: pa.array(np.zeros(n_in, dtype=np.int8)),
-        ROW: pa.array(rows.astype(np.int64)),
+        ROW: pa.array(rows, pa.int64()),
     }
-    out_part = part_of_row[np.searchsorted(rows, row_id)] if len(row_id) else row_id
     outs = {f"{OUT}{c}": published_rows.column(c) for c in published_rows.column_names}
     outs |= {f"{LIN}{c}": lineage_rows.column(c) for c in lineage_rows.column_names}
     outs |= {
         PART: pa.array(out_part, pa.int64()),
         SIDE: pa.array(np.ones(len(row_id), dtype=np.int8)),
         ROW: pa.array(row_id),
-        POS: pa.array(pos.astype(np.int64)),
+        POS: pa.array(pos, pa.int64()),
     }
     only_out = [c for c in outs if c not in ins]
     only_in = [c for c in ins if c not in outs]

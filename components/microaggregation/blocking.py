@@ -174,7 +174,7 @@ def _block_tables(
     for b, rows in zip(keys, np.split(order, cuts), strict=True):
         cols = {
             "block": pa.array(np.full(len(rows), b, dtype=np.int64)),
-            "row": pa.array(rows.astype(np.int64)),
+            "row": pa.array(rows, pa.int64()),
             "pa": pa.array(pa01[rows]),
         }
         num, codes = enc.numeric[rows], enc.codes[rows].astype(np.int32)

@@ -16,12 +16,11 @@ import numpy as np
 import pandas as pd
 
 from components.core.checks import (
-    UNFIT,
     CheckResult,
     make_result,
     retained,
     unfit,
-    unfit_message,
+    unfit_result,
 )
 from components.microaggregation import guarantees as G
 from components.microaggregation.encoding import scale_of
@@ -75,10 +74,12 @@ def _qi_columns(audit: pd.DataFrame, names: tuple[str, ...]) -> tuple[list, list
     )
 
 
+def _not_published(missing: list[str]) -> str:
+    return f"quasi-identifier columns not published: {missing[:5]}"
+
+
 def _missing_qis(g, missing: list[str]) -> CheckResult:
-    return make_result(
-        g, False, None, None, f"quasi-identifier columns not published: {missing[:5]}"
-    )
+    return make_result(g, False, None, None, _not_published(missing))
 
 
 _PA_COUNTS = ("__group", "__pa_out", "__y_out")
@@ -297,15 +298,15 @@ def summarise_mean_preservation(g: G.MeanPreservation, audit: pd.DataFrame) -> p
     (``__out_...``) and input (``__in_...``)."""
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
-        return unfit(f"quasi-identifier columns not published: {missing[:5]}")
+        return unfit(_not_published(missing))
     r = retained(audit, [*outs, *ins])
     sums = np.concatenate([r[outs].to_numpy().sum(axis=0), r[ins].to_numpy().sum(axis=0)])
     return pd.DataFrame([[len(r), *sums.tolist()]], columns=["__rows", *outs, *ins])
 
 
 def decide_mean_preservation(g: G.MeanPreservation, summary: pd.DataFrame) -> CheckResult:
-    if UNFIT in summary.columns:
-        return make_result(g, False, None, None, unfit_message(summary))
+    if (unfitted := unfit_result(g, summary, None)) is not None:
+        return unfitted
     outs = [c for c in summary.columns if c.startswith("__out_")]
     ins = [c for c in summary.columns if c.startswith("__in_")]
     rows = int(summary["__rows"].to_numpy(np.int64).sum())
