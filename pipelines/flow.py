@@ -178,7 +178,9 @@ class ReleasePlan:
     def ingest(self) -> Ingested:
         """The spec's input table (roles attached, generic rules checked) and its input record;
         a built-in dataset takes the role presets of the algorithm's family; a relative file
-        path is resolved against the spec file's folder, then ``data_dir``."""
+        path is resolved against the spec file's folder, then ``data_dir``. A large table is
+        held memory-mapped (``memory.mapped``): every phase reads it, none needs it in the
+        process's own memory."""
         presets = family_of(self.algo).dataset_roles
         table, info = load_dataset(
             self.spec.dataset,
@@ -189,7 +191,7 @@ class ReleasePlan:
             partition=self.partition,
             table=self.table,
         )
-        return Ingested(table, info)
+        return Ingested(memory.mapped(table), info)
 
     def observe(self) -> tuple[str, dict[str, str]]:
         """The source's fingerprint now and each partition's (``ingest.source_versions``), read
@@ -328,6 +330,9 @@ def _run_on(engine: Engine, algo: Algorithm, ing: Ingested, params) -> Component
     calls = engine.calls
     with using(engine):
         result = algo(ing.table, params)
+    # the run keeps the outputs through writing, validation and the report
+    result.outputs = {k: memory.mapped(t) for k, t in result.outputs.items()}
+    result.sidecars = {k: memory.mapped(t) for k, t in result.sidecars.items()}
     result.execution = engine.describe()
     if engine.name != "local" and engine.calls == calls:
         result.warnings.append(
@@ -436,8 +441,8 @@ def build_candidate(
             cand.write(output_file(k), parquet_bytes(t))
         for k, t in result.sidecars.items():
             cand.write(sidecar_file(k), parquet_bytes(t))
-        outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
-        sidecars = {k: cand.read_table(sidecar_file(k)) for k in result.sidecars}
+        outputs = {k: memory.mapped(cand.read_table(output_file(k))) for k in result.outputs}
+        sidecars = {k: memory.mapped(cand.read_table(sidecar_file(k))) for k in result.sidecars}
     # from here on the run works from what was written, and its own copies go: the driver
     # would otherwise hold the published table twice (~1.7 GB each at 10M rows)
     result.outputs, result.sidecars = outputs, sidecars

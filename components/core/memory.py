@@ -12,8 +12,20 @@ after both allocators returned what they held free (``benchmarks/README.md``).
 allocators hold little and a full collection (~0.2 s with Great Expectations loaded) would
 only slow a small release down.
 
+A table the run keeps from one phase to the next (the input, the published table and its
+sidecars) need not sit in the process's own memory at all: ``mapped(table)`` moves it into a
+memory-mapped Arrow IPC file. Its pages are then the kernel's page cache, read in when a phase
+reads them and dropped, not swapped, when memory runs short; the process's private memory is
+what its phases compute. The file is written to the temporary folder (``TMPDIR``: keep it on
+a disk, not a ``tmpfs``, which holds its files in memory), readable by this user only, and
+removed as soon as it is mapped: no name points at it while it is read, and it is gone when the
+process ends, however it ends.
+
 >>> release(0)  # a small table: nothing to do
 False
+>>> t = pa.table({"x": [1, 2, 3]})
+>>> mapped(t) is t  # a small table stays in memory
+True
 """
 
 from __future__ import annotations
@@ -22,11 +34,13 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import os
 import sys
+import tempfile
 
 import pyarrow as pa
 
-__all__ = ["RELEASE_ROWS", "release"]
+__all__ = ["RELEASE_ROWS", "mapped", "release"]
 
 #: the smallest table whose phases hand their freed memory back
 RELEASE_ROWS = 1_000_000
@@ -54,3 +68,34 @@ def release(rows: int) -> bool:
     if trim is not None:
         trim(0)
     return True
+
+
+def mapped(table: pa.Table, min_rows: int | None = None) -> pa.Table:
+    """``table`` read back from a memory-mapped Arrow IPC stream of it, when it has at least
+    ``min_rows`` rows (default ``RELEASE_ROWS``); else ``table`` itself.
+
+    The result is equal to ``table`` (schema and metadata included) and its buffers are views
+    of the mapped file: no copy of its data is left in the process's heap once the caller drops
+    ``table``. The stream format keeps each chunk's own dictionary (the file format needs one
+    per column). The file (``privfair-*.arrow`` in ``tempfile.gettempdir()``, mode 0600) is
+    unlinked before this returns; on Windows, which cannot remove a mapped file, the table is
+    returned as it is.
+
+    Examples
+    --------
+    >>> t = pa.table({"x": list(range(5)), "s": ["a", "b", "a", "c", "b"]})
+    >>> m = mapped(t, min_rows=1)
+    >>> m.equals(t), m is t
+    (True, False)
+    """
+    if table.num_rows < (RELEASE_ROWS if min_rows is None else min_rows) or os.name == "nt":
+        return table
+    fd, path = tempfile.mkstemp(prefix="privfair-", suffix=".arrow")
+    os.close(fd)
+    try:
+        with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        with pa.memory_map(path) as source:
+            return pa.ipc.open_stream(source).read_all()
+    finally:
+        os.unlink(path)

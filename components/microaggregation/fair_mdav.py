@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 
 from components.core.inputs import require_rows
+from components.core.memory import mapped
 from components.core.metrics import (
     demographic_parity_difference,
     positive_ratio,
@@ -394,6 +395,10 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
         out_roles.append(c)
     cols, out_roles = in_input_order(cols, out_roles, table.column_names)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
+    # the table alone holds the columns now, so that a large one can wait mapped on disk
+    # while its ordered copy is made
+    cols = qi_cols = col = None
+    out = mapped(out)
     lineage = lineage_table(
         order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
     )
