@@ -61,14 +61,17 @@ def export_code(rev: str, dest: Path, paths: tuple[str, ...] = ()) -> str:
 
 
 def tracked(cmd: list[str], cwd: Path, env: dict) -> dict:
-    """Run ``cmd``; wall clock, stdout, stderr and the peak RSS of its process tree."""
+    """Run ``cmd``; wall clock, stdout, stderr, the peak RSS of its process tree, and the top
+    process's own peak RSS (``driver_gb``) and peak private RSS (``driver_private_gb``: its RSS
+    less file-backed and shared pages, ``memory_info().shared``; pages of a memory-mapped file
+    are the kernel's to drop and read again). GiB."""
     import psutil
 
     start = time.perf_counter()
     proc = subprocess.Popen(
         cmd, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )
-    peak, driver = [0], [0]
+    peak, driver, private = [0], [0], [0]
 
     def sample() -> None:
         parent = psutil.Process(proc.pid)
@@ -80,7 +83,9 @@ def tracked(cmd: list[str], cwd: Path, env: dict) -> dict:
                     with contextlib.suppress(psutil.Error):
                         total += p.memory_info().rss
                 peak[0] = max(peak[0], total)
-                driver[0] = max(driver[0], parent.memory_info().rss)
+                top = parent.memory_info()
+                driver[0] = max(driver[0], top.rss)
+                private[0] = max(private[0], top.rss - getattr(top, "shared", 0))
             time.sleep(0.2)
 
     t = threading.Thread(target=sample, daemon=True)
@@ -92,6 +97,7 @@ def tracked(cmd: list[str], cwd: Path, env: dict) -> dict:
         "wall_s": time.perf_counter() - start,
         "peak_gb": peak[0] / 2**30,
         "driver_gb": driver[0] / 2**30,
+        "driver_private_gb": private[0] / 2**30,
         "stdout": out,
         "stderr": err,
     }

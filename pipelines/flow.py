@@ -191,7 +191,10 @@ class ReleasePlan:
             partition=self.partition,
             table=self.table,
         )
-        return Ingested(memory.mapped(table), info)
+        held = memory.mapped(table)
+        rows, table = table.num_rows, None
+        memory.release(rows)  # the decoded copy goes back to the system before protection
+        return Ingested(held, info)
 
     def observe(self) -> tuple[str, dict[str, str]]:
         """The source's fingerprint now and each partition's (``ingest.source_versions``), read

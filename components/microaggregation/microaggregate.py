@@ -18,12 +18,6 @@ from components.microaggregation.grouping import Grouping
 from schemas.errors import InputError
 
 
-def group_means(values: np.ndarray, sizes: np.ndarray) -> np.ndarray:
-    """Mean row of each contiguous block of ``sizes`` rows."""
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    return np.add.reduceat(values, starts, axis=0) / sizes[:, None]
-
-
 def microaggregate(
     enc: EncodedQIs, grouping: Grouping, columns: bool = True
 ) -> tuple[dict[str, pa.Array], dict]:
@@ -38,23 +32,23 @@ def microaggregate(
     cols: dict[str, pa.Array] = {}
     per_attr: dict[str, float] = {}
     if n_g:
-        original = enc.numeric[order]
-        with np.errstate(over="ignore"):  # refused just below, naming the column
-            means = group_means(original, sizes)
-        overflow = ~np.isfinite(means).all(axis=0)
-        if overflow.any():
-            name = enc.numeric_names[int(np.flatnonzero(overflow)[0])]
-            raise InputError(
-                name,
-                "group means overflow to non-finite values",
-                "values too large to average in 64-bit floats; rescale the column",
-            )
-        published = np.repeat(means, sizes, axis=0)
-        scaled_sse = (((original - published) / enc.scale) ** 2).sum(axis=0)
+        # one column at a time: the QI matrix in grouping order, its published form and its
+        # squared errors would each be a copy of the QIs (0.5 GB apiece at 10M rows)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         for j, name in enumerate(enc.numeric_names):
+            original = enc.numeric[order, j]
+            with np.errstate(over="ignore"):  # refused just below, naming the column
+                means = np.add.reduceat(original, starts) / sizes
+            if not np.isfinite(means).all():
+                raise InputError(
+                    name,
+                    "group means overflow to non-finite values",
+                    "values too large to average in 64-bit floats; rescale the column",
+                )
+            published = np.repeat(means, sizes)
             if columns:
-                cols[name] = pa.array(np.ascontiguousarray(published[:, j]), pa.float64())
-            per_attr[name] = float(scaled_sse[j])
+                cols[name] = pa.array(published, pa.float64())
+            per_attr[name] = float((((original - published) / enc.scale[j]) ** 2).sum())
         n_groups = len(sizes)
         for j, attr in enumerate(enc.nominal):
             levels = len(attr.levels)
