@@ -21,6 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.core import memory
 from components.core.order import published_form, published_order
 from components.core.result import ComponentResult
 from components.generalisation.domains import LABEL_META, plain
@@ -200,11 +201,15 @@ def published_table(
     for i, f in enumerate(schema):
         if i not in form:
             fields.append(f)
-            columns.append(table.column(i).take(take))
-            continue
-        field, j, d = form[i]
-        fields.append(field)
-        columns.append(groups.take(take) if d is None else d.to_arrow(lo[order, j], hi[order, j]))
+            column = table.column(i).take(take)
+        else:
+            field, j, d = form[i]
+            fields.append(field)
+            column = groups.take(take) if d is None else d.to_arrow(lo[order, j], hi[order, j])
+        # each large column waits mapped on disk as the next is made: the value-set labels
+        # are lists of strings, 4.2 GB for 10M Adult rows
+        columns.append(memory.mapped(pa.table({f.name: column})).column(0))
+        del column
     data = pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
     sidecar = pa.table({"row_id": take, "class": pa.array(classes[order], pa.int64())})
     return published_form(data, sidecar)

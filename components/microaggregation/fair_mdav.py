@@ -19,8 +19,8 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 
+from components.core import memory
 from components.core.inputs import require_rows
-from components.core.memory import mapped
 from components.core.metrics import (
     demographic_parity_difference,
     positive_ratio,
@@ -398,7 +398,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     # the table alone holds the columns now, so that a large one can wait mapped on disk
     # while its ordered copy is made
     cols = qi_cols = col = None
-    out = mapped(out)
+    out = memory.mapped(out)
     lineage = lineage_table(
         order, gid, grouping.ranks(), np.asarray(grouping.seeds, dtype=np.int64)
     )

@@ -12,8 +12,8 @@ import time
 import numpy as np
 import pyarrow as pa
 
+from components.core import memory
 from components.core.inputs import require_rows
-from components.core.memory import mapped
 from components.core.metrics import demographic_parity_difference, positive_ratio
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
@@ -126,7 +126,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     cols, out_roles = in_input_order(cols, out_roles, table.column_names)
     out = attach_roles(pa.table(cols), TableRoles.of(out_roles))
     del cols  # a large table waits mapped on disk while its ordered copy is made
-    out = mapped(out)
+    out = memory.mapped(out)
     metrics: dict = {
         "input_rows": table.num_rows,
         "output_rows": int(len(order)),
