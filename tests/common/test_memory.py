@@ -76,6 +76,9 @@ def _typed_table(n: int) -> pa.Table:
                 "d": pa.array(rng.choice(words, m)).dictionary_encode(),
                 "t": pa.array(rng.integers(0, 10**9, m), pa.timestamp("us", tz="UTC")),
                 "l": pa.array([[1, 2]] * m, pa.list_(pa.int8())),
+                "v": pa.array(rng.choice(words, m)).cast(pa.string_view()),
+                "m": pa.array(rng.integers(0, 10**6, m)).cast(pa.decimal128(24, 2)),
+                "u": pa.array([b"0123456789abcdef"] * m, pa.binary(16)).cast(pa.uuid()),
             }
         ).replace_schema_metadata({"privfair.roles": "{}"})
 
