@@ -16,16 +16,22 @@ from components.core import memory
 MB = 1 << 20
 
 
-def resident_bytes() -> int | None:
-    """This process's resident set size in bytes (Linux), or None where it cannot be read."""
+def status_bytes(field: str) -> int | None:
+    """A size line of ``/proc/self/status`` (``VmRSS``, ``RssAnon``...) in bytes (Linux), or
+    None where it cannot be read."""
     try:
         with open("/proc/self/status") as f:
             for line in f:
-                if line.startswith("VmRSS:"):
+                if line.startswith(f"{field}:"):
                     return int(line.split()[1]) * 1024
     except OSError:
         return None
     return None
+
+
+def resident_bytes() -> int | None:
+    """This process's resident set size."""
+    return status_bytes("VmRSS")
 
 
 @pytest.mark.skipif(
@@ -50,16 +56,8 @@ def test_small_tables_are_left_alone():
 
 
 def private_bytes() -> int | None:
-    """This process's resident memory less its file-backed and shared pages (``RssAnon``,
-    Linux), or None where it cannot be read."""
-    try:
-        with open("/proc/self/status") as f:
-            for line in f:
-                if line.startswith("RssAnon:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    """This process's resident memory less its file-backed and shared pages."""
+    return status_bytes("RssAnon")
 
 
 def _typed_table(n: int) -> pa.Table:
