@@ -210,6 +210,7 @@ def published_table(
         # are lists of strings, 4.2 GB for 10M Adult rows
         columns.append(memory.mapped(pa.table({f.name: column})).column(0))
         del column
+        memory.release(len(order))
     data = pa.Table.from_arrays(columns, schema=pa.schema(fields, metadata=schema.metadata))
     sidecar = pa.table({"row_id": take, "class": pa.array(classes[order], pa.int64())})
     return published_form(data, sidecar)
@@ -230,6 +231,7 @@ def release(
     lo, hi = class_ranges(ranks, classes)
     table, sidecar = published_table(prep, classes, lo, hi)
     n = table.num_rows
+    memory.release(n)  # the labels' transients go back to the system before the utility's
     t_eff = prep.t_eff(params.t)
     sizes = np.bincount(classes)
     generalised = (hi > lo).sum(axis=0)
