@@ -444,8 +444,8 @@ def build_candidate(
             cand.write(output_file(k), parquet_bytes(t))
         for k, t in result.sidecars.items():
             cand.write(sidecar_file(k), parquet_bytes(t))
-        outputs = {k: memory.mapped(cand.read_table(output_file(k))) for k in result.outputs}
-        sidecars = {k: memory.mapped(cand.read_table(sidecar_file(k))) for k in result.sidecars}
+        outputs = {k: cand.read_mapped(output_file(k)) for k in result.outputs}
+        sidecars = {k: cand.read_mapped(sidecar_file(k)) for k in result.sidecars}
     # from here on the run works from what was written, and its own copies go: the driver
     # would otherwise hold the published table twice (~1.7 GB each at 10M rows)
     result.outputs, result.sidecars = outputs, sidecars

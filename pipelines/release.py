@@ -65,6 +65,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from components.core import memory
 from schemas.errors import StoreError
 
 STAGING = ".staging"
@@ -259,6 +260,13 @@ class Candidate:
     def read_table(self, name: str) -> pa.Table:
         """Read back a Parquet file as written into the candidate (any store)."""
         return pq.read_table(
+            self.store.path(*self.parts, *name.split("/")), filesystem=self.store.fs
+        )
+
+    def read_mapped(self, name: str) -> pa.Table:
+        """``read_table``, memory-mapped one row group at a time when the file is large
+        (``memory.mapped_parquet``): what a run keeps from here to its end."""
+        return memory.mapped_parquet(
             self.store.path(*self.parts, *name.split("/")), filesystem=self.store.fs
         )
 

@@ -34,13 +34,19 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import logging
 import os
 import sys
 import tempfile
+from collections.abc import Callable, Iterable
 
 import pyarrow as pa
+import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 
-__all__ = ["RELEASE_ROWS", "mapped", "release"]
+__all__ = ["RELEASE_ROWS", "mapped", "mapped_parquet", "release"]
+
+log = logging.getLogger(__name__)
 
 #: the smallest table whose phases hand their freed memory back
 RELEASE_ROWS = 1_000_000
@@ -79,7 +85,9 @@ def mapped(table: pa.Table, min_rows: int | None = None) -> pa.Table:
     ``table``. The stream format keeps each chunk's own dictionary (the file format needs one
     per column). The file (``privfair-*.arrow`` in ``tempfile.gettempdir()``, mode 0600) is
     unlinked before this returns; on Windows, which cannot remove a mapped file, the table is
-    returned as it is.
+    returned as it is. Where the file cannot be written (the temporary folder full or not
+    writable) the table is returned as it is, with a warning naming the folder: the mapping
+    saves memory, it is not what makes a release right.
 
     Examples
     --------
@@ -90,12 +98,76 @@ def mapped(table: pa.Table, min_rows: int | None = None) -> pa.Table:
     """
     if table.num_rows < (RELEASE_ROWS if min_rows is None else min_rows) or os.name == "nt":
         return table
-    fd, path = tempfile.mkstemp(prefix="privfair-", suffix=".arrow")
+    return _mapped(table.schema, lambda: table.to_batches(), lambda: table)
+
+
+def mapped_parquet(
+    path: str, filesystem: pafs.FileSystem | None = None, min_rows: int | None = None
+) -> pa.Table:
+    """The Parquet file at ``path``, equal to ``pq.read_table(path)``, memory-mapped as
+    ``mapped`` maps a table when it has at least ``min_rows`` rows (default ``RELEASE_ROWS``).
+
+    The file is decoded one row group at a time into the mapped stream, so the process never
+    holds more than one row group of it: reading a 10M-row release back whole and mapping it
+    afterwards would hold all of it (4.2 GB for dMondrian's value-set labels) at once.
+
+    Examples
+    --------
+    >>> import io
+    >>> buf = io.BytesIO()
+    >>> pq.write_table(pa.table({"x": list(range(6))}), buf, row_group_size=2)
+    >>> import pathlib, tempfile
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "t.parquet"
+    >>> _ = p.write_bytes(buf.getvalue())
+    >>> mapped_parquet(str(p), min_rows=1).column("x").to_pylist()
+    [0, 1, 2, 3, 4, 5]
+    """
+    fs = filesystem or pafs.LocalFileSystem()
+    with fs.open_input_file(path) as source:
+        pf = pq.ParquetFile(source)
+        if pf.metadata.num_rows < (RELEASE_ROWS if min_rows is None else min_rows) or (
+            os.name == "nt"
+        ):
+            return pq.read_table(path, filesystem=fs)
+        groups = (pf.read_row_group(i) for i in range(pf.num_row_groups))
+        return _mapped(
+            pf.schema_arrow,
+            lambda: (b for g in groups for b in g.to_batches()),
+            lambda: pq.read_table(path, filesystem=fs),
+        )
+
+
+def _mapped(
+    schema: pa.Schema,
+    batches: Callable[[], Iterable[pa.RecordBatch]],
+    unmapped: Callable[[], pa.Table],
+) -> pa.Table:
+    """The batches written to an unlinked, memory-mapped IPC stream and read back; on a write
+    that fails (``OSError``: a full disk, a folder that is not writable), ``unmapped()``."""
+    folder = tempfile.gettempdir()
+    try:
+        fd, path = tempfile.mkstemp(prefix="privfair-", suffix=".arrow", dir=folder)
+    except OSError as e:
+        return _unmapped(folder, e, unmapped)
     os.close(fd)
     try:
-        with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, table.schema) as writer:
-            writer.write_table(table)
+        try:
+            with pa.OSFile(path, "wb") as sink, pa.ipc.new_stream(sink, schema) as writer:
+                for batch in batches():
+                    writer.write_batch(batch)
+        except OSError as e:
+            return _unmapped(folder, e, unmapped)
         with pa.memory_map(path) as source:
             return pa.ipc.open_stream(source).read_all()
     finally:
         os.unlink(path)
+
+
+def _unmapped(folder: str, error: OSError, unmapped: Callable[[], pa.Table]) -> pa.Table:
+    log.warning(
+        "the temporary folder %s could not hold a memory-mapped copy of a table (%s): the "
+        "table stays in the process's memory; set TMPDIR to a folder on a disk with room",
+        folder,
+        error.strerror or error,
+    )
+    return unmapped()

@@ -3,12 +3,16 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from components.core import memory
@@ -92,6 +96,61 @@ def test_a_mapped_table_equals_its_source_and_leaves_no_file():
     assert memory.mapped(t, min_rows=len(t) + 1) is t  # below the threshold: left alone
 
 
+def test_a_mapped_parquet_file_equals_what_read_table_reads(tmp_path):
+    """Row group by row group into the map: the same table ``pq.read_table`` gives, each
+    row group's dictionaries included."""
+    t = _typed_table(10_000)
+    path = tmp_path / "t.parquet"
+    pq.write_table(t, path, row_group_size=1_500)
+    before = set(Path(tempfile.gettempdir()).glob("privfair-*"))
+    m = memory.mapped_parquet(str(path), min_rows=1)
+    expected = pq.read_table(path)
+    assert m.equals(expected, check_metadata=True)
+    assert m.schema.metadata == expected.schema.metadata
+    assert set(Path(tempfile.gettempdir()).glob("privfair-*")) == before
+    assert memory.mapped_parquet(str(path)).equals(expected)  # below the threshold: read
+
+
+def test_a_temporary_folder_that_cannot_be_written_keeps_the_table_in_memory(
+    tmp_path, monkeypatch, caplog
+):
+    """The mapping saves memory; it is not what makes a release right: a folder it cannot
+    write to leaves the table where it was, and says so, naming the folder."""
+    t = _typed_table(1_000)
+    gone = tmp_path / "no-such-folder"
+    monkeypatch.setattr(tempfile, "tempdir", str(gone))
+    with caplog.at_level(logging.WARNING, logger=memory.__name__):
+        assert memory.mapped(t, min_rows=1) is t
+    assert str(gone) in caplog.text and "TMPDIR" in caplog.text
+
+
+@pytest.mark.skipif(os.name != "posix", reason="needs RLIMIT_FSIZE (POSIX)")
+def test_a_full_temporary_folder_keeps_the_table_and_leaves_no_file(tmp_path):
+    """A write that fails half way (here the process may not write files over 64 KB, as a
+    full disk stops it) leaves no file behind and a table equal to the source."""
+    script = f"""
+import logging, resource, signal, tempfile
+from pathlib import Path
+import pyarrow as pa, pyarrow.parquet as pq
+from components.core import memory
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the failed write is an error, not a kill
+tempfile.tempdir = {str(tmp_path)!r}
+t = pa.table({{"x": list(range(200_000))}})
+pq.write_table(t, {str(tmp_path / "t.parquet")!r}, row_group_size=50_000)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
+logging.basicConfig(level=logging.WARNING)
+assert memory.mapped(t, min_rows=1).equals(t)
+assert memory.mapped_parquet({str(tmp_path / "t.parquet")!r}, min_rows=1).equals(t)
+assert not list(Path({str(tmp_path)!r}).glob("privfair-*"))
+"""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count("could not hold a memory-mapped copy") == 2, done.stderr
+
+
 @pytest.mark.skipif(private_bytes() is None or os.name == "nt", reason="needs /proc (Linux)")
 def test_a_mapped_table_leaves_the_process_heap():
     """The point of mapping: once the caller drops its copy, ~400 MB of table no longer count
@@ -117,18 +176,17 @@ def test_a_release_of_mapped_tables_is_the_same_release(name, tmp_path, monkeypa
     spec = load_spec(Path(__file__).resolve().parents[2] / f"pipelines/specs/{name}.yaml")
     held = run_release(spec, tmp_path / "held")
     calls = []
-    real = memory.mapped
+    real = memory._mapped
 
-    def spy(table, min_rows=None):
-        out = real(table, min_rows)
-        calls.append(out is not table)
-        return out
+    def spy(schema, batches, unmapped):
+        calls.append(schema)
+        return real(schema, batches, unmapped)
 
     monkeypatch.setattr(memory, "RELEASE_ROWS", 1)
-    monkeypatch.setattr(memory, "mapped", spy)
+    monkeypatch.setattr(memory, "_mapped", spy)
     mapped = run_release(spec, tmp_path / "mapped")
     # the input, the output and lineage after protection and as written, and the component's own
-    assert sum(calls) >= 6
+    assert len(calls) >= 6
     for name in ("shared/data.parquet", "internal/lineage.parquet"):
         assert (Path(held.path) / name).read_bytes() == (Path(mapped.path) / name).read_bytes()
     assert held.validation.summary() == mapped.validation.summary()
