@@ -85,10 +85,9 @@ def _published_codes(published: pa.Table, name: str, retained, pos) -> np.ndarra
     return out
 
 
-def _release_columns(prep, published: pa.Table, retained, pos) -> dict[str, np.ndarray]:
-    """The audit columns read from the published table, per input row: the PD and decision
-    flags and codes, and each PND attribute's rank, label (lo, hi) and domain size."""
-    n = prep.table.num_rows
+def _published_cells(prep, published: pa.Table, retained, pos) -> tuple[np.ndarray, np.ndarray]:
+    """(``__protected_out``, ``__negative_out``): per input row, its published PD value and
+    decision read as the input's groups and decisions (``_published_flag``)."""
     pd_present = sorted(pc.unique(plain(prep.table.column(prep.pd))).to_pylist(), key=str)
     dec_present = sorted(pc.unique(plain(prep.table.column(prep.decision))).to_pylist(), key=str)
     prot = protected_values(prep.roles[prep.pd], pd_present)
@@ -97,13 +96,22 @@ def _release_columns(prep, published: pa.Table, retained, pos) -> dict[str, np.n
         prot_out, unprot_out = {PROTECTED}, {UNPROTECTED}
     else:
         prot_out, unprot_out = prot, set(pd_present) - prot
+    return (
+        _published_flag(published, prep.pd, prot_out, unprot_out, retained, pos),
+        _published_flag(published, prep.decision, neg, set(dec_present) - neg, retained, pos),
+    )
+
+
+def _release_columns(prep, published: pa.Table, retained, pos) -> dict[str, np.ndarray]:
+    """The audit columns read from the published table, per input row: the PD and decision
+    flags and codes, and each PND attribute's rank, label (lo, hi) and domain size."""
+    n = prep.table.num_rows
+    protected_out, negative_out = _published_cells(prep, published, retained, pos)
     cols: dict[str, np.ndarray] = {
         "__protected": prep.protected.astype(np.int8),
         "__negative": prep.negative.astype(np.int8),
-        "__protected_out": _published_flag(published, prep.pd, prot_out, unprot_out, retained, pos),
-        "__negative_out": _published_flag(
-            published, prep.decision, neg, set(dec_present) - neg, retained, pos
-        ),
+        "__protected_out": protected_out,
+        "__negative_out": negative_out,
         "__pd_out": _published_codes(published, prep.pd, retained, pos),
     }
     # ranks are positions in an active domain: int32 holds them at half the memory (a 10M-row
@@ -129,7 +137,7 @@ def build_audit(input_table: pa.Table, published: pa.Table, classes: pa.Table) -
     _, retained, pos = published_positions(input_table.num_rows, classes, published.num_rows)
     frame = lineage_audit(input_table, published, classes, [prep.pd, prep.decision])
     cols = _release_columns(prep, published, retained, pos)
-    return pd.concat([frame, pd.DataFrame(cols)], axis=1)
+    return pd.concat([frame, pd.DataFrame(cols, copy=False)], axis=1)  # as lineage_audit's
 
 
 def _p_minus(prep) -> float:
@@ -147,16 +155,20 @@ def release_labels(
     prep = prepare(input_table, None)
     published = ordinary(published)
     _, retained, pos = published_positions(prep.table.num_rows, classes, published.num_rows)
-    cols = _release_columns(prep, published, retained, pos)
     names = [d.name for d in prep.domains]
-    get = lambda e: (  # noqa: E731
-        np.column_stack([cols[f"__{e}__{a}"][retained] for a in names]).astype(np.int64)
-        if names
-        else np.zeros((int(retained.sum()), 0), dtype=np.int64)
-    )
-    cell = cell_of(cols["__protected_out"][retained], cols["__negative_out"][retained])
+    # the retained rows' labels straight into their matrices: a 10M-row release would
+    # otherwise hold every audit column of every input row, then stack copies of them
+    lo = np.full((len(pos), len(names)), -1, dtype=np.int64)
+    hi = np.full((len(pos), len(names)), -1, dtype=np.int64)
+    for j, d in enumerate(prep.domains):
+        if d.name in published.column_names:
+            plo, phi = d.from_arrow(published.column(d.name))
+            lo[:, j], hi[:, j] = plo[pos], phi[pos]
+            del plo, phi
+    protected_out, negative_out = _published_cells(prep, published, retained, pos)
+    cell = cell_of(protected_out[retained], negative_out[retained])
     sizes = np.array([d.size for d in prep.domains], dtype=np.int64)
-    return Labels(names, get("lo"), get("hi"), sizes, cell), _p_minus(prep)
+    return Labels(names, lo, hi, sizes, cell), _p_minus(prep)
 
 
 def original_labels(input_table: pa.Table) -> tuple[Labels, float]:
@@ -164,9 +176,10 @@ def original_labels(input_table: pa.Table) -> tuple[Labels, float]:
     the PD attribute and decision unchanged): the itemsets before any generalisation."""
     prep = prepare(input_table, None)
     ranks = prep.ranks
+    ranks.flags.writeable = False  # one matrix for both ends of every label: the audit reads them
     sizes = np.array([d.size for d in prep.domains], dtype=np.int64)
     names = [d.name for d in prep.domains]
-    return Labels(names, ranks, ranks.copy(), sizes, prep.cell), _p_minus(prep)
+    return Labels(names, ranks, ranks, sizes, prep.cell), _p_minus(prep)
 
 
 def as_labels(input_table: pa.Table) -> pa.Table:

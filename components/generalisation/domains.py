@@ -197,15 +197,25 @@ class Domain:
         n = len(column)
         lo = np.full(n, -1, dtype=np.int64)
         hi = np.full(n, -1, dtype=np.int64)
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks() if column.num_chunks else pa.array([], column.type)
         domain = pa.array(self.values, type=self.arrow_type)
+        # chunk by chunk: a row's label is read from its own cell, and a 10M-row release read
+        # back holds ten 1M-row chunks whose concatenation (4.2 GB of value-set labels) and
+        # per-element ranks would otherwise be made at once
+        start = 0
+        for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
+            stop = start + len(chunk)
+            self._read_labels(chunk, domain, lo[start:stop], hi[start:stop])
+            start = stop
+        return lo, hi
+
+    def _read_labels(self, column: pa.Array, domain: pa.Array, lo: np.ndarray, hi: np.ndarray):
+        """``from_arrow`` of one array, written into ``lo`` and ``hi`` (views, all -1)."""
         t = column.type
         if pa.types.is_list_view(t) or pa.types.is_large_list_view(t):
             try:  # a lakehouse reader's list view: the same lists
                 column = column.cast(pa.large_list(t.value_field))
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
-                return lo, hi
+                return
             t = column.type
         if self.interval and pa.types.is_struct(t) and {"lo", "hi"} <= {f.name for f in t}:
             a = _ranks(pc.struct_field(column, "lo"), domain)
@@ -215,6 +225,7 @@ class Domain:
         elif not self.interval and (pa.types.is_list(t) or pa.types.is_large_list(t)):
             flat = column.flatten()
             offsets = column.offsets.to_numpy()
+            offsets = offsets - offsets[0]  # a slice's offsets start where the slice does
             width = np.diff(offsets)
             r = _ranks(flat, domain)
             valid = np.asarray(column.is_valid()) & (width > 0)
@@ -231,7 +242,6 @@ class Domain:
                 first = np.where(width > 0, r[np.minimum(starts, len(r) - 1)], -1)
                 last = np.where(width > 0, r[np.maximum(offsets[1:] - 1, 0)], -1)
                 lo[valid], hi[valid] = first[valid], last[valid]
-        return lo, hi
 
 
 def _ranks(values: pa.Array | pa.ChunkedArray, domain: pa.Array) -> np.ndarray:

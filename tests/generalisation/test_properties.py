@@ -183,18 +183,25 @@ _CELL = st.none() | st.lists(st.sampled_from(["a", "b", "c", "d", "zz"]), max_si
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_CELL, max_size=30))
-def test_a_value_set_is_read_back_as_its_slice_of_the_domain(cells):
+@given(st.lists(_CELL, max_size=30), st.lists(st.integers(0, 30), max_size=4), st.booleans())
+def test_a_value_set_is_read_back_as_its_slice_of_the_domain(cells, cuts, sliced):
     """``Domain.from_arrow`` on a list column: (first, last) rank of a cell that is a non-empty
     contiguous ascending slice of the domain, (-1, -1) for anything else (an unknown value, a
-    gap, a wrong order, an empty or null cell), as a reading of each cell on its own gives."""
+    gap, a wrong order, an empty or null cell), as a reading of each cell on its own gives,
+    however the column is cut into chunks (slices of one array, or arrays of their own, as a
+    release read back from its row groups holds them)."""
     import pyarrow as pa
 
     from components.generalisation.domains import Domain
 
     values = ["a", "b", "c", "d"]
     domain = Domain.of("x", pa.chunked_array([pa.array(values)]), "nominal")
-    lo, hi = domain.from_arrow(pa.chunked_array([pa.array(cells, pa.list_(pa.string()))]))
+    whole = pa.array(cells, pa.list_(pa.string()))
+    bounds = [0, *sorted(min(c, len(cells)) for c in cuts), len(cells)]
+    chunks = [whole.slice(a, b - a) for a, b in zip(bounds, bounds[1:], strict=False)]
+    if not sliced:  # each chunk an array of its own, its offsets from 0
+        chunks = [pa.concat_arrays([c]) for c in chunks]
+    lo, hi = domain.from_arrow(pa.chunked_array(chunks, whole.type))
     for i, cell in enumerate(cells):
         ranks = [values.index(v) if v in values else -1 for v in cell or []]
         ok = bool(ranks) and min(ranks) >= 0 and ranks == list(range(ranks[0], ranks[-1] + 1))
