@@ -44,12 +44,15 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-__all__ = ["RELEASE_ROWS", "mapped", "mapped_parquet", "release"]
+__all__ = ["CHUNK_ROWS", "RELEASE_ROWS", "mapped", "mapped_column", "mapped_parquet", "release"]
 
 log = logging.getLogger(__name__)
 
 #: the smallest table whose phases hand their freed memory back
 RELEASE_ROWS = 1_000_000
+#: rows per chunk of a column made piece by piece (``mapped_column``): Parquet's default row
+#: group, so a release's bytes do not depend on it
+CHUNK_ROWS = 1 << 20
 
 
 @functools.cache
@@ -135,6 +138,35 @@ def mapped_parquet(
             lambda: (b for g in groups for b in g.to_batches()),
             lambda: pq.read_table(path, filesystem=fs),
         )
+
+
+def mapped_column(
+    name: str,
+    type: pa.DataType,
+    chunks: Callable[[], Iterable[pa.Array]],
+    rows: int,
+    min_rows: int | None = None,
+) -> pa.ChunkedArray:
+    """The column ``chunks()`` makes (``rows`` rows of ``type``), memory-mapped as ``mapped``
+    maps a table, a chunk at a time, when it has at least ``min_rows`` rows: the column is
+    never whole in the process's memory. ``chunks`` is called again if the map cannot be
+    written (the column is then made in memory).
+
+    Examples
+    --------
+    >>> col = mapped_column("x", pa.int64(), lambda: (pa.array([i, i]) for i in range(3)), 6, 1)
+    >>> col.to_pylist(), col.num_chunks
+    ([0, 0, 1, 1, 2, 2], 3)
+    """
+    schema = pa.schema([pa.field(name, type)])
+
+    def batches() -> Iterable[pa.RecordBatch]:
+        return (pa.record_batch([c], schema=schema) for c in chunks())
+
+    if rows < (RELEASE_ROWS if min_rows is None else min_rows) or os.name == "nt":
+        return pa.chunked_array(list(chunks()), type)
+    whole = _mapped(schema, batches, lambda: pa.Table.from_batches(list(batches()), schema))
+    return whole.column(0)
 
 
 def _mapped(

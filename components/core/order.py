@@ -24,7 +24,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["published_form", "published_order", "publish_in_order"]
+from components.core.memory import CHUNK_ROWS
+
+__all__ = ["canonical_chunks", "published_form", "published_order", "publish_in_order"]
 
 _SIGNED = {2: np.int16, 4: np.int32, 8: np.int64}
 
@@ -208,7 +210,7 @@ def publish_in_order(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa.Ta
     Returns
     -------
     (pyarrow.Table, pyarrow.Table)
-        Both in one chunk per column (bytes independent of how they were assembled); the
+        Both in ``canonical_chunks`` (bytes independent of how they were assembled); the
         unordered dictionary columns of ``data`` re-encoded in order of first appearance. The
         schemas (field metadata, roles) are kept.
 
@@ -237,8 +239,33 @@ def publish_in_order(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa.Ta
 
 def published_form(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa.Table]:
     """The last step of ``publish_in_order``, for ``data`` (and ``lineage``) already in
-    canonical order: its unordered dictionaries re-encoded in order of first appearance, one
-    chunk per column. For a component that materialises its columns in an order it computed
-    (``published_order`` of stand-in columns that sort as its published ones do) rather than
-    sorting the finished table."""
-    return _canonical_dictionaries(data).combine_chunks(), lineage.combine_chunks()
+    canonical order: its unordered dictionaries re-encoded in order of first appearance, both
+    in ``canonical_chunks``. For a component that materialises its columns in an order it
+    computed (``published_order`` of stand-in columns that sort as its published ones do)
+    rather than sorting the finished table."""
+    return canonical_chunks(_canonical_dictionaries(data)), canonical_chunks(lineage)
+
+
+def canonical_chunks(table: pa.Table, rows: int = CHUNK_ROWS) -> pa.Table:
+    """``table`` with every column in chunks of ``rows`` rows (the last one shorter; one chunk
+    for a shorter table), whatever chunks it came in.
+
+    ``rows`` is Parquet's default row group, so each row group is written from one chunk, as
+    from a table in one chunk: the bytes are the same. A column in one chunk, or already so
+    cut, is cut without a copy (slices of it), so a memory-mapped column stays mapped; only a
+    column cut elsewhere is combined first.
+
+    >>> t = canonical_chunks(pa.table({"x": pa.chunked_array([[1], [2, 3, 4], [5]])}), rows=2)
+    >>> [len(c) for c in t.column("x").chunks]
+    [2, 2, 1]
+    """
+    n = table.num_rows
+    starts = range(0, n, rows)
+    want = [min(rows, n - a) for a in starts]
+    columns = []
+    for col in table.columns:
+        if [len(c) for c in col.chunks] != want:
+            whole = _array(col)
+            col = pa.chunked_array([whole.slice(a, rows) for a in starts] or [whole], col.type)
+        columns.append(col)
+    return pa.Table.from_arrays(columns, schema=table.schema)

@@ -91,24 +91,36 @@ def group_field(base: pa.Field, role: ColumnRole) -> pa.Field:
     return pa.field(base.name, pa.string(), metadata=meta)
 
 
-def class_ranges(ranks: np.ndarray, classes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def class_ranges(
+    ranks: np.ndarray, classes: np.ndarray, spare: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Per row, the (lo, hi) ranks of its class on every attribute: PND_ranges, vectorised.
+    With ``spare``, each matrix has that many more columns (zeros) after the attributes', for
+    the caller to fill: the utility measures add the PD attribute's labels in place rather
+    than stacking copies of 10M-row matrices.
 
     >>> lo, hi = class_ranges(np.array([[3], [1], [2]]), np.array([0, 0, 1]))
     >>> lo.ravel().tolist(), hi.ravel().tolist()
     ([1, 1, 2], [3, 3, 2])
+    >>> class_ranges(np.array([[3], [1], [2]]), np.array([0, 0, 1]), spare=1)[0].tolist()
+    [[1, 0], [1, 0], [2, 0]]
     """
     n, m = ranks.shape
+    lo = np.zeros((n, m + spare), dtype=ranks.dtype)
+    hi = np.zeros((n, m + spare), dtype=ranks.dtype)
     if n == 0 or m == 0:
-        return ranks.copy(), ranks.copy()
+        return lo, hi
     order = np.argsort(classes, kind="stable")
     sorted_cls = classes[order]
     starts = np.flatnonzero(np.r_[True, sorted_cls[1:] != sorted_cls[:-1]])
     r = ranks[order]
     lo_c = np.minimum.reduceat(r, starts, axis=0)
     hi_c = np.maximum.reduceat(r, starts, axis=0)
+    del r
     which = np.searchsorted(sorted_cls[starts], classes)
-    return lo_c[which], hi_c[which]
+    for j in range(m):
+        lo[:, j], hi[:, j] = lo_c[which, j], hi_c[which, j]
+    return lo, hi
 
 
 def pd_ranks(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
@@ -135,18 +147,25 @@ def pd_ranks(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
 def utility_metrics(prep: Prepared, lo: np.ndarray, hi: np.ndarray, queries: int, seed: int):
     """LM (normalised over the N-1 QI attributes PND + PD, and the raw sum) and the median
     relative error of ``queries`` count queries (spec 4.3-4.4). A PD attribute published as
-    its groups counts as generalised to its group (``pd_ranks``)."""
-    pd_rank, pd_lo, pd_hi, pd_size = pd_ranks(prep)
-    orig = np.column_stack([prep.ranks, pd_rank])
-    lo_q = np.column_stack([lo, pd_lo])
-    hi_q = np.column_stack([hi, pd_hi])
+    its groups counts as generalised to its group (``pd_ranks``).
+
+    ``lo``, ``hi``: (rows, PND attributes + 1) label ranks, the PND attributes' in the first
+    columns (``class_ranges(..., spare=1)``); the last column is the PD attribute's, written
+    here."""
+    m = len(prep.domains)
+    pd_rank, lo[:, m], hi[:, m], pd_size = pd_ranks(prep)
+    orig = np.empty_like(lo)  # a column at a time: no stacked copy of the PND ranks first
+    for j, d in enumerate(prep.domains):
+        orig[:, j] = d.ranks
+    orig[:, m] = pd_rank
+    del pd_rank
     sizes = np.array([d.size for d in prep.domains] + [pd_size])
-    out: dict = {"information_loss": information_loss(lo_q, hi_q, sizes)}
+    out: dict = {"information_loss": information_loss(lo, hi, sizes)}
     if queries:
         out["query_error"] = query_error(
             orig,
-            lo_q,
-            hi_q,
+            lo,
+            hi,
             prep.negative.astype(np.int64) ^ 1,
             sizes,
             n_queries=queries,
@@ -170,14 +189,30 @@ def label_order(d, lo: np.ndarray, hi: np.ndarray) -> pa.Array:
     return pa.array(rank[inv], pa.int64())
 
 
+def _labels(field: pa.Field, d, lo: np.ndarray, hi: np.ndarray, order: np.ndarray):
+    """The published column of labels ``[lo, hi]`` over ``d`` in row order ``order``, made in
+    chunks of ``memory.CHUNK_ROWS`` rows (memory-mapped on a large table)."""
+    step = memory.CHUNK_ROWS
+    return memory.mapped_column(
+        field.name,
+        field.type,
+        lambda: (
+            d.to_arrow(lo[order[a : a + step]], hi[order[a : a + step]])
+            for a in range(0, len(order), step)
+        ),
+        len(order),
+    )
+
+
 def published_table(
     prep: Prepared, classes: np.ndarray, lo: np.ndarray, hi: np.ndarray
 ) -> tuple[pa.Table, pa.Table]:
     """(published table, ``lineage`` sidecar) of a run that put input row i in ``classes[i]``
     with PND labels ``[lo[i], hi[i]]``: the rows in canonical order (an order of the published
-    values alone, the lineage permuted with them), one chunk per column (the bytes of a release
-    must not depend on how the input was chunked: the orchestrators hand it over through
-    Parquet, the CLI in memory).
+    values alone, the lineage permuted with them), one chunk per column, and the label
+    columns of a table over ``memory.CHUNK_ROWS`` rows in chunks of that many (the bytes of a
+    release must not depend on how the input was chunked: the orchestrators hand it over
+    through Parquet, the CLI in memory; a label column of 10M rows is not made whole).
 
     The order is found on stand-ins (``label_order``) and the labels are materialised once,
     already in it: the result is ``publish_in_order`` of the table with every label in place
@@ -205,9 +240,14 @@ def published_table(
         else:
             field, j, d = form[i]
             fields.append(field)
-            column = groups.take(take) if d is None else d.to_arrow(lo[order, j], hi[order, j])
-        # each large column waits mapped on disk as the next is made: the value-set labels
-        # are lists of strings, 4.2 GB for 10M Adult rows
+            if d is not None:
+                # made and mapped a chunk at a time: the value-set labels are lists of
+                # strings, 1.7 GB for one 10M-row Adult column and 4.2 GB for all of them
+                columns.append(_labels(field, d, lo[:, j], hi[:, j], order))
+                memory.release(len(order))
+                continue
+            column = groups.take(take)
+        # each large column waits mapped on disk as the next is made
         columns.append(memory.mapped(pa.table({f.name: column})).column(0))
         del column
         memory.release(len(order))
@@ -227,8 +267,9 @@ def release(
 ) -> ComponentResult:
     """The ``ComponentResult`` of a run that put each input row in ``classes[row]``."""
     t0 = time.perf_counter()
-    ranks = prep.ranks
-    lo, hi = class_ranges(ranks, classes)
+    m = len(prep.domains)
+    lo_q, hi_q = class_ranges(prep.ranks, classes, spare=1)  # the PD's labels: utility_metrics
+    lo, hi = lo_q[:, :m], hi_q[:, :m]
     table, sidecar = published_table(prep, classes, lo, hi)
     n = table.num_rows
     memory.release(n)  # the labels' transients go back to the system before the utility's
@@ -255,7 +296,8 @@ def release(
         "four_fold": dict(zip("abcd", map(int, prep.counts), strict=False)),
         **(extra or {}),
     }
-    metrics.update(utility_metrics(prep, lo, hi, params.utility_queries, params.utility_seed))
+    del lo, hi
+    metrics.update(utility_metrics(prep, lo_q, hi_q, params.utility_queries, params.utility_seed))
     timings = {"algorithm_s": t0 - started, "publish_s": time.perf_counter() - t0}
     return ComponentResult(
         component=component,
