@@ -168,8 +168,8 @@ def test_a_mapped_table_leaves_the_process_heap():
 
 @pytest.mark.parametrize("name", ["german_fair_mdav", "german_dmondrian"])
 def test_a_release_of_mapped_tables_is_the_same_release(name, tmp_path, monkeypatch):
-    """Every table mapped (the threshold at one row) or none: the published files are the
-    same bytes and the same guarantees hold."""
+    """Every table mapped (the threshold at one row) and made in pieces, or none: the
+    published files are the same bytes and the same guarantees hold."""
     from pipelines.catalogue import load_spec
     from pipelines.flow import run_release
 
@@ -183,6 +183,7 @@ def test_a_release_of_mapped_tables_is_the_same_release(name, tmp_path, monkeypa
         return real(schema, batches, unmapped)
 
     monkeypatch.setattr(memory, "RELEASE_ROWS", 1)
+    monkeypatch.setattr(memory, "CHUNK_ROWS", 97)  # label columns made in many pieces
     monkeypatch.setattr(memory, "_mapped", spy)
     mapped = run_release(spec, tmp_path / "mapped")
     # the input, the output and lineage after protection and as written, and the component's own
@@ -190,3 +191,30 @@ def test_a_release_of_mapped_tables_is_the_same_release(name, tmp_path, monkeypa
     for name in ("shared/data.parquet", "internal/lineage.parquet"):
         assert (Path(held.path) / name).read_bytes() == (Path(mapped.path) / name).read_bytes()
     assert held.validation.summary() == mapped.validation.summary()
+
+
+def test_canonical_chunks_keep_a_release_s_bytes_and_its_map():
+    """A table cut into ``canonical_chunks`` is written as the same Parquet bytes as the table
+    in one chunk (each row group from one chunk), however it was cut before; a column in one
+    chunk is cut without a copy."""
+    from components.core.order import canonical_chunks
+    from pipelines.flow import parquet_bytes
+
+    n = 2 * memory.CHUNK_ROWS + 12_345
+    rng = np.random.default_rng(2)
+    labels = pa.array([["a", "b"], ["c"], None, ["a", "b", "c", "d"]])
+    whole = pa.table(
+        {
+            "l": labels.take(pa.array(rng.integers(0, 4, n))),
+            "x": pa.array(rng.normal(size=n), mask=rng.random(n) < 0.05),
+            "s": pa.array(rng.choice(["u", "v", "w"], n)).dictionary_encode(),
+        }
+    )
+    odd = pa.Table.from_batches(whole.to_batches(max_chunksize=300_001))
+    cut = canonical_chunks(odd)
+    assert [len(c) for c in cut.column("l").chunks] == [memory.CHUNK_ROWS] * 2 + [12_345]
+    assert parquet_bytes(cut) == parquet_bytes(whole)
+    one = whole.column("x").chunk(0)
+    sliced = canonical_chunks(whole).column("x")
+    assert sliced.chunk(1).buffers()[1].address == one.buffers()[1].address  # a view of it
+    assert sliced.chunk(1).offset == memory.CHUNK_ROWS
