@@ -909,8 +909,9 @@ def revalidate(
         )
     out_files, side_files = release_files(man)
     try:
-        outputs = {k: pq.read_table(release / f) for k, f in out_files.items()}
-        sidecars = {k: pq.read_table(release / f) for k, f in side_files.items()}
+        # mapped as a run maps what it wrote: a 10M-row release re-checked is not held twice
+        outputs = {k: memory.mapped_parquet(str(release / f)) for k, f in out_files.items()}
+        sidecars = {k: memory.mapped_parquet(str(release / f)) for k, f in side_files.items()}
     except (OSError, pa.ArrowInvalid) as e:
         raise PrivfairError(f"{release}: a release file cannot be read: {e}") from None
     try:

@@ -106,10 +106,12 @@ class Labels:
     sizes: np.ndarray
     cell: np.ndarray
 
-    def codes(self) -> np.ndarray:
-        """A dense label id per row and attribute (equal ids = equal labels)."""
+    def codes(self, dtype=np.int64) -> np.ndarray:
+        """A dense label id per row and attribute (equal ids = equal labels), as ``dtype``
+        (an attribute has a few hundred distinct labels at most: int32 holds them at half
+        the memory of 10M rows)."""
         n, m = self.lo.shape
-        out = np.empty((n, m), dtype=np.int64)
+        out = np.empty((n, m), dtype=dtype)
         for j in range(m):
             key = self.lo[:, j].astype(np.int64) * (int(self.sizes[j]) + 2) + self.hi[:, j]
             out[:, j] = dense_codes(key)
@@ -125,14 +127,18 @@ class Labels:
         ([[1, 0, 0, 1], [0, 1, 0, 0]], [0, 2])
         """
         n, m = self.lo.shape
-        codes = self.codes()
+        codes = self.codes(np.int32 if n < 2**31 else np.int64)
         key = row_codes([codes[:, j] for j in range(m)]) if m else np.zeros(n, dtype=np.int64)
         u = int(key.max()) + 1 if n else 0
         first = np.full(u, n, dtype=np.int64)
         np.minimum.at(first, key, np.arange(n))  # each vector's first row
         counts = np.bincount(key * 4 + self.cell, minlength=4 * u).reshape(u, 4)
         return LabelVectors(
-            self.lo[first], self.hi[first], counts.astype(np.int64), first, codes[first]
+            self.lo[first],
+            self.hi[first],
+            counts.astype(np.int64),
+            first,
+            codes[first].astype(np.int64),
         )
 
 

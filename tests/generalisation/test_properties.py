@@ -216,3 +216,49 @@ def test_dense_codes_are_the_ids_of_a_unique(key):
     key = np.array(key, dtype=np.int64)
     want = np.unique(key, return_inverse=True)[1].ravel()
     np.testing.assert_array_equal(dense_codes(key), want)
+
+
+_PD_VALUE = st.none() | st.sampled_from(["protected", "unprotected", "White", "Black", ""])
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.tuples(_PD_VALUE, _PD_VALUE, st.booleans()), min_size=1, max_size=30),
+    st.booleans(),
+)
+def test_pd_groups_compares_each_row_as_its_objects_do(rows, groups):
+    """C1 (PD attribute) compares each distinct (published, wanted) pair once; its verdict and
+    its count of rows not publishing their own value are those of comparing every row's
+    values, a null publishing a null."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from components.core.evidence import _audited
+    from components.generalisation import guarantees as G
+    from components.generalisation.checks import check_pd_groups
+
+    out, inp, prot = zip(*rows, strict=True)
+    frame = pd.DataFrame(
+        {
+            "__retained": np.ones(len(rows), dtype=bool),
+            "__out_col__race": _audited(pa.chunked_array([pa.array(out, pa.string())])),
+            "__in_col__race": _audited(pa.chunked_array([pa.array(inp, pa.string())])),
+            "__protected": np.array(prot, dtype=np.int8),
+            "__pd_out": pd.factorize(pd.Series(out, dtype=object), use_na_sentinel=False)[0],
+        }
+    )
+    got = check_pd_groups(G.PublishedGroups(id="C1.pd", attribute="race", groups=groups), frame)
+    # the comparison of every row's objects, as the checker made it before
+    objects = frame["__out_col__race"].to_numpy(dtype=object)
+    want = (
+        np.where(np.array(prot), "protected", "unprotected").astype(object)
+        if groups
+        else frame["__in_col__race"].to_numpy(dtype=object)
+    )
+    same = [a == b or (pd.isna(a) and pd.isna(b)) for a, b in zip(objects, want, strict=True)]
+    wrong = ~np.array(same, dtype=bool)
+    assert (not wrong.any()) or not got.passed
+    if not got.passed and wrong.any():
+        assert f"{int(wrong.sum())} of {len(rows)} rows do not publish" in got.message
+    rows_off = sum(o["rows"] for o in got.offending) if not got.passed else 0
+    assert rows_off == int(wrong.sum())
