@@ -123,13 +123,33 @@ def class_ranges(
     return lo, hi
 
 
+def _sorted_codes(column: pa.ChunkedArray) -> np.ndarray:
+    """Each value's position among the distinct values in sorted order: ``np.unique``'s
+    inverse, the distinct values sorted as ``np.unique`` sorts them, without a Python object
+    per row (8 s on 10M strings). Strings, integers and booleans without nulls; other
+    columns are left to ``np.unique`` (which, unlike a dictionary, holds -0.0 equal to 0.0).
+
+    >>> _sorted_codes(pa.chunked_array([["b", "a", "c", "a"]])).tolist()
+    [1, 0, 2, 0]
+    """
+    t = column.type
+    plain_type = pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_integer(t)
+    if column.null_count or not len(column) or not (plain_type or pa.types.is_boolean(t)):
+        values = column.to_numpy(zero_copy_only=False)
+        return np.unique(values, return_inverse=True)[1].ravel()
+    encoded = pc.dictionary_encode(column.combine_chunks())
+    distinct = encoded.dictionary.to_numpy(zero_copy_only=False)
+    rank = np.empty(len(distinct), dtype=np.int64)
+    rank[np.argsort(distinct, kind="stable")] = np.arange(len(distinct))
+    return rank[encoded.indices.to_numpy()]
+
+
 def pd_ranks(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """The PD attribute as a QI of the utility measures: (rank, published lo, published hi,
     domain size) per row. The unprotected values take the lowest ranks, so that each group is
     an interval; a PD attribute published as its groups has its group's interval as its label
     (it is generalised there), otherwise the row's own value."""
-    values = plain(prep.table.column(prep.pd)).to_numpy(zero_copy_only=False)
-    codes = np.unique(values, return_inverse=True)[1].ravel()
+    codes = _sorted_codes(plain(prep.table.column(prep.pd)))
     size = int(codes.max()) + 1
     prot_value = np.zeros(size, dtype=bool)
     prot_value[codes[prep.protected]] = True

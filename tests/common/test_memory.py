@@ -96,6 +96,22 @@ def test_a_mapped_table_equals_its_source_and_leaves_no_file():
     assert memory.mapped(t, min_rows=len(t) + 1) is t  # below the threshold: left alone
 
 
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs /proc/self/maps")
+def test_a_table_already_mapped_is_not_written_again(monkeypatch):
+    """A table whose every buffer lies in a map ``mapped`` made (a component maps its columns
+    as it makes them) is returned as it is; one with a column in the heap is mapped."""
+    m = memory.mapped(_typed_table(2_000), min_rows=1)
+    calls = []
+    real = memory._mapped
+    monkeypatch.setattr(memory, "_mapped", lambda *a: calls.append(1) or real(*a))
+    assert memory.mapped(m, min_rows=1) is m
+    assert memory.mapped(m.slice(10, 500), min_rows=1).equals(m.slice(10, 500))
+    assert not calls
+    mixed = m.append_column("extra", pa.array(np.arange(len(m))))
+    again = memory.mapped(mixed, min_rows=1)
+    assert again is not mixed and again.equals(mixed) and calls == [1]
+
+
 def test_a_mapped_parquet_file_equals_what_read_table_reads(tmp_path):
     """Row group by row group into the map: the same table ``pq.read_table`` gives, each
     row group's dictionaries included."""

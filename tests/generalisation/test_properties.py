@@ -262,3 +262,29 @@ def test_pd_groups_compares_each_row_as_its_objects_do(rows, groups):
         assert f"{int(wrong.sum())} of {len(rows)} rows do not publish" in got.message
     rows_off = sum(o["rows"] for o in got.offending) if not got.passed else 0
     assert rows_off == int(wrong.sum())
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.one_of(
+        st.lists(st.sampled_from(["White", "Black", "", "é", "Other"]), max_size=40),
+        st.lists(st.integers(-3, 3) | st.integers(-(2**62), 2**62), max_size=40),
+        st.lists(st.sampled_from([0.0, -0.0, 1.5, -2.0]), max_size=40),
+        st.lists(st.booleans(), max_size=40),
+    ),
+    st.integers(1, 4),
+)
+def test_the_pd_ranks_codes_are_those_of_np_unique(values, pieces):
+    """The utility measures' PD codes (``_sorted_codes``) are ``np.unique``'s inverse of the
+    column's values, however it is chunked."""
+    import pyarrow as pa
+
+    from components.generalisation.publish import _sorted_codes
+
+    whole = pa.array(values)
+    step = max(1, len(values) // pieces)
+    column = pa.chunked_array(
+        [whole.slice(a, step) for a in range(0, len(values), step)] or [whole], whole.type
+    )
+    want = np.unique(np.array(values, dtype=object), return_inverse=True)[1].ravel()
+    np.testing.assert_array_equal(_sorted_codes(column), want)
