@@ -281,10 +281,14 @@ def labels_of(audit: pd.DataFrame, out: bool = True) -> Labels:
     names = pnd_columns(audit)
     r = retained(audit)
 
-    def get(e: str) -> np.ndarray:  # filled a column at a time: no stack of widened copies
-        out = np.empty((len(r), len(names)), dtype=np.int64)
-        for j, a in enumerate(names):
-            out[:, j] = r[f"__{e}__{a}"].to_numpy()
+    def get(e: str) -> np.ndarray:
+        # filled a column at a time, in the frame's own width (its ranks are int32: half the
+        # memory of 10M rows); the audit widens what it computes with
+        cols = [r[f"__{e}__{a}"].to_numpy() for a in names]
+        dtype = np.result_type(np.int32, *(c.dtype for c in cols))
+        out = np.empty((len(r), len(names)), dtype=dtype)
+        for j, c in enumerate(cols):
+            out[:, j] = c
         return out
 
     sizes = np.array([int(r[f"__size__{a}"].iloc[0]) for a in names], dtype=np.int64)

@@ -134,8 +134,8 @@ class Labels:
         np.minimum.at(first, key, np.arange(n))  # each vector's first row
         counts = np.bincount(key * 4 + self.cell, minlength=4 * u).reshape(u, 4)
         return LabelVectors(
-            self.lo[first],
-            self.hi[first],
+            self.lo[first].astype(np.int64),
+            self.hi[first].astype(np.int64),
             counts.astype(np.int64),
             first,
             codes[first].astype(np.int64),
