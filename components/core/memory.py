@@ -80,6 +80,12 @@ def release(rows: int) -> bool:
     return True
 
 
+def _maps(rows: int, min_rows: int | None) -> bool:
+    """Whether a table of ``rows`` rows is mapped: at least ``min_rows`` (default
+    ``RELEASE_ROWS``), and not on Windows, which cannot remove a mapped file."""
+    return rows >= (RELEASE_ROWS if min_rows is None else min_rows) and os.name != "nt"
+
+
 def mapped(table: pa.Table, min_rows: int | None = None) -> pa.Table:
     """``table`` read back from a memory-mapped Arrow IPC stream of it, when it has at least
     ``min_rows`` rows (default ``RELEASE_ROWS``); else ``table`` itself.
@@ -100,7 +106,7 @@ def mapped(table: pa.Table, min_rows: int | None = None) -> pa.Table:
     >>> m.equals(t), m is t
     (True, False)
     """
-    if table.num_rows < (RELEASE_ROWS if min_rows is None else min_rows) or os.name == "nt":
+    if not _maps(table.num_rows, min_rows):
         return table
     if _in_maps(table):  # mapped already (a component maps its columns as it makes them)
         return table
@@ -158,9 +164,7 @@ def mapped_parquet(
     fs = filesystem or pafs.LocalFileSystem()
     with fs.open_input_file(path) as source:
         pf = pq.ParquetFile(source)
-        if pf.metadata.num_rows < (RELEASE_ROWS if min_rows is None else min_rows) or (
-            os.name == "nt"
-        ):
+        if not _maps(pf.metadata.num_rows, min_rows):
             return pq.read_table(path, filesystem=fs)
         groups = (pf.read_row_group(i) for i in range(pf.num_row_groups))
         return _mapped(
@@ -193,7 +197,7 @@ def mapped_column(
     def batches() -> Iterable[pa.RecordBatch]:
         return (pa.record_batch([c], schema=schema) for c in chunks())
 
-    if rows < (RELEASE_ROWS if min_rows is None else min_rows) or os.name == "nt":
+    if not _maps(rows, min_rows):
         return pa.chunked_array(list(chunks()), type)
     whole = _mapped(schema, batches, lambda: pa.Table.from_batches(list(batches()), schema))
     return whole.column(0)

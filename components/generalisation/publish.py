@@ -229,10 +229,10 @@ def published_table(
 ) -> tuple[pa.Table, pa.Table]:
     """(published table, ``lineage`` sidecar) of a run that put input row i in ``classes[i]``
     with PND labels ``[lo[i], hi[i]]``: the rows in canonical order (an order of the published
-    values alone, the lineage permuted with them), one chunk per column, and the label
-    columns of a table over ``memory.CHUNK_ROWS`` rows in chunks of that many (the bytes of a
-    release must not depend on how the input was chunked: the orchestrators hand it over
-    through Parquet, the CLI in memory; a label column of 10M rows is not made whole).
+    values alone, the lineage permuted with them), in canonical chunks (``published_form``:
+    the bytes of a release must not depend on how the input was chunked, the orchestrators
+    hand it over through Parquet, the CLI in memory; a label column is made in those chunks,
+    so one of 10M rows is never whole in memory).
 
     The order is found on stand-ins (``label_order``) and the labels are materialised once,
     already in it: the result is ``publish_in_order`` of the table with every label in place
@@ -260,13 +260,12 @@ def published_table(
         else:
             field, j, d = form[i]
             fields.append(field)
-            if d is not None:
-                # made and mapped a chunk at a time: the value-set labels are lists of
-                # strings, 1.7 GB for one 10M-row Adult column and 4.2 GB for all of them
-                columns.append(_labels(field, d, lo[:, j], hi[:, j], order))
-                memory.release(len(order))
-                continue
-            column = groups.take(take)
+            # the labels are made and mapped a chunk at a time (lists of strings: 1.7 GB for
+            # one 10M-row Adult column, 4.2 GB for all of them); ``mapped`` leaves them as
+            # they are
+            column = (
+                groups.take(take) if d is None else _labels(field, d, lo[:, j], hi[:, j], order)
+            )
         # each large column waits mapped on disk as the next is made
         columns.append(memory.mapped(pa.table({f.name: column})).column(0))
         del column
