@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import pyarrow as pa
 
+from components.core import memory
 from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.spec import SourceSpec
 
@@ -225,7 +226,6 @@ def _value(text: str):
 def read_source(src: SourceSpec, base_dir: str | Path | None = None) -> Read:
     """Read ``src`` (module docstring); a relative ``sqlite:///`` path or file URL is taken
     relative to ``base_dir`` (the spec's folder)."""
-    from components.core.order import published_order
     from pipelines.ingest import table_fingerprint
 
     reader = {"sql": _read_sql, "iceberg": _read_iceberg, "delta": _read_delta, "file": _read_file}
@@ -236,9 +236,25 @@ def read_source(src: SourceSpec, base_dir: str | Path | None = None) -> Read:
     # its files, threads or plan give), and the algorithms' groupings depend on input order:
     # rows are taken in the order of their values, so the release and the content
     # fingerprint depend only on what the rows hold.
-    table = out.table.take(published_order(out.table)) if src.kind != "file" else out.table
+    table = _in_value_order(out.table) if src.kind != "file" else out.table
     fingerprint = out.fingerprint if out.pin is not None else table_fingerprint(table)
     return Read(table, out.label, fingerprint, out.pin, out.docs)
+
+
+def _in_value_order(table: pa.Table) -> pa.Table:
+    """``table``'s rows in the order of their values (``order.published_order``), taken
+    ``memory.CHUNK_ROWS`` rows at a time into a map when the table is large: the reordered
+    copy is never whole in the process's memory."""
+    from components.core.order import published_order
+
+    rows = published_order(table)
+    if len(rows) == table.num_rows and (rows[1:] > rows[:-1]).all():
+        return table  # in order already
+    step = memory.CHUNK_ROWS
+    pieces = (
+        b for i in range(0, len(rows), step) for b in table.take(rows[i : i + step]).to_batches()
+    )
+    return memory.mapped_batches(table.schema, pieces, lambda: table.take(rows))
 
 
 def _sqlite_path(url: str, base: Path) -> Path:
@@ -283,10 +299,17 @@ def _read_sql(src: SourceSpec, base: Path) -> Read:
         raise DataSourceError(
             f"cannot connect to the database at {where} ({redact(url)}): {_first_line(e)}"
         ) from None
+
+    def again() -> pa.Table:  # the map could not be written: the result, whole, in memory
+        with connect() as c, c.cursor() as cur:
+            cur.execute(sql)
+            return cur.fetch_arrow_table()
+
     try:
         with conn.cursor() as cur:
             cur.execute(sql)
-            table = cur.fetch_arrow_table()
+            reader = cur.fetch_record_batch()
+            table = memory.mapped_batches(reader.schema, iter(reader), again)
             docs = _pg_comments(cur, src.table) if src.table and "postgresql" in label else None
     except Exception as e:
         raise DataSourceError(
@@ -367,7 +390,9 @@ def _read_iceberg(src: SourceSpec, base: Path) -> Read:
     label = f"iceberg:{src.table}"
     if snap is None:
         raise InputError(None, f"the iceberg source {label} has no rows (no snapshot)")
-    table = tbl.scan(snapshot_id=snap.snapshot_id).to_arrow()
+    scan = tbl.scan(snapshot_id=snap.snapshot_id)
+    reader = scan.to_arrow_batch_reader()
+    table = memory.mapped_batches(reader.schema, iter(reader), scan.to_arrow)
     pin = {"table_uuid": str(tbl.metadata.table_uuid), "snapshot": snap.snapshot_id}
     docs = {f.name: f.doc for f in tbl.schema().fields if f.doc}
     return Read(table, label, _sha(pin), pin, docs)
@@ -387,7 +412,9 @@ def _read_delta(src: SourceSpec, base: Path) -> Read:
             f"{f' at version {src.version}' if src.version is not None else ''}: {_first_line(e)}"
         ) from None
     pin = {"table_id": dt.metadata().id, "version": dt.version()}
-    return Read(dt.to_pyarrow_table(), f"delta:{Path(urlsplit(url).path).name}", _sha(pin), pin)
+    ds = dt.to_pyarrow_dataset()  # what to_pyarrow_table reads, a batch at a time
+    table = memory.mapped_batches(ds.schema, iter(ds.to_batches()), ds.to_table)
+    return Read(table, f"delta:{Path(urlsplit(url).path).name}", _sha(pin), pin)
 
 
 def _read_file(src: SourceSpec, base: Path) -> Read:

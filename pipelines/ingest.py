@@ -19,8 +19,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
 
+from components.core import memory
 from pipelines.partitions import check_key, key_column, keys_of, select
 from pipelines.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
 from schemas.datasets import DATASETS
@@ -160,13 +160,51 @@ def source_versions(
 
 
 def table_fingerprint(table: pa.Table) -> str:
-    """sha256 of a table's schema and values (its Arrow IPC stream after its chunks are
-    combined, so how it was read in chunks does not matter)."""
-    sink = pa.BufferOutputStream()
-    t = table.combine_chunks()
-    with pa.ipc.new_stream(sink, t.schema) as w:
-        w.write_table(t)
-    return hashlib.sha256(sink.getvalue()).hexdigest()
+    """sha256 of a table's schema and values: its Arrow IPC stream in batches of
+    ``memory.CHUNK_ROWS`` rows, each copied into fresh buffers from whatever chunks the rows
+    came in (how the table was read, or cut, does not matter).
+
+    The stream goes straight into the hash, a batch at a time: a 10M-row table is neither
+    combined nor serialised whole.
+
+    >>> a = pa.table({"x": pa.chunked_array([[1, 2], [3]])})
+    >>> table_fingerprint(a) == table_fingerprint(pa.table({"x": [1, 2, 3]}))
+    True
+    """
+    digest = hashlib.sha256()
+    with (
+        pa.PythonFile(_HashSink(digest), mode="w") as sink,
+        pa.ipc.new_stream(sink, table.schema) as w,
+    ):
+        for start in range(0, table.num_rows, memory.CHUNK_ROWS):
+            rows = table.slice(start, memory.CHUNK_ROWS)
+            # concat_arrays copies even one chunk: the IPC writer writes a zero-offset slice
+            # of a longer array with other padding than the same values in their own buffers
+            w.write_batch(
+                pa.record_batch(
+                    [pa.concat_arrays(c.chunks) for c in rows.columns], schema=table.schema
+                )
+            )
+    return digest.hexdigest()
+
+
+class _HashSink:
+    """A writable file that feeds what is written to ``digest`` and keeps nothing."""
+
+    closed = False
+
+    def __init__(self, digest) -> None:
+        self.digest = digest
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+    def close(self) -> None:
+        self.closed = True
 
 
 # --- types ---------------------------------------------------------------------------------------
@@ -400,16 +438,43 @@ def _load_file(
     try:
         if fmt == "csv":
             _check_utf8(path)
-            convert = pacsv.ConvertOptions(strings_can_be_null=True)
-            table = pacsv.read_csv(path, convert_options=convert)
+            table = read_csv(path)
         else:
-            table = pq.read_table(path)
+            table = memory.mapped_parquet(str(path))
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(None, f"cannot read {path.name} as {fmt}", str(e)) from None
     table = label_columns(table, ds.columns, path.name)
     # as written in the spec (relative), or the file name: never a local absolute path
     label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
     return table, label, {path.name: sha256_file(path)}
+
+
+def read_csv(path: Path) -> pa.Table:
+    """The CSV file at ``path`` as ``pyarrow.csv.read_csv`` reads it (empty cells are nulls),
+    streamed into a memory map when it is large (``memory.mapped_batches``): a 10M-row input
+    is never decoded whole in the process's memory.
+
+    A streaming reader takes each column's type from the file's first block; ``read_csv``
+    widens it over the whole file (an integer column with a decimal value further down is a
+    float column). When a later block does not fit the first block's types, the file is read
+    again whole with ``read_csv``, so the table is always the one ``read_csv`` reads.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = p.write_text("x,s\\n1,a\\n2,\\n")
+    >>> read_csv(p).to_pydict()
+    {'x': [1, 2], 's': ['a', None]}
+    """
+    convert = pacsv.ConvertOptions(strings_can_be_null=True)
+
+    def whole() -> pa.Table:
+        return pacsv.read_csv(path, convert_options=convert)
+
+    try:
+        with pacsv.open_csv(path, convert_options=convert) as reader:
+            return memory.mapped_batches(reader.schema, iter(reader), whole)
+    except pa.ArrowInvalid:
+        return whole()  # a malformed file raises here again, with read_csv's message
 
 
 def label_columns(table: pa.Table, columns: Mapping[str, ColumnSpec], what: str) -> pa.Table:

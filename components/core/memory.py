@@ -35,17 +35,26 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import itertools
 import logging
 import os
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-__all__ = ["CHUNK_ROWS", "RELEASE_ROWS", "mapped", "mapped_column", "mapped_parquet", "release"]
+__all__ = [
+    "CHUNK_ROWS",
+    "RELEASE_ROWS",
+    "mapped",
+    "mapped_batches",
+    "mapped_column",
+    "mapped_parquet",
+    "release",
+]
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +181,42 @@ def mapped_parquet(
             lambda: (b for g in groups for b in g.to_batches()),
             lambda: pq.read_table(path, filesystem=fs),
         )
+
+
+def mapped_batches(
+    schema: pa.Schema,
+    batches: Iterator[pa.RecordBatch],
+    unmapped: Callable[[], pa.Table],
+    min_rows: int | None = None,
+) -> pa.Table:
+    """The table of the record ``batches`` a reader streams (a CSV file, a database cursor, a
+    lakehouse scan: its row count unknown until the end), memory-mapped as ``mapped`` maps a
+    table once it has at least ``min_rows`` rows (default ``RELEASE_ROWS``).
+
+    Batches are held in memory until they reach ``min_rows``; from there they and every later
+    batch go straight into the map, so a large source is never whole in the process's memory
+    and a small one is never written out. ``unmapped()`` reads the source again, whole, where
+    the map cannot be written (``mapped``: a full or unwritable temporary folder); the
+    batches already taken are dropped.
+
+    Examples
+    --------
+    >>> schema = pa.schema([("x", pa.int64())])
+    >>> stream = (pa.record_batch([pa.array([i, i])], schema=schema) for i in range(3))
+    >>> t = mapped_batches(schema, stream, lambda: None, min_rows=3)
+    >>> t.column("x").to_pylist(), t.num_rows
+    ([0, 0, 1, 1, 2, 2], 6)
+    """
+    head: list[pa.RecordBatch] = []
+    rows = 0
+    for batch in batches:
+        head.append(batch)
+        rows += batch.num_rows
+        if _maps(rows, min_rows):
+            break
+    else:
+        return pa.Table.from_batches(head, schema)
+    return _mapped(schema, lambda: itertools.chain(head, batches), unmapped)
 
 
 def mapped_column(
