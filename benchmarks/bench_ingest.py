@@ -45,7 +45,7 @@ n = ing.table.num_rows  # 1,000 rows spread over the table: a digest chunking ca
 sample = ing.table.take(list(range(0, n, max(1, n // 1000)))).to_pydict()
 h = hashlib.sha256(json.dumps(sample, default=str, sort_keys=True).encode())
 print(json.dumps({{"ingest_s": wall, "rows": ing.table.num_rows, "head": h.hexdigest()[:12],
-                  "fingerprint": ing.info["fingerprint"][:12]}}))
+                  "fingerprint": ing.input["fingerprint"][:12]}}))
 """
 
 
