@@ -9,8 +9,8 @@ Each measurement is a fresh interpreter running ``pipelines.flow.ingest`` of the
 ``privfair run`` does before it protects: the file read, labelled, checked and held in a
 memory-mapped copy) on one tree, sampled by ``_harness.tracked``: the driver's private memory
 is its RSS less file-backed pages, so the mapped table it keeps is not counted, what it
-decoded on the way is. The spec's Parquet file is also written as CSV beside it
-(``--formats``), and each format is measured; the table each tree ingested is fingerprinted
+decoded on the way is. The spec's Parquet file is also written beside it as CSV and as a
+SQLite table read through ADBC (``--formats``), and each format is measured; the table each tree ingested is fingerprinted
 the same way in both trees (1,000 rows spread over it), so the script also shows that both
 read the same rows.
 Writes a Markdown table to stdout and ``--out``.
@@ -55,10 +55,24 @@ def spec_as(spec: Path, fmt: str, folder: Path) -> Path:
     parquet = spec.parent / data["dataset"]["path"]
     if fmt == "parquet":
         return spec
-    path = folder / parquet.with_suffix(".csv").name
-    if not path.exists():
-        pacsv.write_csv(pq.read_table(parquet).replace_schema_metadata(None), path)
-    data["dataset"]["path"] = str(path)
+    stem = parquet.with_suffix("").name
+    if fmt == "csv":
+        path = folder / f"{stem}.csv"
+        if not path.exists():
+            pacsv.write_csv(pq.read_table(parquet).replace_schema_metadata(None), path)
+        data["dataset"]["path"] = str(path)
+    elif fmt == "sqlite":  # a database table: streamed from the cursor, then put in value order
+        path = folder / f"{stem}.sqlite"
+        if not path.exists():
+            import adbc_driver_sqlite.dbapi as sqlite
+
+            with sqlite.connect(str(path)) as conn, conn.cursor() as cur:
+                cur.adbc_ingest("adult", pq.read_table(parquet).replace_schema_metadata(None))
+                conn.commit()
+        del data["dataset"]["path"]
+        data["dataset"]["source"] = {"kind": "sql", "url": f"sqlite:///{path}", "table": "adult"}
+    else:
+        raise SystemExit(f"--formats: '{fmt}' is not parquet, csv or sqlite")
     out = folder / f"{spec.stem}_{fmt}.yaml"
     out.write_text(yaml.safe_dump(data, sort_keys=False))
     return out
@@ -68,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("spec", type=Path, help="a spec whose dataset is a Parquet file")
     ap.add_argument("--baseline", default="ca39161", help="the code before (a git revision)")
-    ap.add_argument("--formats", default="parquet,csv")
+    ap.add_argument("--formats", default="parquet,csv,sqlite")
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results_ingest.md")
     args = ap.parse_args(argv)
