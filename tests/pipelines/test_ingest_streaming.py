@@ -134,3 +134,17 @@ def test_a_source_is_reordered_into_a_map_a_piece_at_a_time(monkeypatch, every_t
     got = _in_value_order(t)
     assert got.equals(t.take(published_order(t))) and memory._in_maps(got)
     assert _in_value_order(got) is got  # in order already
+
+
+def test_a_table_up_to_one_chunk_keeps_the_fingerprint_it_had():
+    """Up to ``CHUNK_ROWS`` rows the stream is the one it was before ingest streamed (the whole
+    table combined, one batch): the versions of releases of such sources do not move."""
+    import hashlib
+
+    t = pa.Table.from_batches(
+        pa.table({"x": [1.5, None, 3.0] * 700, "s": ["a", None, "bc"] * 700}).to_batches(100)
+    )
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, t.schema) as w:
+        w.write_table(t.combine_chunks())
+    assert table_fingerprint(t) == hashlib.sha256(sink.getvalue()).hexdigest()
