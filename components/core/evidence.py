@@ -87,12 +87,19 @@ def _audited(col: pa.ChunkedArray, at: np.ndarray | None = None) -> np.ndarray |
 
 
 def lineage_audit(
-    input_table: pa.Table, published: pa.Table, lineage: pa.Table, columns: Iterable[str]
+    input_table: pa.Table,
+    published: pa.Table,
+    lineage: pa.Table,
+    columns: Iterable[str],
+    positions: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """The audit frame (module docstring) with ``__in_col__`` / ``__out_col__`` for ``columns``
-    (an input column absent from the published table gets only ``__in_col__``)."""
+    (an input column absent from the published table gets only ``__in_col__``); ``positions``:
+    ``published_positions`` of these tables, when the caller has it already."""
     n_in = input_table.num_rows
-    out_count, retained, pos = published_positions(n_in, lineage, published.num_rows)
+    if positions is None:
+        positions = published_positions(n_in, lineage, published.num_rows)
+    out_count, retained, pos = positions
     cols: dict[str, np.ndarray] = {
         "__row_id": np.arange(n_in, dtype=np.int64),
         "__retained": retained,

@@ -102,6 +102,15 @@ def _published_cells(prep, published: pa.Table, retained, pos) -> tuple[np.ndarr
     )
 
 
+def _label_of(d, published: pa.Table, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """(lo, hi) ranks of domain ``d``'s published label at published positions ``pos`` (the
+    retained input rows' first published rows); None when the column is not published."""
+    if d.name not in published.column_names:
+        return None
+    lo, hi = d.from_arrow(published.column(d.name))
+    return lo[pos], hi[pos]
+
+
 def _release_columns(prep, published: pa.Table, retained, pos) -> dict[str, np.ndarray]:
     """The audit columns read from the published table, per input row: the PD and decision
     flags and codes, and each PND attribute's rank, label (lo, hi) and domain size."""
@@ -119,9 +128,8 @@ def _release_columns(prep, published: pa.Table, retained, pos) -> dict[str, np.n
     for d in prep.domains:
         lo = np.full(n, -1, dtype=np.int32)
         hi = np.full(n, -1, dtype=np.int32)
-        if d.name in published.column_names:
-            plo, phi = d.from_arrow(published.column(d.name))
-            lo[retained], hi[retained] = plo[pos], phi[pos]
+        if (label := _label_of(d, published, pos)) is not None:
+            lo[retained], hi[retained] = label
         cols[f"__rank__{d.name}"] = d.ranks.astype(np.int32)
         cols[f"__lo__{d.name}"] = lo
         cols[f"__hi__{d.name}"] = hi
@@ -134,8 +142,9 @@ def build_audit(input_table: pa.Table, published: pa.Table, classes: pa.Table) -
     prep = prepare(input_table, None)
     input_table = prep.table  # view types read as their ordinary types
     published = ordinary(published)
-    _, retained, pos = published_positions(input_table.num_rows, classes, published.num_rows)
-    frame = lineage_audit(input_table, published, classes, [prep.pd, prep.decision])
+    positions = published_positions(input_table.num_rows, classes, published.num_rows)
+    _, retained, pos = positions
+    frame = lineage_audit(input_table, published, classes, [prep.pd, prep.decision], positions)
     cols = _release_columns(prep, published, retained, pos)
     return pd.concat([frame, pd.DataFrame(cols, copy=False)], axis=1)  # as lineage_audit's
 
@@ -161,10 +170,8 @@ def release_labels(
     lo = np.full((len(pos), len(names)), -1, dtype=np.int64)
     hi = np.full((len(pos), len(names)), -1, dtype=np.int64)
     for j, d in enumerate(prep.domains):
-        if d.name in published.column_names:
-            plo, phi = d.from_arrow(published.column(d.name))
-            lo[:, j], hi[:, j] = plo[pos], phi[pos]
-            del plo, phi
+        if (label := _label_of(d, published, pos)) is not None:
+            lo[:, j], hi[:, j] = label
     protected_out, negative_out = _published_cells(prep, published, retained, pos)
     cell = cell_of(protected_out[retained], negative_out[retained])
     sizes = np.array([d.size for d in prep.domains], dtype=np.int64)

@@ -118,13 +118,14 @@ def build_audit(
     roles_in = read_roles(input_table)
     roles_out = read_roles(published)
     n_in = input_table.num_rows
-    _, retained, pos = published_positions(n_in, lineage, published.num_rows)
+    positions = published_positions(n_in, lineage, published.num_rows)
+    _, retained, pos = positions
     passthrough = [
         c.name
         for c in roles_in
         if c.role is not Role.QUASI_IDENTIFIER and (columns is None or c.name in columns)
     ]
-    frame = lineage_audit(input_table, published, lineage, passthrough)
+    frame = lineage_audit(input_table, published, lineage, passthrough, positions)
     cols: dict[str, np.ndarray] = {}
 
     protected = roles_in.with_role(Role.PROTECTED)
