@@ -309,3 +309,43 @@ def test_a_source_is_kept_in_the_ledger_by_its_table(tmp_path, capsys):
     release = _release(capsys, spec, tmp_path / "s")
     man = json.loads((release / "manifest.json").read_text())
     assert man["ledger"]["dataset"] == "sql:people"
+
+
+def test_every_source_streams_into_a_map_and_reads_again_without_one(tmp_path, monkeypatch):
+    """A database cursor, an Iceberg scan and a Delta table go into a memory map a batch at a
+    time once they are large (the threshold at one row here, as for a 10M-row source); where
+    the temporary folder cannot take a map, the source is read again whole: the same table
+    either way, the one read in memory."""
+    from components.core import memory
+    from pipelines.ingest import normalise_types
+
+    _sqlite(tmp_path, ROWS)
+    _iceberg(tmp_path, ROWS)
+    from deltalake import write_deltalake
+
+    write_deltalake(str(tmp_path / "delta_people"), ROWS)
+    sources = {
+        "sql": {"kind": "sql", "url": "sqlite:///raw.db", "table": "people"},
+        "iceberg": {
+            "kind": "iceberg",
+            "catalog": "sqlite:///catalog.db",
+            "warehouse": (tmp_path / "warehouse").as_uri(),
+            "table": "raw.people",
+        },
+        "delta": {"kind": "delta", "url": "delta_people"},
+    }
+    for kind, src in sources.items():
+        spec = SourceSpec.model_validate(src)
+        in_memory = read_source(spec, tmp_path)
+        assert not memory._in_maps(in_memory.table), kind
+        with monkeypatch.context() as m:
+            m.setattr(memory, "RELEASE_ROWS", 1)
+            mapped = read_source(spec, tmp_path)
+            assert memory._in_maps(mapped.table), kind
+            m.setattr(memory.tempfile, "tempdir", str(tmp_path / "no-such-folder"))
+            again = read_source(spec, tmp_path)
+        for got in (mapped, again):
+            # as ingest reads them: pyiceberg's batch reader gives string where its to_arrow
+            # gives large_string, which ingest normalises (``normalise_types``)
+            assert normalise_types(got.table)[0].equals(normalise_types(in_memory.table)[0]), kind
+            assert got.fingerprint == in_memory.fingerprint, kind
