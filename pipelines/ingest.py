@@ -48,7 +48,8 @@ def load_dataset(
       spec file (``base_dir``, the spec's folder; the current directory when the spec has
       none), then in ``data_dir``, then in ``$PRIVFAIR_DATA_DIR``. It is read as ``format``
       (csv or parquet, else inferred from the suffix; a CSV must be UTF-8, and its empty
-      cells are nulls) and given the roles in ``columns``; columns not listed there are
+      cells are nulls; a large file is streamed into a memory map, ``read_csv`` and
+      ``memory.mapped_parquet``) and given the roles in ``columns``; columns not listed there are
       unlabelled (role ``ignored``). The input record names it as written in the spec (a relative path) or by its
       file name (an absolute one): no local absolute path is published;
     - source (``source``): a database table or query, an Iceberg or Delta table or a remote

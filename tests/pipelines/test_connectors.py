@@ -76,25 +76,31 @@ def _shared_data(release: Path) -> str:
     return hashlib.sha256((release / "shared" / "data.parquet").read_bytes()).hexdigest()
 
 
-def test_every_source_kind_gives_the_same_release(tmp_path, capsys):
-    pacsv.write_csv(ROWS, tmp_path / "people.csv")
-    _sqlite(tmp_path, ROWS)
-    _iceberg(tmp_path, ROWS)
+def _every_source(folder: Path) -> dict[str, dict]:
+    """``ROWS`` written as a CSV file, a SQLite table, an Iceberg table and a Delta table in
+    ``folder``, and the ``dataset.source`` of each (a query and a table for SQLite)."""
+    pacsv.write_csv(ROWS, folder / "people.csv")
+    _sqlite(folder, ROWS)
+    _iceberg(folder, ROWS)
     from deltalake import write_deltalake
 
-    write_deltalake(str(tmp_path / "delta_people"), ROWS)
-    sources = {
+    write_deltalake(str(folder / "delta_people"), ROWS)
+    return {
         "sql": {"kind": "sql", "url": "sqlite:///raw.db", "table": "people"},
         "query": {"kind": "sql", "url": "sqlite:///raw.db", "query": "SELECT * FROM people"},
         "iceberg": {
             "kind": "iceberg",
             "catalog": "sqlite:///catalog.db",
-            "warehouse": (tmp_path / "warehouse").as_uri(),
+            "warehouse": (folder / "warehouse").as_uri(),
             "table": "raw.people",
         },
         "delta": {"kind": "delta", "url": "delta_people"},
-        "file": {"kind": "file", "url": (tmp_path / "people.csv").as_uri()},
+        "file": {"kind": "file", "url": (folder / "people.csv").as_uri()},
     }
+
+
+def test_every_source_kind_gives_the_same_release(tmp_path, capsys):
+    sources = _every_source(tmp_path)
     digests = {}
     for kind, src in sources.items():
         release = _release(capsys, _spec(tmp_path, src), tmp_path / f"store_{kind}")
@@ -319,21 +325,8 @@ def test_every_source_streams_into_a_map_and_reads_again_without_one(tmp_path, m
     from components.core import memory
     from pipelines.ingest import normalise_types
 
-    _sqlite(tmp_path, ROWS)
-    _iceberg(tmp_path, ROWS)
-    from deltalake import write_deltalake
-
-    write_deltalake(str(tmp_path / "delta_people"), ROWS)
-    sources = {
-        "sql": {"kind": "sql", "url": "sqlite:///raw.db", "table": "people"},
-        "iceberg": {
-            "kind": "iceberg",
-            "catalog": "sqlite:///catalog.db",
-            "warehouse": (tmp_path / "warehouse").as_uri(),
-            "table": "raw.people",
-        },
-        "delta": {"kind": "delta", "url": "delta_people"},
-    }
+    sources = _every_source(tmp_path)
+    del sources["file"]  # a remote file's bytes are read whole: they are hashed as they come
     for kind, src in sources.items():
         spec = SourceSpec.model_validate(src)
         in_memory = read_source(spec, tmp_path)
