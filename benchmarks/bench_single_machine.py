@@ -30,8 +30,8 @@ environment's interpreter and packages; every measurement is a fresh interpreter
   order alternating between rounds; best of the rounds. The 1-minute load average is read at
   the start of every measurement and reported.
 - Every component call's outputs are digested (SHA-256 of the Arrow IPC stream of each output
-  and sidecar, and of the metrics without timings); the script says whether baseline and new
-  agree at every t.
+  and sidecar, and of the metrics without timings, their floats to 12 significant digits); the
+  script says whether baseline and new agree at every t.
 
 Bytecode: a child runs with ``PYTHONDONTWRITEBYTECODE`` unset and each tree is byte-compiled
 before the rounds (plus one unmeasured import of the heavy packages), so that no measurement
@@ -77,8 +77,21 @@ WARM_IMPORTS = (
 # --- children: one measurement each, in the tree under test --------------------------------------
 
 
+def _rounded(obj):
+    """``obj`` with every float to 12 significant digits: a metric summed in another order
+    (the information loss over chunks) differs in its last bits, not in what it says."""
+    if isinstance(obj, float):
+        return float(f"{obj:.12g}")
+    if isinstance(obj, dict):
+        return {k: _rounded(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_rounded(v) for v in obj]
+    return obj
+
+
 def _digest_result(result) -> str:
-    """SHA-256 of a ``ComponentResult``'s outputs, sidecars and metrics (timings left out)."""
+    """SHA-256 of a ``ComponentResult``'s outputs and sidecars (their Arrow IPC bytes) and
+    metrics (``_rounded``; timings left out)."""
     import pyarrow as pa
 
     h = hashlib.sha256()
@@ -88,7 +101,7 @@ def _digest_result(result) -> str:
             with pa.ipc.new_stream(sink, group[name].schema) as writer:
                 writer.write_table(group[name])
             h.update(name.encode() + sink.getvalue())
-    h.update(json.dumps(result.metrics, sort_keys=True, default=str).encode())
+    h.update(json.dumps(_rounded(result.metrics), sort_keys=True, default=str).encode())
     return h.hexdigest()
 
 
