@@ -33,6 +33,7 @@ from pathlib import Path
 from types import MappingProxyType
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import numpy as np
 import pyarrow as pa
 
 from components.core import memory
@@ -248,7 +249,7 @@ def _in_value_order(table: pa.Table) -> pa.Table:
     from components.core.order import published_order
 
     rows = published_order(table)
-    if len(rows) == table.num_rows and (rows[1:] > rows[:-1]).all():
+    if np.array_equal(rows, np.arange(len(rows))):
         return table  # in order already
     step = memory.CHUNK_ROWS
     pieces = (
@@ -418,9 +419,10 @@ def _read_delta(src: SourceSpec, base: Path) -> Read:
 
 
 def _read_file(src: SourceSpec, base: Path) -> Read:
-    import pyarrow.csv as pacsv
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
+
+    from pipelines.ingest import read_csv
 
     url = expand(src.url, "dataset.source.url")
     if "://" not in url:
@@ -442,8 +444,7 @@ def _read_file(src: SourceSpec, base: Path) -> Read:
         raise DataSourceError(f"cannot read {redact(url)}: {_first_line(e)}") from None
     try:
         if fmt == "csv":
-            convert = pacsv.ConvertOptions(strings_can_be_null=True)
-            table = pacsv.read_csv(pa.BufferReader(data), convert_options=convert)
+            table = read_csv(pa.py_buffer(data))
         else:
             table = pq.read_table(pa.BufferReader(data))
     except pa.ArrowInvalid as e:

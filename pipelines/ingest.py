@@ -450,10 +450,11 @@ def _load_file(
     return table, label, {path.name: sha256_file(path)}
 
 
-def read_csv(path: Path) -> pa.Table:
-    """The CSV file at ``path`` as ``pyarrow.csv.read_csv`` reads it (empty cells are nulls),
-    streamed into a memory map when it is large (``memory.mapped_batches``): a 10M-row input
-    is never decoded whole in the process's memory.
+def read_csv(source: Path | pa.Buffer) -> pa.Table:
+    """The CSV file at ``source`` (a path, or the bytes of a remote file) as
+    ``pyarrow.csv.read_csv`` reads it (empty cells are nulls), streamed into a memory map when
+    it is large (``memory.mapped_batches``): a 10M-row input is never decoded whole in the
+    process's memory.
 
     A streaming reader takes each column's type from the file's first block; ``read_csv``
     widens it over the whole file (an integer column with a decimal value further down is a
@@ -468,11 +469,14 @@ def read_csv(path: Path) -> pa.Table:
     """
     convert = pacsv.ConvertOptions(strings_can_be_null=True)
 
+    def opened():  # a buffer is read from its start each time
+        return pa.BufferReader(source) if isinstance(source, pa.Buffer) else source
+
     def whole() -> pa.Table:
-        return pacsv.read_csv(path, convert_options=convert)
+        return pacsv.read_csv(opened(), convert_options=convert)
 
     try:
-        with pacsv.open_csv(path, convert_options=convert) as reader:
+        with pacsv.open_csv(opened(), convert_options=convert) as reader:
             return memory.mapped_batches(reader.schema, iter(reader), whole)
     except pa.ArrowInvalid:
         return whole()  # a malformed file raises here again, with read_csv's message

@@ -318,16 +318,15 @@ def test_a_source_is_kept_in_the_ledger_by_its_table(tmp_path, capsys):
 
 
 def test_every_source_streams_into_a_map_and_reads_again_without_one(tmp_path, monkeypatch):
-    """A database cursor, an Iceberg scan and a Delta table go into a memory map a batch at a
-    time once they are large (the threshold at one row here, as for a 10M-row source); where
+    """A database cursor, an Iceberg scan, a Delta table and a remote CSV file (its bytes
+    read whole: they are its fingerprint) go into a memory map a batch at a time once they
+    are large (the threshold at one row here, as for a 10M-row source); where
     the temporary folder cannot take a map, the source is read again whole: the same table
     either way, the one read in memory."""
     from components.core import memory
     from pipelines.ingest import normalise_types
 
-    sources = _every_source(tmp_path)
-    del sources["file"]  # a remote file's bytes are read whole: they are hashed as they come
-    for kind, src in sources.items():
+    for kind, src in _every_source(tmp_path).items():
         spec = SourceSpec.model_validate(src)
         in_memory = read_source(spec, tmp_path)
         assert not memory._in_maps(in_memory.table), kind
