@@ -557,15 +557,36 @@ def cost_of_protection(
     ``grid``: the summary of the latest ``privfair evaluate`` of this spec found under
     ``evaluations`` (:func:`find_evaluation`), for the trade-off plot, or None.
     """
+    table, sample = cost_sample(table, max_rows, seed)
+    out = holdout_cost(spec, table, sample, classifier=classifier, seed=seed)
+    out["grid"] = find_evaluation(spec, input_fingerprint, evaluations)
+    return out
+
+
+def cost_sample(
+    table: pa.Table, max_rows: int | None = None, seed: int = 0
+) -> tuple[pa.Table, dict | None]:
+    """The rows the cost of protection is measured on: ``table`` itself up to ``max_rows``
+    (default ``COST_SAMPLE_ROWS``), else a uniform sample drawn with ``seed`` and the record
+    saying so (``components.core.inputs.uniform_sample``)."""
+    return uniform_sample(table, COST_SAMPLE_ROWS if max_rows is None else max_rows, seed)
+
+
+def holdout_cost(
+    spec, table: pa.Table, sample: dict | None, *, classifier: str = "lr", seed: int = 0
+) -> dict:
+    """:func:`cost_of_protection` without its ``grid``, on the rows :func:`cost_sample` chose
+    (``sample`` is its record, None when ``table`` is the whole input): everything that runs
+    the algorithm again, so ``pipelines.cost`` can measure it in a second process."""
     out: dict[str, Any] = {
         "classifier": classifier,
         "split": f"stratified hold-out: fold 1 of {HOLDOUT_FOLDS} (seed {seed})",
     }
-    cap = COST_SAMPLE_ROWS if max_rows is None else max_rows
-    table, sample = uniform_sample(table, cap, seed)
     if sample is not None:
         out["sample"] = sample
-        out["split"] += f", on a uniform sample of {cap:,} of the {sample['of']:,} input rows"
+        out["split"] += (
+            f", on a uniform sample of {sample['rows']:,} of the {sample['of']:,} input rows"
+        )
     try:
         ev = evaluate(
             spec,
@@ -601,7 +622,6 @@ def cost_of_protection(
             "features": ev.features,
             "holdout": arms,
         }  # no wall time here: two runs of one version write the same manifest
-    out["grid"] = find_evaluation(spec, input_fingerprint, evaluations)
     return out
 
 
