@@ -38,7 +38,12 @@ import pyarrow.compute as pc
 import yaml
 
 from components.core import progress as pbar
-from components.core.inputs import group_indicator, outcome_indicator, uniform_sample
+from components.core.inputs import (
+    RERUN_ROWS,
+    group_indicator,
+    outcome_indicator,
+    uniform_sample,
+)
 from components.core.metrics import (
     demographic_parity_difference,
     equalized_odds_sum,
@@ -527,7 +532,7 @@ def _summarise(rows: list[dict]) -> pa.Table:
 
 
 #: the most input rows the report's cost of protection is measured on (``cost_of_protection``)
-COST_SAMPLE_ROWS = 100_000
+COST_SAMPLE_ROWS = RERUN_ROWS
 HOLDOUT_FOLDS = 4  # the report's hold-out: the first fold of a stratified 4-fold split
 
 

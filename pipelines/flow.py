@@ -48,8 +48,8 @@ from components.core.result import META_CONTRACT, ComponentResult
 from pipelines import share
 from pipelines.admission import Admission, check_republish
 from pipelines.admission import admit as _admit
+from pipelines.beside import Beside
 from pipelines.catalogue import algorithm_of, parse_spec
-from pipelines.cost import PendingCost
 from pipelines.ingest import load_dataset, private_columns, source_versions
 from pipelines.partitions import check_key
 from pipelines.release import (
@@ -411,11 +411,9 @@ def _redacted_spec(spec: PipelineSpec) -> dict:
     return d
 
 
-def cost_of_protection(
-    plan: ReleasePlan, ing: Ingested, pending: PendingCost | None = None
-) -> dict:
-    """The report's cost of protection (owner-only), from ``pending`` (``pipelines.cost``: the
-    measurement a run started beside it) or measured now. A mechanism that is not replayable
+def cost_of_protection(plan: ReleasePlan, ing: Ingested, beside: Beside | None = None) -> dict:
+    """The report's cost of protection (owner-only), from ``beside`` (``pipelines.beside``: the
+    measurements a run started beside it) or measured now. A mechanism that is not replayable
     (a differentially private one) is not run again on the private input: a second run would
     spend privacy budget its ledger does not record."""
     if not plan.algo.replayable:
@@ -425,9 +423,9 @@ def cost_of_protection(
             "would run the mechanism again on the private input, spending budget its ledger "
             "does not record; privfair evaluate measures it on folds, on the owner's side",
         }
-    if pending is None:
-        pending = PendingCost(plan, ing.table, ing.input["fingerprint"])
-    return pending.result()
+    if beside is None:
+        beside = Beside(plan, ing.table, ing.input["fingerprint"])
+    return beside.cost_of_protection()
 
 
 def build_candidate(
@@ -436,19 +434,20 @@ def build_candidate(
     result: ComponentResult,
     cand: Candidate,
     adm: Admission | None = None,
-    cost: PendingCost | None = None,
+    beside: Beside | None = None,
 ) -> tuple[Validation, dict]:
     """Write the candidate's files, validate what was written (against the contract rebuilt
     from the spec and the input), then write the owner's report, the shareable copy (public
     manifest and report, when validation passed) and, last, the owner's manifest with the
     checksums of every other file (a candidate with a manifest is complete). A candidate that
-    passes also gets the cost of protection (``cost_of_protection``) for the owner's report:
-    from ``cost`` when the run started it beside protection, else started here, beside
-    validation, and stopped if validation fails."""
+    passes also gets the cost of protection (``cost_of_protection``) and the algorithm's
+    ``input_measures`` for the owner's report: from ``beside`` when the run started them beside
+    protection (``pipelines.beside``), else started here, beside validation, and stopped if
+    validation fails."""
     plan = plan if isinstance(plan, ReleasePlan) else ReleasePlan.of(plan, cand.store)
-    if cost is None:
-        with PendingCost.start(plan, ing.table, ing.input["fingerprint"]) as cost:
-            return build_candidate(plan, ing, result, cand, adm, cost)
+    if beside is None:
+        with Beside.start(plan, ing.table, ing.input["fingerprint"]) as beside:
+            return build_candidate(plan, ing, result, cand, adm, beside)
     with progress.phase("write"):
         for k, t in result.outputs.items():
             cand.write(output_file(k), parquet_bytes(t))
@@ -473,7 +472,10 @@ def build_candidate(
     man = manifest(plan, ing, result, validation, cand.version, adm)
     if validation.passed:
         with progress.phase("cost of protection"):
-            man["cost_of_protection"] = cost_of_protection(plan, ing, cost)
+            man["cost_of_protection"] = cost_of_protection(plan, ing, beside)
+            measures = beside.input_measures()
+            if measures is not None:
+                man["input_measures"] = measures
     with progress.phase("report"):
         _reports(plan, ing, result, cand, man, outputs, sidecars, adm, validation.passed)
     man["checksums"] = checksums(cand.store, *cand.parts)
@@ -571,15 +573,15 @@ def stage(
     result: ComponentResult,
     version: str,
     adm: Admission | None = None,
-    cost: PendingCost | None = None,
+    beside: Beside | None = None,
 ) -> Staged:
     """Build and validate the candidate of ``version`` in the store's staging area
-    (``build_candidate``; ``cost``: the cost of protection the run started). A candidate whose
+    (``build_candidate``; ``beside``: the input-only measurements the run started). A candidate whose
     validation fails is quarantined (nothing is published; its ledger entry says
     ``quarantined``, its charge stays); a failure while writing leaves no candidate and no
     empty folder behind (the entry says ``failed``)."""
     try:
-        staged = _stage(plan, ing, result, version, adm, cost)
+        staged = _stage(plan, ing, result, version, adm, beside)
     except BaseException:
         if adm is not None:
             adm.mark("failed")
@@ -595,14 +597,14 @@ def _stage(
     result: ComponentResult,
     version: str,
     adm: Admission | None,
-    cost: PendingCost | None,
+    beside: Beside | None,
 ) -> Staged:
     store = plan.open_store()
     sweep_staging(store, plan.name, older_than_s=3600)
     try:
         cand = Candidate(store, plan.name, version)
         try:
-            validation, _ = build_candidate(plan, ing, result, cand, adm, cost)
+            validation, _ = build_candidate(plan, ing, result, cand, adm, beside)
         except OSError as e:  # a write of the candidate (validation artefacts included)
             cand.discard()
             raise StoreError(
@@ -838,11 +840,11 @@ def run_release(
         import os
 
         os._exit(17)
-    # the cost of protection needs only the spec and the input: it is measured beside the
-    # protection and validation (``pipelines.cost``), and dropped if they fail
+    # the report's reruns of the algorithm need only the spec and the input: they are measured
+    # beside protection and validation (``pipelines.beside``), and dropped if those fail
     with (
         plan.running() as engine,
-        PendingCost.start(plan, ing.table, ing.input["fingerprint"]) as cost,
+        Beside.start(plan, ing.table, ing.input["fingerprint"]) as beside,
     ):
         try:
             with progress.phase(f"protect ({plan.algo.name})"):
@@ -853,7 +855,7 @@ def run_release(
             raise
         admitted(plan, adm, result)
         with progress.phase("stage"):
-            staged = stage(plan, ing, result, version, adm, cost)
+            staged = stage(plan, ing, result, version, adm, beside)
     published_or_failed(staged)
     if crash_after == "validate":
         import os

@@ -240,6 +240,11 @@ class Algorithm:
     - ``example``: ``fn(seed) -> (table, params)``, a small valid input for the test battery;
     - ``headline``: the metrics a person looks at first; ``figures``:
       ``fn(manifest, outputs, input_table, sidecars) -> list[Figure]`` for the report;
+    - ``input_measures``: ``fn(name, params as JSON data, input_table) -> dict``, what the
+      owner's report reads from the params and the input alone (reruns of the algorithm, on at
+      most ``components.core.inputs.RERUN_ROWS`` rows): a run measures it beside the release
+      (``pipelines.beside``) and keeps it in the owner's manifest under ``input_measures``,
+      where ``figures`` reads it (and measures it itself where it is missing);
     - ``outputs`` (published) and ``sidecars`` (internal, never distributed): table names;
     - ``row_level``: each row of the (first) public output is one input row, mapped back by the
       ``lineage`` sidecar, so the validator also checks that output's columns, types and row
@@ -266,6 +271,7 @@ class Algorithm:
     example: str
     headline: tuple[Metric, ...] = ()
     figures: str | None = None
+    input_measures: str | None = None
     outputs: tuple[str, ...] = ("data",)
     sidecars: tuple[str, ...] = ()
     paper: str = ""
@@ -280,6 +286,12 @@ class Algorithm:
         """What one release with ``params`` on ``table`` (its schema) spends, before it runs;
         None for an algorithm that is not differentially private."""
         return None if self.cost is None else resolve(self.cost)(params, table)
+
+    def measure_input(self, params: Params, table) -> dict | None:
+        """``input_measures`` of ``params`` on ``table``; None where the algorithm has none."""
+        if self.input_measures is None:
+            return None
+        return resolve(self.input_measures)(self.name, params.model_dump(mode="json"), table)
 
     def outline(self, params: Params) -> list[Guarantee]:
         return list(resolve(self.contract)(params, None))

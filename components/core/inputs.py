@@ -14,6 +14,7 @@ from schemas.errors import InputError
 from schemas.roles import Role, TableRoles, read_roles
 
 __all__ = [
+    "RERUN_ROWS",
     "uniform_sample",
     "table_roles",
     "require_rows",
@@ -23,6 +24,12 @@ __all__ = [
     "group_indicator",
     "outcome_indicator",
 ]
+
+
+#: the most input rows a report's rerun of an algorithm reads (the cost of protection, the
+#: generalisation family's utility against t): a larger input is measured on
+#: ``uniform_sample(table, RERUN_ROWS)``, one sample for every rerun of a release
+RERUN_ROWS = 100_000
 
 
 def uniform_sample(table: pa.Table, rows: int, seed: int = 0) -> tuple[pa.Table, dict | None]:

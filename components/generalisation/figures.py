@@ -15,16 +15,17 @@ import pyarrow as pa
 
 from components.core import plots
 from components.core.descriptor import Figure
-from components.core.inputs import uniform_sample
+from components.core.inputs import RERUN_ROWS, uniform_sample
 from components.core.plots import esc, fmt_num
 from components.generalisation.audit import original_labels, release_labels
 from components.generalisation.itemsets import Labels, audit_itemsets
 from components.generalisation.measures import bounds, t_max
 
-__all__ = ["figures", "discrimination_extremes", "sweep", "sweep_grid"]
+__all__ = ["figures", "input_measures", "discrimination_extremes", "sweep", "sweep_grid"]
 
-#: the most input rows the utility-against-t figure reruns the algorithm on
-SWEEP_ROWS = 100_000
+#: the most input rows the utility-against-t figure reruns the algorithm on (the same sample as
+#: the cost of protection's)
+SWEEP_ROWS = RERUN_ROWS
 
 GROUPS = (
     ("RD", "ED"),
@@ -119,11 +120,20 @@ def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 4) 
     return out
 
 
+def input_measures(algorithm: str, params: dict, input_table: pa.Table) -> dict:
+    """What the owner's report reads from the params and the input alone (the descriptor's
+    ``input_measures``): ``{"utility_against_t": sweep(...)}``."""
+    return {"utility_against_t": sweep(algorithm, params, input_table)}
+
+
 def _fig_sweep(man: dict, published, input_table, classes) -> list[Figure]:
     algo, params = man.get("component"), man.get("params")
     if input_table is None or not algo or not params:
         return []
-    rows = sweep(algo, params, input_table)
+    # measured beside the release when the run could (``pipelines.beside``), else here
+    rows = (man.get("input_measures") or {}).get("utility_against_t")
+    if rows is None:
+        rows = sweep(algo, params, input_table)
     cats = [fmt_num(r["t"]) for r in rows]
     series = [("LM (normalised)", [r["lm_norm"] for r in rows])]
     if all(r["error"] is not None for r in rows):
