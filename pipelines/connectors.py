@@ -251,11 +251,7 @@ def _in_value_order(table: pa.Table) -> pa.Table:
     rows = published_order(table)
     if np.array_equal(rows, np.arange(len(rows))):
         return table  # in order already
-    step = memory.CHUNK_ROWS
-    pieces = (
-        b for i in range(0, len(rows), step) for b in table.take(rows[i : i + step]).to_batches()
-    )
-    return memory.mapped_batches(table.schema, pieces, lambda: table.take(rows))
+    return memory.mapped_take(table, rows)
 
 
 def _sqlite_path(url: str, base: Path) -> Path:

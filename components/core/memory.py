@@ -53,6 +53,7 @@ __all__ = [
     "mapped_batches",
     "mapped_column",
     "mapped_parquet",
+    "mapped_take",
     "release",
 ]
 
@@ -217,6 +218,30 @@ def mapped_batches(
     else:
         return pa.Table.from_batches(head, schema)
     return _mapped(schema, lambda: itertools.chain(head, batches), unmapped)
+
+
+def mapped_take(table: pa.Table, rows, min_rows: int | None = None) -> pa.Table:
+    """``table.take(rows)`` (``rows``: positions, a NumPy or Arrow integer array), memory-mapped
+    as ``mapped`` maps a table when it has at least ``min_rows`` rows (default
+    ``RELEASE_ROWS``): taken ``CHUNK_ROWS`` rows at a time into the map, each piece one chunk,
+    so the reordered copy is never whole in the process's memory (a 10M-row Fair-MDAV release
+    put in its published order is 1.7 GB).
+
+    Examples
+    --------
+    >>> t = pa.table({"x": [10, 11, 12, 13]})
+    >>> mapped_take(t, [3, 1, 0, 2], min_rows=1).column("x").to_pylist()
+    [13, 11, 10, 12]
+    """
+    if not _maps(len(rows), min_rows):
+        return table.take(rows)
+    step = CHUNK_ROWS
+
+    def pieces() -> Iterator[pa.RecordBatch]:
+        for i in range(0, len(rows), step):
+            yield from table.take(rows[i : i + step]).combine_chunks().to_batches()
+
+    return _mapped(table.schema, pieces, lambda: table.take(rows))
 
 
 def mapped_column(

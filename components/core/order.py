@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from components.core.memory import CHUNK_ROWS
+from components.core.memory import CHUNK_ROWS, mapped_take
 
 __all__ = ["canonical_chunks", "published_form", "published_order", "publish_in_order"]
 
@@ -232,8 +232,8 @@ def publish_in_order(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa.Ta
         )
     order = published_order(data)
     if not np.array_equal(order, np.arange(data.num_rows)):
-        take = pa.array(order)
-        data, lineage = data.take(take), lineage.take(take)
+        # a large release is reordered into a map a piece at a time, not copied whole
+        data, lineage = mapped_take(data, order), mapped_take(lineage, order)
     return published_form(data, lineage)
 
 

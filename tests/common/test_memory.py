@@ -96,6 +96,23 @@ def test_a_mapped_table_equals_its_source_and_leaves_no_file():
     assert memory.mapped(t, min_rows=len(t) + 1) is t  # below the threshold: left alone
 
 
+def test_a_mapped_take_is_the_take_in_pieces_of_one_chunk(monkeypatch):
+    """``mapped_take``: the rows ``take`` gives (types, nulls, two dictionaries, metadata),
+    each piece of ``CHUNK_ROWS`` rows one chunk of the map, and no file left behind (view
+    columns have no take: ``publish_order_typed`` orders them in their plain type)."""
+    t = _typed_table(10_000).drop_columns(["v"])
+    rows = np.random.default_rng(5).permutation(len(t))
+    monkeypatch.setattr(memory, "CHUNK_ROWS", 999)
+    before = set(Path(tempfile.gettempdir()).glob("privfair-*"))
+    m = memory.mapped_take(t, rows, min_rows=1)
+    assert m.equals(t.take(rows), check_metadata=True)
+    assert [len(c) for c in m.column(0).chunks] == [999] * 10 + [10]
+    assert memory._in_maps(m) or not Path("/proc/self/maps").is_file()
+    assert set(Path(tempfile.gettempdir()).glob("privfair-*")) == before
+    small = memory.mapped_take(t, rows[:5], min_rows=6)  # below the threshold: a plain take
+    assert small.equals(t.take(rows[:5]), check_metadata=True)
+
+
 @pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs /proc/self/maps")
 def test_a_table_already_mapped_is_not_written_again(monkeypatch):
     """A table whose every buffer lies in a map ``mapped`` made (a component maps its columns
