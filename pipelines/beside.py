@@ -153,14 +153,13 @@ class Beside:
             return self._done[what]
         if self._proc is not None:
             self._records = self._collect()
-        got = (self._records or {}).get(what)
-        if got is None:  # no second process, or it died: measured here
+        ok, value = (self._records or {}).get(what, (False, None))
+        if not ok:
+            # no second process, or it died or failed: measured here, so that what the run
+            # records or raises is what it did before (a failure the second process alone
+            # meets, such as a family it cannot import, costs a second measurement, no more)
             table, sample = _rerun_rows(self._table)
             value = _measure(self.plan.spec, self.plan.algo, table, sample, what)
-        else:
-            ok, value = got
-            if not ok:
-                raise value  # what the measurement would have raised here
         self._done[what] = value
         return value
 
@@ -174,8 +173,9 @@ class Beside:
         return out
 
     def input_measures(self) -> dict | None:
-        """The algorithm's ``input_measures`` (None where it has none). One that failed in the
-        second process is measured again here, so its error is the figure's, as before."""
+        """The algorithm's ``input_measures`` (None where it has none, or where measuring them
+        fails: the report's figure then measures them itself and says why it could not, as
+        before)."""
         if self.plan.algo.input_measures is None:
             return None
         try:
@@ -209,7 +209,8 @@ class Beside:
 
 def _main() -> None:
     """The second process: read (spec, rerun rows, sample record, what) from stdin, write
-    ``{what: (True, record) or (False, exception)}`` to stdout, both pickled."""
+    ``{what: (True, record) or (False, exception)}`` to stdout, both pickled (the parent
+    measures a failed one again itself)."""
     payload = sys.stdin.buffer.read()
     out = sys.stdout.buffer
     sys.stdout = sys.stderr  # stdout carries the reply alone
@@ -226,7 +227,7 @@ def _main() -> None:
             for w in what:
                 try:
                     replies[w] = (True, _measure(spec, algo, table, sample, w))
-                except Exception as e:  # noqa: BLE001  (handed to the parent, which raises it)
+                except Exception as e:  # noqa: BLE001  (the parent measures it again)
                     replies[w] = (False, e)
     finally:
         engine.close()

@@ -582,7 +582,7 @@ def holdout_cost(
 ) -> dict:
     """:func:`cost_of_protection` without its ``grid``, on the rows :func:`cost_sample` chose
     (``sample`` is its record, None when ``table`` is the whole input): everything that runs
-    the algorithm again, so ``pipelines.cost`` can measure it in a second process."""
+    the algorithm again, so ``pipelines.beside`` can measure it in a second process."""
     out: dict[str, Any] = {
         "classifier": classifier,
         "split": f"stratified hold-out: fold 1 of {HOLDOUT_FOLDS} (seed {seed})",

@@ -105,6 +105,28 @@ def test_a_second_process_that_dies_is_replaced_by_a_measurement_here(
         assert b.input_measures() == {"utility_against_t": _sweep_here(spec, ing)}
 
 
+def test_a_measurement_that_fails_in_the_second_process_is_made_here(
+    german_dmondrian, tmp_path, always_beside, monkeypatch
+):
+    """A failure the second process alone meets (here: a stand-in that fails every record)
+    costs a second measurement, not a different record or error."""
+    spec, ing = german_dmondrian
+    fake = tmp_path / "failing-python"
+    fake.write_text(
+        f"#!{sys.executable}\n"
+        "import pickle, sys\n"
+        "sys.stdin.buffer.read()\n"
+        "fail = (False, RuntimeError('no such family here'))\n"
+        "sys.stdout.buffer.write(pickle.dumps({'cost': fail, 'input': fail}))\n"
+    )
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    with _start(spec, ing, tmp_path) as b:
+        assert b.background
+        assert b.cost_of_protection() == _cost_here(spec, ing)
+        assert b.input_measures() == {"utility_against_t": _sweep_here(spec, ing)}
+
+
 def test_close_stops_measurements_still_running(german, tmp_path, always_beside):
     spec, ing = german
     b = _start(spec, ing, tmp_path)
