@@ -33,13 +33,13 @@ import pyarrow as pa
 from components.core.checks import published_frame
 from components.core.evidence import lineage_audit, published_positions
 from components.core.parts import EvidenceParts, PackedParts
-from components.microaggregation.columns import plain
 from components.microaggregation.encoding import (
     SCALINGS,
     EncodedQIs,
     binary_values,
     encode_qis,
     favoured_value,
+    indicator,
     scale_of,
 )
 from schemas.errors import InputError
@@ -68,6 +68,7 @@ def audit_fit(input_table: pa.Table, scaling: str) -> tuple[AuditFit, EncodedQIs
         values, distinct = binary_values(input_table, labels[0].name, "label")
         positive = _first(labels[0].positive)
         positive = positive if positive is not None else distinct[1]
+        positive = next((d for d in distinct if d == positive), positive)
         if len(protected) == 1:
             pa_values, pa_distinct = binary_values(
                 input_table, protected[0].name, "protected attribute"
@@ -75,9 +76,10 @@ def audit_fit(input_table: pa.Table, scaling: str) -> tuple[AuditFit, EncodedQIs
             favoured = favoured_value(
                 pa_values,
                 pa_distinct,
-                (values == positive).astype(np.int8),
+                indicator(values, positive, distinct),
                 _first(protected[0].favoured),
             )
+            favoured = next((d for d in pa_distinct if d == favoured), favoured)
     enc = encode_qis(input_table, roles, scaling)
     bare = dataclasses.replace(
         enc,
@@ -96,8 +98,7 @@ def _published_01(published: pa.Table, name: str, one, retained, pos) -> np.ndar
     -1 where the row (or the column) was not published."""
     out = np.full(len(retained), -1, dtype=np.int8)
     if name in published.column_names:
-        values = published.column(name).to_numpy(zero_copy_only=False)[pos]
-        out[retained] = (values == one).astype(np.int8)
+        out[retained] = indicator(published.column(name), one)[pos]
     return out
 
 
@@ -136,20 +137,22 @@ def build_audit(
             values, distinct = binary_values(input_table, lab.name, "label")
             positive = _first(lab.positive)
             positive = positive if positive is not None else distinct[1]
+            positive = next((d for d in distinct if d == positive), positive)
         else:
-            values = plain(input_table.column(lab.name)).to_numpy(zero_copy_only=False)
+            values = input_table.column(lab.name)
             positive = fit.positive
-        cols["__y_in"] = (values == positive).astype(np.int8)
+        cols["__y_in"] = indicator(values, positive)
         cols["__y_out"] = _published_01(published, lab.name, positive, retained, pos)
     if len(protected) == 1 and len(labels) == 1:
         prot = protected[0]
         if fit is None:
             values, distinct = binary_values(input_table, prot.name, "protected attribute")
             fav = favoured_value(values, distinct, cols["__y_in"], _first(prot.favoured))
+            fav = next((d for d in distinct if d == fav), fav)
         else:
-            values = plain(input_table.column(prot.name)).to_numpy(zero_copy_only=False)
+            values = input_table.column(prot.name)
             fav = fit.favoured
-        cols["__pa_in"] = (values == fav).astype(np.int8)
+        cols["__pa_in"] = indicator(values, fav)
         cols["__pa_out"] = _published_01(published, prot.name, fav, retained, pos)
 
     enc_in = encode_qis(input_table, roles_in, scaling, fit=fit.enc if fit is not None else None)
@@ -259,8 +262,7 @@ def evidence_parts(
         if fit.favoured is None:
             return None
         prot = read_roles(input_table).with_role(Role.PROTECTED)[0].name
-        values = plain(input_table.column(prot)).to_numpy(zero_copy_only=False)
-        part01 = (values == fit.favoured).astype(np.int8)
+        part01 = indicator(input_table.column(prot), fit.favoured)
     blocks = split_blocks(
         enc.numeric,
         enc.codes,

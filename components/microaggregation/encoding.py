@@ -237,8 +237,9 @@ def scale_of(numeric: np.ndarray, scaling: str) -> tuple[np.ndarray, np.ndarray]
     raise InputError("scaling", f"must be one of {', '.join(SCALINGS)}", scaling)
 
 
-def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, list]:
-    """The column's values and its two distinct values, or an error naming the column."""
+def binary_values(table: pa.Table, name: str, what: str) -> tuple[pa.ChunkedArray, list]:
+    """The column (in its plain type) and its two distinct values as Python values, or an error
+    naming the column. Compare it with ``indicator``: in Arrow, no Python object per row."""
     col = plain(table.column(name))
     if col.null_count:
         raise InputError(
@@ -254,7 +255,35 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[np.ndarray, li
             f"the {what} must have exactly two distinct values",
             f"found {len(distinct)}: {shown}",
         )
-    return col.to_numpy(zero_copy_only=False), sorted(distinct, key=lambda v: (str(type(v)), v))
+    return col, sorted(distinct, key=lambda v: (str(type(v)), v))
+
+
+def indicator(col: pa.ChunkedArray | pa.Array, value, distinct: list | None = None) -> np.ndarray:
+    """int8 per row: 1 where ``col`` holds ``value``, else 0 (nulls and a value the column's
+    type cannot hold included), computed in Arrow: a NumPy object array of a 10M-row string
+    column is ~0.6 GB and its comparisons run in Python.
+
+    ``value`` is compared as Python compares it with ``col``'s values: with ``distinct`` (the
+    column's values, ``binary_values``) a declared ``1`` finds ``True`` in a boolean column.
+
+    >>> indicator(pa.chunked_array([[True, False, None]]), 1, [False, True]).tolist()
+    [1, 0, 0]
+    >>> indicator(pa.chunked_array([["a", "b"]]), 3).tolist()
+    [0, 0]
+    >>> indicator(pa.chunked_array([[1, 2]]), 1.5).tolist()
+    [0, 0]
+    """
+    if distinct is not None:
+        value = next((d for d in distinct if d == value), value)
+    col = plain(col)
+    try:
+        scalar = pa.scalar(value, type=col.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        return np.zeros(len(col), dtype=np.int8)
+    if scalar.as_py() != value:  # a value the type would round (1.5 in an integer column)
+        return np.zeros(len(col), dtype=np.int8)
+    hit = pc.equal(col, scalar).fill_null(False)
+    return hit.to_numpy(zero_copy_only=False).astype(np.int8)
 
 
 def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
@@ -263,16 +292,16 @@ def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
     positive = label.positive[0] if label.positive else distinct[1]
     if positive not in distinct:
         raise absent_value(label.name, "positive", positive, distinct)
-    return (values == positive).astype(np.int8)
+    return indicator(values, positive, distinct)
 
 
-def favoured_value(pa_values: np.ndarray, distinct: list, y: np.ndarray, declared) -> object:
-    """The favoured value of a binary protected attribute: the one with the higher positive ratio
-    PR = #positives / #rows (Fair-MDAV spec 1.3). On a tie, the declared favoured value (or the
-    larger value) is kept."""
+def favoured_value(pa_values: pa.ChunkedArray, distinct: list, y: np.ndarray, declared) -> object:
+    """The favoured value of a binary protected attribute (``pa_values``, ``binary_values``):
+    the one with the higher positive ratio PR = #positives / #rows (Fair-MDAV spec 1.3). On a
+    tie, the declared favoured value (or the larger value) is kept."""
     pr = []
     for v in distinct:
-        mask = pa_values == v
+        mask = indicator(pa_values, v).astype(bool)
         pr.append(float(y[mask].mean()))
     if pr[0] > pr[1]:
         return distinct[0]
@@ -289,4 +318,4 @@ def protected_01(
     values, distinct = binary_values(table, protected.name, "protected attribute")
     declared = protected.favoured[0] if protected.favoured else None
     fav = favoured_value(values, distinct, y, declared)
-    return (values == fav).astype(np.int8), fav, declared
+    return indicator(values, fav, distinct), fav, declared

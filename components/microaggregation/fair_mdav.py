@@ -18,6 +18,7 @@ from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.core import memory
 from components.core.inputs import require_rows
@@ -29,7 +30,13 @@ from components.core.metrics import (
 from components.core.result import ComponentResult
 from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import block_sizes, group_rows
-from components.microaggregation.columns import in_input_order, levels_as, publish_order_typed, take
+from components.microaggregation.columns import (
+    in_input_order,
+    levels_as,
+    plain,
+    publish_order_typed,
+    take,
+)
 from components.microaggregation.correction import correct_fairness
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
 from components.microaggregation.inputs import AUTO, binary_roles, prepare
@@ -198,7 +205,7 @@ def _py(v):
 
 
 def effect(
-    values: np.ndarray,
+    values: np.ndarray | pa.ChunkedArray,
     y: np.ndarray,
     order: np.ndarray,
     y_out: np.ndarray,
@@ -219,38 +226,43 @@ def effect(
     >>> w[0].startswith("the gap reverses")
     True
     """
-    kept = values[order]
-    groups = sorted(np.unique(values).tolist(), key=lambda v: (v != favoured, str(v)))
-    unf = next((g for g in groups if g != favoured), favoured)
+    levels, codes = _codes(values)
+    kept = codes[order]
+    groups = sorted(range(len(levels)), key=lambda i: (levels[i] != favoured, str(levels[i])))
+    fav = next((i for i in groups if levels[i] == favoured), None)
+    unf = next((i for i in groups if levels[i] != favoured), fav)
     dropped, changed, pr_in, pr_out = {}, {}, {}, {}
-    for g in groups:
-        n_in = int((values == g).sum())
-        mask = kept == g
-        dropped[str(_py(g))] = n_in - int(mask.sum())
+    for i in groups:
+        g = str(_py(levels[i]))
+        in_g = codes == i
+        n_in = int(in_g.sum())
+        mask = kept == i
+        dropped[g] = n_in - int(mask.sum())
         up = int((flags & mask & (y_out == 1)).sum())
         down = int((flags & mask & (y_out == 0)).sum())
-        changed[str(_py(g))] = {"negative_to_positive": up, "positive_to_negative": down}
-        pr_in[g] = float(y[values == g].mean())
-        pr_out[g] = float(y_out[mask].mean()) if mask.any() else float("nan")
-    before = pr_in[unf] - pr_in[favoured]
-    after = pr_out[unf] - pr_out[favoured] if len(order) else float("nan")
-    now = unf if after > 0 else favoured if after < 0 else None
+        changed[g] = {"negative_to_positive": up, "positive_to_negative": down}
+        pr_in[i] = float(y[in_g].mean())
+        pr_out[i] = float(y_out[mask].mean()) if mask.any() else float("nan")
+    before = pr_in[unf] - pr_in[fav]
+    after = pr_out[unf] - pr_out[fav] if len(order) else float("nan")
+    now = unf if after > 0 else fav if after < 0 else None
     summary = {
         "dropped_by_group": dropped,
         "relabelled_by_group": changed,
         "parity_before": before,
         "parity_after": after,
-        "favoured_after": None if now is None else _py(now),
+        "favoured_after": None if now is None else _py(levels[now]),
     }
     notes = []
     if before * after < 0 and abs(after) > 1e-12:
         notes.append(
             f"the gap reverses on '{column}': before, {_py(favoured)!r} had the higher positive "
-            f"rate ({pr_in[favoured]:.3f} vs {pr_in[unf]:.3f}); after, {_py(unf)!r} has it "
-            f"({pr_out[unf]:.3f} vs {pr_out[favoured]:.3f})"
+            f"rate ({pr_in[fav]:.3f} vs {pr_in[unf]:.3f}); after, {_py(levels[unf])!r} has it "
+            f"({pr_out[unf]:.3f} vs {pr_out[fav]:.3f})"
         )
-    for g in groups:
-        n_in = int((values == g).sum())
+    for i in groups:
+        g = levels[i]
+        n_in = int((codes == i).sum())
         share = dropped[str(_py(g))] / n_in if n_in else 0.0
         if share > max_drop_share:
             notes.append(
@@ -258,6 +270,17 @@ def effect(
                 f"({share:.1%}, above {max_drop_share:.0%})"
             )
     return summary, notes
+
+
+def _codes(values: np.ndarray | pa.ChunkedArray) -> tuple[list, np.ndarray]:
+    """(the distinct values; per row the index of its value). An Arrow column is coded in
+    Arrow: a 10M-row string column as NumPy objects is ~0.6 GB, and ``np.unique`` sorts them
+    in Python (7 s)."""
+    if isinstance(values, np.ndarray):
+        levels, codes = np.unique(values, return_inverse=True)
+        return levels.tolist(), codes
+    enc = pc.dictionary_encode(values).combine_chunks()
+    return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False)
 
 
 def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
@@ -375,9 +398,9 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
             cols[q] = take(table.column(q), rows)
             out_roles.append(roles[q])
     del enc  # ~0.8 GB at 10M rows, no longer read: it goes before the release is ordered
-    lab_values = table.column(lab.name).to_numpy(zero_copy_only=False)
-    positive_value = lab_values[np.argmax(y == 1)]
-    negative_value = lab_values[np.argmax(y == 0)]
+    lab_values = table.column(lab.name)  # two of its values are read, not a copy of all
+    positive_value = lab_values[int(np.argmax(y == 1))].as_py()
+    negative_value = lab_values[int(np.argmax(y == 0))].as_py()
     for c in roles:
         if c.role is Role.QUASI_IDENTIFIER:
             continue
@@ -435,7 +458,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
         "information_loss": il,
         "group_sizes": np.bincount(np.bincount(gid)).tolist() if len(gid) else [],
     }
-    values = table.column(prot.name).to_numpy(zero_copy_only=False)
+    values = plain(table.column(prot.name))
     summary, notes = effect(
         values, y, order, y_out, flags, favoured, params.max_drop_share, prot.name
     )
