@@ -112,16 +112,27 @@ def require_rows(table: pa.Table, k: int) -> None:
         )
 
 
-def member(column: pa.ChunkedArray, values) -> np.ndarray:
-    """Per row, whether its value is one of ``values`` (False where the column's type cannot
-    hold them, e.g. a tampered published column).
+def member(column: pa.ChunkedArray | pa.Array, values) -> np.ndarray:
+    """Per row, whether its value is one of ``values``, computed in Arrow (no Python object per
+    row). A value the column's type cannot hold (another type, e.g. a tampered published
+    column) or would round (1.5 in an integer column, which Arrow's conversion truncates to 1)
+    is in no row; nulls are in none.
 
     >>> member(pa.chunked_array([["a", "b", "a"]]), {"a"}).tolist()
     [True, False, True]
+    >>> member(pa.chunked_array([[1, 2, 3]]), [1.5, 3]).tolist()
+    [False, False, True]
     """
+    wanted = list(values)
     try:
-        found = pc.is_in(column, value_set=pa.array(list(values), type=column.type))
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError):
+        held = pa.array(wanted, type=column.type)
+        if pa.types.is_integer(held.type):  # Arrow truncates a float it converts to an integer
+            held = pa.array(
+                [v for v, w in zip(wanted, held.to_pylist(), strict=True) if w == v],
+                type=column.type,
+            )
+        found = pc.is_in(column, value_set=held)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError, OverflowError):
         return np.zeros(len(column), dtype=bool)
     return found.fill_null(False).to_numpy(zero_copy_only=False).astype(bool)
 

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from components.core.inputs import absent_value
+from components.core.inputs import absent_value, member
 from components.microaggregation.columns import plain
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
@@ -275,15 +275,7 @@ def indicator(col: pa.ChunkedArray | pa.Array, value, distinct: list | None = No
     """
     if distinct is not None:
         value = next((d for d in distinct if d == value), value)
-    col = plain(col)
-    try:
-        scalar = pa.scalar(value, type=col.type)
-    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
-        return np.zeros(len(col), dtype=np.int8)
-    if scalar.as_py() != value:  # a value the type would round (1.5 in an integer column)
-        return np.zeros(len(col), dtype=np.int8)
-    hit = pc.equal(col, scalar).fill_null(False)
-    return hit.to_numpy(zero_copy_only=False).astype(np.int8)
+    return member(plain(col), [value]).astype(np.int8)
 
 
 def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
