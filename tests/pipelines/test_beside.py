@@ -172,3 +172,23 @@ def test_an_input_measure_that_fails_is_the_figure_s_to_report(
     release = Path(out.path)
     assert "input_measures" not in json.loads((release / "manifest.json").read_text())
     assert "no sweep today" in (release / "report.html").read_text()
+
+
+def test_the_orchestrators_validate_task_measures_beside_its_validation(
+    german_dmondrian, tmp_path, always_beside, monkeypatch
+):
+    """The Airflow and Dagster path (protect, then validate in another task) starts the
+    measurements with the candidate and writes the same records."""
+    from pipelines import tasks
+
+    spec, ing = german_dmondrian
+    cost, sweep = _cost_here(spec, ing), _sweep_here(spec, ing)
+    raw = tasks.ingest_task(spec, tmp_path / "w" / "raw")
+    prot = tasks.protect_task(spec, raw.as_dict(), tmp_path / "w" / "prot")
+    with monkeypatch.context() as m:
+        _not_here(m)
+        val = tasks.validate_task(prot.as_dict(), tmp_path / "store")
+    published = tasks.publish_task(prot, val, tmp_path / "store")
+    man = json.loads((Path(published.path) / "manifest.json").read_text())
+    assert man["cost_of_protection"] == cost
+    assert man["input_measures"] == {"utility_against_t": json.loads(json.dumps(sweep))}
