@@ -9,9 +9,12 @@ one-hot column with share p in a group of n rows the within-group SSE is exactly
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import pyarrow as pa
 
+from components.core import memory
 from components.microaggregation.columns import levels_as
 from components.microaggregation.encoding import EncodedQIs
 from components.microaggregation.grouping import Grouping
@@ -131,6 +134,19 @@ def _mode_codes(codes: np.ndarray, gid: np.ndarray, n_groups: int, levels: int) 
     return np.where(counts[np.arange(n_groups), best] > 0, best, -1)
 
 
+def _in_pieces(name: str, t: pa.DataType, rows: int, piece: Callable[[slice], pa.Array]):
+    """The column ``piece(rows slice)`` makes, ``memory.CHUNK_ROWS`` rows at a time, into a map
+    when it is large (``memory.mapped_column``): a 10M-row release's published QIs are ~1.7 GB,
+    which was the peak of its protection while they waited on the heap to be assembled."""
+    step = memory.CHUNK_ROWS
+    return memory.mapped_column(
+        name,
+        t,
+        lambda: (piece(slice(i, min(i + step, rows))) for i in range(0, rows, step)),
+        rows,
+    )
+
+
 def representatives(
     table: pa.Table, enc: EncodedQIs, grouping: Grouping, decimals: dict[str, int]
 ) -> dict[str, pa.Array]:
@@ -144,23 +160,31 @@ def representatives(
     sizes = grouping.sizes()
     gid = grouping.group_ids()
     n_groups = len(sizes)
-    cols: dict[str, pa.Array] = {}
+    rows = int(sizes.sum())
+    cols: dict[str, pa.ChunkedArray] = {}
     for j, name in enumerate(enc.numeric_names):
         t = table.schema.field(name).type
         x = enc.numeric[order, j]
         if enc.is_ordinal(name):
-            domain = list(enc.domain_of(name))
+            domain = tuple(enc.domain_of(name))
             # lower median of the domain positions in each group
             ranks = np.lexsort((x, gid))
             lower = np.concatenate([[0], np.cumsum(sizes)[:-1]]) + (sizes - 1) // 2
             med = x[ranks][lower].astype(np.int64) if n_groups else np.zeros(0, np.int64)
-            cols[name] = levels_as(tuple(domain), np.repeat(med, sizes), t, table.column(name))
+            at = np.repeat(med, sizes)
+            source = table.column(name)
+            cols[name] = _in_pieces(
+                name, t, rows, lambda s, at=at, d=domain, t=t, c=source: levels_as(d, at[s], t, c)
+            )
             continue
         values = np.repeat(rounded_means(x, sizes, decimals[name]), sizes)
         if pa.types.is_integer(t) or pa.types.is_boolean(t):
-            cols[name] = pa.array(values.astype(np.int64)).cast(t)
+            cols[name] = _in_pieces(
+                name, t, rows, lambda s, v=values, t=t: pa.array(v[s].astype(np.int64)).cast(t)
+            )
         else:
-            cols[name] = pa.array(values, type=t if pa.types.is_floating(t) else pa.float64())
+            ft = t if pa.types.is_floating(t) else pa.float64()
+            cols[name] = _in_pieces(name, ft, rows, lambda s, v=values, t=ft: pa.array(v[s], t))
     for j, attr in enumerate(enc.nominal):
         codes = enc.codes[order, j]
         mode = (
@@ -168,11 +192,14 @@ def representatives(
             if n_groups
             else np.zeros(0, np.int64)
         )
-        cols[attr.name] = levels_as(
-            attr.levels,
-            np.repeat(mode, sizes),
-            table.schema.field(attr.name).type,
-            table.column(attr.name),
+        at = np.repeat(mode, sizes)
+        t = table.schema.field(attr.name).type
+        source = table.column(attr.name)
+        cols[attr.name] = _in_pieces(
+            attr.name,
+            t,
+            rows,
+            lambda s, at=at, lv=attr.levels, t=t, c=source: levels_as(lv, at[s], t, c),
         )
     return {name: cols[name] for name in [r.name for r in enc.roles]}
 
