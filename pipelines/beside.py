@@ -42,12 +42,6 @@ def _cores() -> int:
         return os.cpu_count() or 1
 
 
-def _rerun_rows(table: pa.Table) -> tuple[pa.Table, dict | None]:
-    from pipelines.evaluate import cost_sample
-
-    return cost_sample(table)
-
-
 def _measure(plan_spec, algo, table: pa.Table, sample: dict | None, what: str):
     """One record, measured on the rerun rows ``table``: ``cost`` (the cost of protection
     without its grid) or ``input`` (the algorithm's ``input_measures``)."""
@@ -90,6 +84,7 @@ class Beside:
         self._reply: bytes | None = None
         self._records: dict[str, Any] | None = None  # what the second process sent
         self._done: dict[str, Any] = {}
+        self._rows: tuple[pa.Table, dict | None] | None = None
 
     @property
     def _what(self) -> tuple[str, ...]:
@@ -119,8 +114,16 @@ class Beside:
             and _cores() >= 2
         )
 
+    def _rerun_rows(self) -> tuple[pa.Table, dict | None]:
+        """The rows every rerun reads and the record of their sample (drawn once)."""
+        if self._rows is None:
+            from pipelines.evaluate import cost_sample
+
+            self._rows = cost_sample(self._table)
+        return self._rows
+
     def _spawn(self) -> None:
-        table, sample = _rerun_rows(self._table)
+        table, sample = self._rerun_rows()
         payload = pickle.dumps(
             (self.plan.spec, table, sample, self._what), protocol=pickle.HIGHEST_PROTOCOL
         )
@@ -158,7 +161,7 @@ class Beside:
             # no second process, or it died or failed: measured here, so that what the run
             # records or raises is what it did before (a failure the second process alone
             # meets, such as a family it cannot import, costs a second measurement, no more)
-            table, sample = _rerun_rows(self._table)
+            table, sample = self._rerun_rows()
             value = _measure(self.plan.spec, self.plan.algo, table, sample, what)
         self._done[what] = value
         return value

@@ -411,9 +411,9 @@ def _redacted_spec(spec: PipelineSpec) -> dict:
     return d
 
 
-def cost_of_protection(plan: ReleasePlan, ing: Ingested, beside: Beside | None = None) -> dict:
+def cost_of_protection(plan: ReleasePlan, beside: Beside) -> dict:
     """The report's cost of protection (owner-only), from ``beside`` (``pipelines.beside``: the
-    measurements a run started beside it) or measured now. A mechanism that is not replayable
+    measurements the run started beside it, or measures now). A mechanism that is not replayable
     (a differentially private one) is not run again on the private input: a second run would
     spend privacy budget its ledger does not record."""
     if not plan.algo.replayable:
@@ -423,8 +423,6 @@ def cost_of_protection(plan: ReleasePlan, ing: Ingested, beside: Beside | None =
             "would run the mechanism again on the private input, spending budget its ledger "
             "does not record; privfair evaluate measures it on folds, on the owner's side",
         }
-    if beside is None:
-        beside = Beside(plan, ing.table, ing.input["fingerprint"])
     return beside.cost_of_protection()
 
 
@@ -472,7 +470,7 @@ def build_candidate(
     man = manifest(plan, ing, result, validation, cand.version, adm)
     if validation.passed:
         with progress.phase("cost of protection"):
-            man["cost_of_protection"] = cost_of_protection(plan, ing, beside)
+            man["cost_of_protection"] = cost_of_protection(plan, beside)
             measures = beside.input_measures()
             if measures is not None:
                 man["input_measures"] = measures

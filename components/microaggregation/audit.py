@@ -36,10 +36,12 @@ from components.core.parts import EvidenceParts, PackedParts
 from components.microaggregation.encoding import (
     SCALINGS,
     EncodedQIs,
+    as_held,
     binary_values,
     encode_qis,
     favoured_value,
     indicator,
+    positive_value,
     scale_of,
 )
 from schemas.errors import InputError
@@ -66,9 +68,7 @@ def audit_fit(input_table: pa.Table, scaling: str) -> tuple[AuditFit, EncodedQIs
     labels, protected = roles.with_role(Role.LABEL), roles.with_role(Role.PROTECTED)
     if len(labels) == 1:
         values, distinct = binary_values(input_table, labels[0].name, "label")
-        positive = _first(labels[0].positive)
-        positive = positive if positive is not None else distinct[1]
-        positive = next((d for d in distinct if d == positive), positive)
+        positive = positive_value(_first(labels[0].positive), distinct)
         if len(protected) == 1:
             pa_values, pa_distinct = binary_values(
                 input_table, protected[0].name, "protected attribute"
@@ -79,7 +79,7 @@ def audit_fit(input_table: pa.Table, scaling: str) -> tuple[AuditFit, EncodedQIs
                 indicator(values, positive, distinct),
                 _first(protected[0].favoured),
             )
-            favoured = next((d for d in pa_distinct if d == favoured), favoured)
+            favoured = as_held(favoured, pa_distinct)
     enc = encode_qis(input_table, roles, scaling)
     bare = dataclasses.replace(
         enc,
@@ -135,9 +135,7 @@ def build_audit(
         lab = labels[0]
         if fit is None:
             values, distinct = binary_values(input_table, lab.name, "label")
-            positive = _first(lab.positive)
-            positive = positive if positive is not None else distinct[1]
-            positive = next((d for d in distinct if d == positive), positive)
+            positive = positive_value(_first(lab.positive), distinct)
         else:
             values = input_table.column(lab.name)
             positive = fit.positive
@@ -148,7 +146,7 @@ def build_audit(
         if fit is None:
             values, distinct = binary_values(input_table, prot.name, "protected attribute")
             fav = favoured_value(values, distinct, cols["__y_in"], _first(prot.favoured))
-            fav = next((d for d in distinct if d == fav), fav)
+            fav = as_held(fav, distinct)
         else:
             values = input_table.column(prot.name)
             fav = fit.favoured

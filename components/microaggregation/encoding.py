@@ -258,6 +258,23 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[pa.ChunkedArra
     return col, sorted(distinct, key=lambda v: (str(type(v)), v))
 
 
+def as_held(value, distinct: list):
+    """The element of ``distinct`` (a column's values, ``binary_values``) equal to ``value`` as
+    Python compares them, else ``value``: a declared ``1`` is the ``True`` a boolean column
+    holds.
+
+    >>> as_held(1, [False, True]), as_held("x", ["a", "b"])
+    (True, 'x')
+    """
+    return next((d for d in distinct if d == value), value)
+
+
+def positive_value(declared, distinct: list):
+    """A binary label's positive value as the column holds it: the declared one (``as_held``),
+    or the larger of its two ``distinct`` values."""
+    return as_held(declared if declared is not None else distinct[1], distinct)
+
+
 def indicator(col: pa.ChunkedArray | pa.Array, value, distinct: list | None = None) -> np.ndarray:
     """int8 per row: 1 where ``col`` holds ``value``, else 0 (nulls and a value the column's
     type cannot hold included), computed in Arrow: a NumPy object array of a 10M-row string
@@ -274,14 +291,14 @@ def indicator(col: pa.ChunkedArray | pa.Array, value, distinct: list | None = No
     [0, 0]
     """
     if distinct is not None:
-        value = next((d for d in distinct if d == value), value)
+        value = as_held(value, distinct)
     return member(plain(col), [value]).astype(np.int8)
 
 
 def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
     """Label as int8 0/1, 1 = the declared positive value (default: the larger of the two values)."""
     values, distinct = binary_values(table, label.name, "label")
-    positive = label.positive[0] if label.positive else distinct[1]
+    positive = positive_value(label.positive[0] if label.positive else None, distinct)
     if positive not in distinct:
         raise absent_value(label.name, "positive", positive, distinct)
     return indicator(values, positive, distinct)

@@ -231,13 +231,13 @@ def effect(
     groups = sorted(range(len(levels)), key=lambda i: (levels[i] != favoured, str(levels[i])))
     fav = next((i for i in groups if levels[i] == favoured), None)
     unf = next((i for i in groups if levels[i] != favoured), fav)
-    dropped, changed, pr_in, pr_out = {}, {}, {}, {}
+    dropped, changed, pr_in, pr_out, n_in = {}, {}, {}, {}, {}
     for i in groups:
         g = str(_py(levels[i]))
         in_g = codes == i
-        n_in = int(in_g.sum())
+        n_in[i] = int(in_g.sum())
         mask = kept == i
-        dropped[g] = n_in - int(mask.sum())
+        dropped[g] = n_in[i] - int(mask.sum())
         up = int((flags & mask & (y_out == 1)).sum())
         down = int((flags & mask & (y_out == 0)).sum())
         changed[g] = {"negative_to_positive": up, "positive_to_negative": down}
@@ -262,11 +262,10 @@ def effect(
         )
     for i in groups:
         g = levels[i]
-        n_in = int((codes == i).sum())
-        share = dropped[str(_py(g))] / n_in if n_in else 0.0
+        share = dropped[str(_py(g))] / n_in[i] if n_in[i] else 0.0
         if share > max_drop_share:
             notes.append(
-                f"{dropped[str(_py(g))]} of {n_in} rows with {column} = {_py(g)!r} dropped "
+                f"{dropped[str(_py(g))]} of {n_in[i]} rows with {column} = {_py(g)!r} dropped "
                 f"({share:.1%}, above {max_drop_share:.0%})"
             )
     return summary, notes
