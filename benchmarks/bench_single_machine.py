@@ -25,7 +25,8 @@ environment's interpreter and packages; every measurement is a fresh interpreter
   into a fresh store in a temporary directory: wall clock of the whole process (interpreter
   start to exit, as a shell sees it without ``uv run``) minus the component call it makes
   (the first call of an algorithm in the process, timed inside it); the call and the wall are
-  reported too.
+  reported too. The child then ends the way the tree's ``privfair`` command does
+  (``pipelines.cli.leave`` where the tree has it, else a plain exit).
 - ``--repeats`` rounds (default 3); in every round each measurement runs for both trees, the
   order alternating between rounds; best of the rounds. The 1-minute load average is read at
   the start of every measurement and reported.
@@ -352,6 +353,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         Path(args.child_out).write_text(json.dumps(child_main(json.loads(args.child))))
+        if "pipelines.cli" in sys.modules:  # a run ends as the ``privfair`` command of its tree
+            cli = sys.modules["pipelines.cli"]
+            getattr(cli, "leave", sys.exit)(0)
         return
     data_dir = args.data_dir or os.environ.get("PRIVFAIR_DATA_DIR")
     if data_dir:

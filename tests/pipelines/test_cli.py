@@ -425,3 +425,26 @@ def test_adult_release_must_show(tmp_path):
     assert 0 <= metrics["dpar_before"] <= 1 and 0 <= metrics["dpar_after"] <= 1
     assert metrics["dpar_before"] == pytest.approx(0.1945, abs=1e-3)  # 0.3038 - 0.1093
     assert m["validation"]["status"] == "passed"
+
+
+def test_the_command_ends_with_mains_code_and_all_it_printed(tmp_path):
+    """``privfair`` (``cli.entry``) exits through ``leave``, which skips the interpreter's last
+    collections: the code is ``main``'s and what it printed into a pipe (buffered) is whole."""
+    import subprocess
+    import sys
+
+    repo = SPECS.parents[1]
+
+    def command(*argv: str) -> subprocess.CompletedProcess:
+        script = "from pipelines.cli import entry; entry()"
+        return subprocess.run(
+            [sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=repo
+        )
+
+    code, out, _ = cli("describe", "--markdown")
+    described = command("describe", "--markdown")
+    assert (described.returncode, described.stdout) == (code, out) == (0, out)
+    assert len(out) > 10_000  # more than one buffer's worth
+    missing = command("run", str(tmp_path / "missing.yaml"))
+    assert missing.returncode == 2, missing.stderr
+    assert missing.stderr.startswith("privfair: error:") and "missing.yaml" in missing.stderr
