@@ -170,11 +170,14 @@ def one_blas_thread():
 
 
 def _classifier(name: str, seed: int):
-    from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
-    from sklearn.linear_model import LogisticRegression, SGDClassifier
-    from sklearn.naive_bayes import GaussianNB
-    from sklearn.neural_network import MLPClassifier
-    from sklearn.tree import DecisionTreeClassifier
+    from components.core.imports import collector_paused
+
+    with collector_paused():
+        from sklearn.ensemble import AdaBoostClassifier, RandomForestClassifier
+        from sklearn.linear_model import LogisticRegression, SGDClassifier
+        from sklearn.naive_bayes import GaussianNB
+        from sklearn.neural_network import MLPClassifier
+        from sklearn.tree import DecisionTreeClassifier
 
     makers: dict[str, Callable[[], Any]] = {
         "lr": lambda: LogisticRegression(max_iter=1000),

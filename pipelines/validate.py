@@ -238,10 +238,13 @@ def validate_release(
     ``pipelines.expectations.round_trip``), ``CheckerError`` if a checker raised (naming each
     guarantee and its error) and ``EvidenceError`` if the evidence builder did: a checker
     that raises gives no verdict, so the release is neither passed nor failed."""
-    import great_expectations as gx
-    from great_expectations.core.run_identifier import RunIdentifier
+    from components.core.imports import collector_paused
 
-    from pipelines import expectations as E
+    with collector_paused():  # seconds of import, most of them the collector's
+        import great_expectations as gx
+        from great_expectations.core.run_identifier import RunIdentifier
+
+        from pipelines import expectations as E
 
     contract = to_check(required, declared)
     keys = check_keys(contract)
