@@ -26,7 +26,6 @@ and spends nothing.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import io
 import json
@@ -464,7 +463,7 @@ def build_candidate(
     # lets go of its module-level context): collect them before the cost of protection and the
     # report allocate theirs
     if not memory.release(ing.table.num_rows):  # a large table's release collects too
-        gc.collect()
+        memory.collect(ing.table.num_rows)
     if validation.passed and adm is not None:
         adm.enter()  # a release that is not DP is recorded once it may be published
     man = manifest(plan, ing, result, validation, cand.version, adm)

@@ -10,7 +10,8 @@ after both allocators returned what they held free (``benchmarks/README.md``).
 
 ``release(rows)`` does all three, for tables of at least ``RELEASE_ROWS`` rows: below that the
 allocators hold little and a full collection (~0.2 s with Great Expectations loaded) would
-only slow a small release down.
+only slow a small release down. ``collect(rows)`` collects the cycles alone, for tables of at
+least ``COLLECT_ROWS`` rows (a phase's evidence frames are tens of megabytes from there).
 
 A table the run keeps from one phase to the next (the input, the published table and its
 sidecars) need not sit in the process's own memory at all: ``mapped(table)`` moves it into a
@@ -48,7 +49,9 @@ import pyarrow.parquet as pq
 
 __all__ = [
     "CHUNK_ROWS",
+    "COLLECT_ROWS",
     "RELEASE_ROWS",
+    "collect",
     "mapped",
     "mapped_batches",
     "mapped_column",
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 
 #: the smallest table whose phases hand their freed memory back
 RELEASE_ROWS = 1_000_000
+#: the smallest table whose phases' cyclic garbage is collected as soon as they end (``collect``)
+COLLECT_ROWS = 100_000
 #: rows per chunk of a column made piece by piece (``mapped_column``): Parquet's default row
 #: group, so a release's bytes do not depend on it
 CHUNK_ROWS = 1 << 20
@@ -75,6 +80,17 @@ def _malloc_trim():
         return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
     except (OSError, AttributeError):
         return None
+
+
+def collect(rows: int) -> bool:
+    """Collect the cyclic garbage a phase over a table of ``rows`` rows left, when it has at
+    least ``COLLECT_ROWS`` rows; True if it did. Below that the garbage is a few megabytes, and
+    a full collection (~0.25 s once Great Expectations is loaded) would cost a small release
+    more than waiting for the collector's own turn."""
+    if rows < COLLECT_ROWS:
+        return False
+    gc.collect()
+    return True
 
 
 def release(rows: int) -> bool:

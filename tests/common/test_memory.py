@@ -251,3 +251,30 @@ def test_canonical_chunks_keep_a_release_s_bytes_and_its_map():
     sliced = canonical_chunks(whole).column("x")
     assert sliced.chunk(1).buffers()[1].address == one.buffers()[1].address  # a view of it
     assert sliced.chunk(1).offset == memory.CHUNK_ROWS
+
+
+def test_collect_frees_a_phases_cycles_from_collect_rows_on():
+    """``collect`` runs a full collection for a table of ``COLLECT_ROWS`` rows or more (a
+    cycle left by a phase is gone after it) and leaves a smaller table's to the collector."""
+    import gc
+    import weakref
+
+    class Node:
+        pass
+
+    def cycle() -> weakref.ref:
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        return weakref.ref(a)
+
+    was = gc.isenabled()
+    gc.disable()  # only ``collect`` may collect here
+    try:
+        small = cycle()
+        assert memory.collect(memory.COLLECT_ROWS - 1) is False
+        assert small() is not None
+        assert memory.collect(memory.COLLECT_ROWS) is True
+        assert small() is None
+    finally:
+        if was:
+            gc.enable()
