@@ -75,18 +75,6 @@ def k_allows(a: int, b: int, c: int, d: int, k: int, k_over: str) -> bool:
     return k_over != "q_blocks" or ((n1 == 0 or n1 >= k) and (n2 == 0 or n2 >= k))
 
 
-def _median_cuts(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``find_median`` for every column of ``vals`` at once: (cut values, has-a-cut mask)."""
-    n = len(vals)
-    ordered = np.sort(vals, axis=0)
-    v = ordered[math.ceil(n / 2) - 1]
-    top = ordered[-1]
-    first_top = (ordered == top).argmax(axis=0)  # position of the first maximum
-    fallback = ordered[np.maximum(first_top - 1, 0), np.arange(vals.shape[1])]
-    at_top = v == top
-    return np.where(at_top, fallback, v), ~(at_top & (first_top == 0))
-
-
 def dmondrian_classes(
     ranks: np.ndarray,
     cell: np.ndarray,
@@ -137,48 +125,222 @@ def _grow(
     k_over: str = "classes",
 ) -> list[tuple[str, np.ndarray]]:
     """The tree below ``root`` in depth-first, left-first order: ("leaf", rows) for a class,
-    ("block", rows) for a part of at most ``block_rows`` rows left to grow elsewhere."""
+    ("block", rows) for a part of at most ``block_rows`` rows left to grow elsewhere; each
+    part's rows in ``root``'s order.
+
+    A node's cut depends on its own rows alone, so the tree is grown a level at a time: every
+    node of a level is decided at once (``_Level``), with NumPy over all their rows, instead of
+    one node after another in Python. The decisions are those of Alg. 1 taken node by node
+    (the median cut of every PND attribute, the d-allowable one with the smallest max tau, ties
+    to the first attribute); the leaves are then put in depth-first order."""
     m = ranks.shape[1]
-    onehot = np.eye(4, dtype=np.int64)[cell]
     kmin = max(k, 1)
-    out: list[tuple[str, np.ndarray]] = []
-    stack = [root]
-    while stack:
-        idx = stack.pop()
-        size = len(idx)
-        if block_rows is not None and size <= block_rows:
-            out.append(("block", idx))
-            continue
-        best_score, best_j, best_v = math.inf, -1, 0
-        if size >= 2 * kmin and m:
-            vals = ranks[idx]
-            cuts, ok = _median_cuts(vals)
-            left = vals <= cuts[None, :]
-            oh = onehot[idx]
-            lc = (left.T.astype(np.int64) @ oh).tolist()  # (m, 4) left counts
-            total = oh.sum(axis=0).tolist()
-            for j in range(m):
-                if not ok[j]:
-                    continue
-                a, b, c, d = lc[j]
-                nl = a + b + c + d
-                if nl < kmin or size - nl < kmin:
-                    continue
-                ra, rb, rc, rd = total[0] - a, total[1] - b, total[2] - c, total[3] - d
-                if k > 1 and not (
-                    k_allows(a, b, c, d, k, k_over) and k_allows(ra, rb, rc, rd, k, k_over)
-                ):
-                    continue
-                score = max(_tau(a, b, c, d, p_minus), _tau(ra, rb, rc, rd, p_minus))
-                if score <= t + TOL and score < best_score - TOL:
-                    best_score, best_j, best_v = score, j, cuts[j]
-        if best_j < 0:
-            out.append(("leaf", idx))
-            continue
-        go_left = ranks[idx, best_j] <= best_v
-        stack.append(idx[~go_left])
-        stack.append(idx[go_left])
-    return out
+    level = _Level.root(ranks, cell, np.asarray(root))
+    levels: list[tuple[np.ndarray, list[np.ndarray]]] = []  # per level: kind, terminal rows
+    while level.n_nodes:
+        kind = np.full(level.n_nodes, _SPLIT, dtype=np.int8)
+        if block_rows is not None:
+            kind[level.sizes <= block_rows] = _BLOCK
+        can = (kind == _SPLIT) & (level.sizes >= 2 * kmin) & (m > 0)
+        best_j, best_v = level.best_cuts(t, k, kmin, p_minus, k_over, can)
+        kind[(kind == _SPLIT) & (best_j < 0)] = _LEAF
+        ends = level.starts + level.sizes
+        terminal = [  # copies: a view would keep the level's whole array alive
+            level.rows[a:b].copy()
+            for a, b in zip(
+                level.starts[kind != _SPLIT].tolist(), ends[kind != _SPLIT].tolist(), strict=True
+            )
+        ]
+        levels.append((kind, terminal))
+        level = level.split(kind == _SPLIT, best_j, best_v)
+    return _depth_first(levels)
+
+
+_SPLIT, _LEAF, _BLOCK = 0, 1, 2
+
+
+def _depth_first(levels: list[tuple[np.ndarray, list[np.ndarray]]]) -> list[tuple[str, np.ndarray]]:
+    """The terminal parts of a tree grown level by level, in depth-first, left-first order. A
+    split node's children are the next level's nodes 2r and 2r + 1 (r: its rank among the
+    level's split nodes); a node's first terminal comes after every terminal below the left
+    siblings of it and of its ancestors."""
+    counts: list[np.ndarray] = [np.zeros(0, dtype=np.int64)] * len(levels)
+    below = np.zeros(0, dtype=np.int64)
+    for depth in range(len(levels) - 1, -1, -1):  # terminals under each node, bottom up
+        kind = levels[depth][0]
+        n = np.ones(len(kind), dtype=np.int64)
+        split = np.flatnonzero(kind == _SPLIT)
+        n[split] = below[0::2] + below[1::2]
+        counts[depth] = below = n
+    items: list[tuple[int, str, np.ndarray]] = []
+    first = np.zeros(1, dtype=np.int64)  # each node's first terminal, top down
+    for depth, (kind, terminal) in enumerate(levels):
+        done = kind != _SPLIT
+        names = np.where(kind[done] == _LEAF, "leaf", "block").tolist()
+        items += zip(first[done].tolist(), names, terminal, strict=True)
+        split = ~done
+        if depth + 1 < len(levels):
+            child = np.empty(2 * int(split.sum()), dtype=np.int64)
+            child[0::2] = first[split]
+            child[1::2] = first[split] + counts[depth + 1][0::2]
+            first = child
+    items.sort(key=lambda item: item[0])
+    return [(name, rows) for _, name, rows in items]
+
+
+class _Level:
+    """The nodes of one level of the tree, side by side: ``rows`` (each node's rows in the
+    root's order), ``starts`` and ``sizes``; per PND attribute j, ``values[j]``, ``rows_by[j]``
+    and ``cells[j]``: each node's values of j sorted, with their rows and 4-fold cells. Every
+    array has the same layout (node i at ``starts[i]``), so one node index serves them all."""
+
+    def __init__(self, ranks, cell, rows, starts, sizes, values, rows_by, cells) -> None:
+        self.ranks, self.cell = ranks, cell
+        self.rows, self.starts, self.sizes = rows, starts, sizes
+        self.values, self.rows_by, self.cells = values, rows_by, cells
+        self.node = np.repeat(np.arange(len(sizes), dtype=np.int64), sizes)
+
+    @classmethod
+    def root(cls, ranks: np.ndarray, cell: np.ndarray, rows: np.ndarray) -> _Level:
+        values, rows_by, cells = [], [], []
+        for j in range(ranks.shape[1]):
+            by = rows[np.argsort(ranks[rows, j], kind="stable")]
+            v = ranks[by, j]
+            if len(v):  # moved at every level: the smallest type that holds them (Adult: bytes)
+                v = v.astype(
+                    np.result_type(np.min_scalar_type(v.min()), np.min_scalar_type(v.max()))
+                )
+            values.append(v)
+            rows_by.append(by)
+            cells.append(cell[by].astype(np.int8))
+        sizes = np.array([len(rows)], dtype=np.int64)
+        return cls(ranks, cell, rows, np.zeros(1, np.int64), sizes, values, rows_by, cells)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.sizes)
+
+    def best_cuts(
+        self, t: float, k: int, kmin: int, p_minus: float, k_over: str, can: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Per node, the attribute and value of its cut (-1 where it has none; only nodes in
+        ``can`` are cut): per attribute the lower median of the node's values (their largest
+        smaller value when that is their maximum, ``find_median``), kept when both parts have
+        at least ``kmin`` rows, pass ``k_allows`` (k > 1) and have max tau <= t; the smallest
+        max tau, an attribute taking it from an earlier one only when smaller by more than
+        ``TOL`` (Alg. 1's loop over the attributes, for every node at once)."""
+        n = self.n_nodes
+        best_j = np.full(n, -1, dtype=np.int64)
+        best_v = np.zeros(n, dtype=np.int64)
+        if not can.any():
+            return best_j, best_v
+        best = np.full(n, np.inf)
+        s, z, node = self.starts, self.sizes, self.node
+        last = s + z - 1
+        kth = s + (z + 1) // 2 - 1  # math.ceil(z / 2) - 1 rows before the lower median
+        total = _fourfold(node * 4 + self.cell[self.rows], n)
+        for j, (v, c) in enumerate(zip(self.values, self.cells, strict=True)):
+            median, top = v[kth], v[last]
+            # the largest value below the maximum: the one before the maximum's first row
+            below_top = np.bincount(node, weights=v < top[node], minlength=n).astype(np.int64)
+            fallback = v[np.maximum(s + below_top - 1, s)]
+            at_top = median == top
+            has_cut = ~(at_top & (below_top == 0))
+            cuts = np.where(at_top, fallback, median)
+            left = _fourfold((node * 4 + c)[v <= cuts[node]], n)
+            a, b, cc, d = (left[:, i] for i in range(4))
+            ra, rb, rc, rd = (total[:, i] - left[:, i] for i in range(4))
+            nl = a + b + cc + d
+            ok = can & has_cut & (nl >= kmin) & (z - nl >= kmin)
+            if k > 1:
+                ok &= _k_allows(a, b, cc, d, k, k_over) & _k_allows(ra, rb, rc, rd, k, k_over)
+            score = np.maximum(_tau_of(a, b, cc, d, p_minus), _tau_of(ra, rb, rc, rd, p_minus))
+            take = ok & (score <= t + TOL) & (score < best - TOL)
+            best = np.where(take, score, best)
+            best_j[take] = j
+            best_v[take] = cuts[take]
+        return best_j, best_v
+
+    def split(self, split: np.ndarray, best_j: np.ndarray, best_v: np.ndarray) -> _Level:
+        """The next level: each node of ``split`` cut into its rows at most ``best_v`` on
+        attribute ``best_j`` (the left child, first) and the rest; every array partitioned
+        stably, so each child's values stay sorted."""
+        if not split.any():
+            none = np.zeros(0, dtype=np.int64)
+            return _Level(self.ranks, self.cell, self.rows[:0], none, none, [], [], [])
+        node = self.node
+        keep = split[node]
+        col = np.where(split, best_j, 0)[node]
+        goes_left = self.ranks[self.rows, col] <= best_v[node]
+        sizes_l = np.bincount(node, weights=goes_left & keep, minlength=self.n_nodes)
+        sizes_l = sizes_l.astype(np.int64)[split]
+        sizes = np.empty(2 * len(sizes_l), dtype=np.int64)
+        sizes[0::2], sizes[1::2] = sizes_l, self.sizes[split] - sizes_l
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.int64)
+        left_start = np.zeros(self.n_nodes, dtype=np.int64)
+        left_start[split] = starts[0::2]
+        right_start = np.zeros(self.n_nodes, dtype=np.int64)
+        right_start[split] = starts[1::2]
+        at = _Moves(node, keep, self.starts, left_start, right_start)
+        rows = at.moved(goes_left, self.rows)[0]
+        went_left = np.zeros(len(self.ranks), dtype=bool)
+        went_left[self.rows] = goes_left
+        values, rows_by, cells = [], [], []
+        for v, r, c in zip(self.values, self.rows_by, self.cells, strict=True):
+            v, r, c = at.moved(went_left[r], v, r, c)
+            values.append(v)
+            rows_by.append(r)
+            cells.append(c)
+        return _Level(self.ranks, self.cell, rows, starts, sizes, values, rows_by, cells)
+
+
+class _Moves:
+    """Where the elements of a level's arrays go in the next level: an element of a node that
+    is cut (``keep``) goes to its left child's rows if it ``goes left``, else to its right
+    child's, in its present order."""
+
+    def __init__(self, node, keep, starts, left_start, right_start) -> None:
+        self.keep = keep
+        self.offset = np.arange(len(node), dtype=np.int64) - starts[node]  # within its node
+        self.first = starts[node]
+        self.left_start = left_start[node]
+        self.right_start = right_start[node]
+
+    def moved(self, goes_left: np.ndarray, *arrays: np.ndarray) -> list[np.ndarray]:
+        lk = goes_left.astype(np.int64)
+        before = np.cumsum(lk) - lk  # elements going left before this one, in the level
+        before -= before[self.first]  # ... in its node
+        dest = np.where(
+            goes_left, self.left_start + before, self.right_start + self.offset - before
+        )[self.keep]
+        out = []
+        for a in arrays:
+            moved = np.empty(len(dest), dtype=a.dtype)
+            moved[dest] = a[self.keep]
+            out.append(moved)
+        return out
+
+
+def _fourfold(key: np.ndarray, n: int) -> np.ndarray:
+    """(n, 4) counts of ``key`` = node * 4 + cell."""
+    return np.bincount(key, minlength=4 * n).reshape(n, 4)
+
+
+def _tau_of(a, b, c, d, p_minus: float) -> np.ndarray:
+    """``_tau`` of arrays of 4-fold counts (the same floating-point operations)."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        p1 = np.where(a + b > 0, a / np.maximum(a + b, 1), p_minus)
+        p2 = np.where(c + d > 0, c / np.maximum(c + d, 1), p_minus)
+    return np.maximum(np.abs(p1 - p_minus), np.abs(p2 - p_minus))
+
+
+def _k_allows(a, b, c, d, k: int, k_over: str) -> np.ndarray:
+    """``k_allows`` of arrays of 4-fold counts."""
+    n1, n2 = a + b, c + d
+    ok = n1 + n2 >= max(k, 1)
+    if k_over == "q_blocks":
+        ok &= ((n1 == 0) | (n1 >= k)) & ((n2 == 0) | (n2 >= k))
+    return ok
 
 
 def _grow_block(t: float, k: int, p_minus: float, m: int, k_over: str, block: pa.Table) -> pa.Table:
