@@ -1,6 +1,7 @@
-"""dMondrian's tree grown a level at a time (``dmondrian._grow``) is Alg. 1 taken node by node:
-the same parts, in the same depth-first order, with the same rows, whatever the ties in the
-values, k, what k covers and the block size."""
+"""dMondrian's tree (``dmondrian._grow``: parts of more than ``LEVEL_ROWS`` rows cut node by
+node, smaller ones grown a level at a time) is Alg. 1 taken node by node: the same parts, in the
+same depth-first order, with the same rows, whatever the ties in the values, k, what k covers,
+the block size and where the tree switches from nodes to levels."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from components.generalisation import dmondrian
 from components.generalisation.dmondrian import TOL, _grow, _tau, find_median, k_allows
 
 
@@ -65,9 +67,12 @@ def assert_same_parts(got, want):
     k_over=st.sampled_from(["classes", "q_blocks"]),
     block_rows=st.one_of(st.none(), st.integers(0, 60)),
     top_heavy=st.floats(0.0, 0.8),
+    level_rows=st.sampled_from([0, 16, 40, dmondrian.LEVEL_ROWS]),
     seed=st.integers(0, 2**16),
 )
-def test_levels_grow_the_tree_of_alg_1(n, m, levels, t, k, k_over, block_rows, top_heavy, seed):
+def test_levels_grow_the_tree_of_alg_1(
+    n, m, levels, t, k, k_over, block_rows, top_heavy, level_rows, seed
+):
     rng = np.random.default_rng(seed)
     ranks = rng.integers(0, levels, (n, m))
     # a share of the values at the maximum: medians that are the maximum (AMB-6's fallback)
@@ -75,7 +80,11 @@ def test_levels_grow_the_tree_of_alg_1(n, m, levels, t, k, k_over, block_rows, t
     cell = rng.integers(0, 4, n)
     p_minus = float(np.isin(cell, (0, 2)).mean()) if n else 0.5
     root = np.arange(n)
-    got = _grow(ranks, cell, t, k, p_minus, root, block_rows, k_over)
+    default, dmondrian.LEVEL_ROWS = dmondrian.LEVEL_ROWS, level_rows
+    try:
+        got = _grow(ranks, cell, t, k, p_minus, root, block_rows, k_over)
+    finally:
+        dmondrian.LEVEL_ROWS = default
     want = grow_node_by_node(ranks, cell, t, k, p_minus, root, block_rows, k_over)
     assert_same_parts(got, want)
 
