@@ -147,6 +147,20 @@ def retained(audit: pd.DataFrame, columns=None) -> pd.DataFrame:
     return audit.loc[mask, columns]
 
 
+def retained_column(audit: pd.DataFrame, name: str, dtype=None) -> np.ndarray:
+    """Column ``name`` of ``retained(audit)`` as a NumPy array (``dtype``: as
+    ``Series.to_numpy``), without a copy of the frame: a checker reading a wide audit frame's
+    columns one at a time (Fair-MDAV's one-hot QIs in and out: 205 of them on Adult, whose
+    ``retained`` copy alone took 0.27 s) copies only those.
+
+    >>> audit = pd.DataFrame({"__retained": [True, False, True], "x": [1, 2, 3]})
+    >>> retained_column(audit, "x", np.float64)
+    array([1., 3.])
+    """
+    values = audit[name].to_numpy()[audit["__retained"].to_numpy()]  # rows first: a dropped
+    return values if dtype is None else values.astype(dtype, copy=False)  # row may hold NA
+
+
 def _freeze(v):
     """A hashable form of a cell: Arrow list and struct cells (numpy arrays, lists, dicts) as
     tuples, so a table of generalised labels can be grouped."""

@@ -19,6 +19,7 @@ from components.core.checks import (
     CheckResult,
     make_result,
     retained,
+    retained_column,
     unfit,
     unfit_result,
 )
@@ -199,10 +200,9 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
     outs, ins, missing = _qi_columns(audit, g.quasi_identifiers)
     if missing:
         return _missing_qis(g, missing)
-    r = retained(audit, ["__group", *outs, *ins])
-    if r.empty:
+    grp = retained_column(audit, "__group")
+    if not len(grp):
         return make_result(g, False, None, None, "no rows published")
-    grp = r["__group"].to_numpy()
     groups, gid = np.unique(grp, return_inverse=True)
     n_groups = len(groups)
     sizes = np.bincount(gid)
@@ -211,14 +211,14 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
     nominal: dict[str, list[tuple[str, str]]] = {}
     for o, i in zip(outs, ins, strict=True):
         name = o.split("__", 2)[2]
-        out = r[o].to_numpy(dtype=np.float64)
+        out = retained_column(audit, o, np.float64)
         first = first_rows(out, gid, n_groups)
         spread = np.abs(out - first[gid]) > 0
         wrong |= np.bincount(gid, weights=spread, minlength=n_groups) > 0
         if o.startswith("__out_hot__"):
             nominal.setdefault(name.split("=", 1)[0], []).append((o, i))
             continue
-        x = r[i].to_numpy(dtype=np.float64)
+        x = retained_column(audit, i, np.float64)
         if name in g.ordinal:
             order = np.lexsort((x, gid))
             starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
@@ -237,9 +237,9 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
             reasons.setdefault(int(groups[k]), f"{name}: {why}")
         wrong |= bad
     for attr, pairs in nominal.items():
-        hot_in = np.column_stack([r[i].to_numpy(dtype=np.float64) for _, i in pairs])
+        hot_in = np.column_stack([retained_column(audit, i, np.float64) for _, i in pairs])
         hot_out = np.column_stack(
-            [first_rows(r[o].to_numpy(dtype=np.float64), gid, n_groups) for o, _ in pairs]
+            [first_rows(retained_column(audit, o, np.float64), gid, n_groups) for o, _ in pairs]
         )
         # the mode over the members' non-null values (ties to the lowest level); an all-zero
         # one-hot row (a null) only for a group none of whose members has a value
