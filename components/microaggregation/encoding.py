@@ -87,20 +87,27 @@ class EncodedQIs:
 
     def onehot(self, rows: np.ndarray | None = None) -> np.ndarray:
         """Dense one-hot block (N, sum of level counts), float64."""
-        codes = self.codes if rows is None else self.codes[rows]
-        blocks = []
-        for j, a in enumerate(self.nominal):
-            block = np.zeros((codes.shape[0], len(a.levels)))
-            present = codes[:, j] >= 0
-            block[np.flatnonzero(present), codes[present, j]] = 1.0
-            blocks.append(block)
-        return np.hstack(blocks) if blocks else np.zeros((codes.shape[0], 0))
+        return self._hot(rows, 0)
 
     def dense(self, rows: np.ndarray | None = None, scaled: bool = False) -> np.ndarray:
+        """The numeric QIs (``scaled`` or not), then the one-hot block: (N, ``n_columns``)."""
         num = self.scaled if scaled else self.numeric
-        if rows is not None:
-            num = num[rows]
-        return np.hstack([num, self.onehot(rows)])
+        out = self._hot(rows, num.shape[1])
+        out[:, : num.shape[1]] = num if rows is None else num[rows]
+        return out
+
+    def _hot(self, rows: np.ndarray | None, lead: int) -> np.ndarray:
+        """A float64 matrix of ``lead`` free columns, then each nominal attribute's one-hot
+        block (a null: all zeros), made in place: no block is copied into it."""
+        codes = self.codes if rows is None else self.codes[rows]
+        widths = [len(a.levels) for a in self.nominal]
+        out = np.zeros((codes.shape[0], lead + sum(widths)))
+        offset = lead
+        for j, width in enumerate(widths):
+            present = np.flatnonzero(codes[:, j] >= 0)
+            out[present, offset + codes[present, j]] = 1.0
+            offset += width
+        return out
 
     def published_roles(self) -> list[ColumnRole]:
         out = [ColumnRole(name, Role.QUASI_IDENTIFIER, Kind.NUMERIC) for name in self.numeric_names]
