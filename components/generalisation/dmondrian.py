@@ -216,7 +216,10 @@ def _grow_levels(
     fast as node by node."""
     m = ranks.shape[1]
     kmin = max(k, 1)
-    level = _Level.root(ranks, cell, np.asarray(root))
+    root = np.asarray(root)
+    # the subtree's own rows, numbered 0..n-1: every array of a level is the subtree's size,
+    # not the table's (a 10M-row table is grown as many 65,536-row subtrees)
+    level = _Level.root(ranks[root], cell[root], np.arange(len(root)))
     levels: list[tuple[np.ndarray, list[np.ndarray]]] = []  # per level: kind, classes' rows
     while level.n_nodes:
         can = (level.sizes >= 2 * kmin) & (m > 0)
@@ -227,7 +230,7 @@ def _grow_levels(
         # copies: a view would keep the level's whole array alive
         levels.append((kind, [level.rows[a:b].copy() for a, b in zip(starts, ends, strict=True)]))
         level = level.split(~leaf, best_j, best_v)
-    return [("leaf", rows) for rows in _depth_first(levels)]
+    return [("leaf", root[rows]) for rows in _depth_first(levels)]
 
 
 def _depth_first(levels: list[tuple[np.ndarray, list[np.ndarray]]]) -> list[np.ndarray]:
