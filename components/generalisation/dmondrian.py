@@ -164,31 +164,19 @@ def _grow(
 
 def _node_cut(ranks, onehot, t, k, kmin, p_minus, idx, k_over) -> tuple[int, int]:
     """(attribute, value) of the cut of the part ``idx`` (-1: none, a class): per attribute the
-    median cut of all of them at once, then Alg. 1's choice."""
+    median cut of all of them at once, then Alg. 1's choice (``_Choice``, as for a level)."""
     m, size = ranks.shape[1], len(idx)
-    best_score, best_j, best_v = math.inf, -1, 0
     if size < 2 * kmin or not m:
-        return best_j, best_v
+        return -1, 0
     vals = ranks[idx]
     cuts, ok = _median_cuts(vals)  # its sorted copy goes before the left parts are made
     left = vals <= cuts[None, :]
     oh = onehot[idx]
-    lc = (left.T.astype(np.int64) @ oh).tolist()  # (m, 4) left counts
-    total = oh.sum(axis=0).tolist()
+    lc = left.T.astype(np.int64) @ oh  # (m, 4) left counts
+    choice = _Choice(oh.sum(axis=0)[None, :], np.array([size]), np.array([True]))
     for j in range(m):
-        if not ok[j]:
-            continue
-        a, b, c, d = lc[j]
-        nl = a + b + c + d
-        if nl < kmin or size - nl < kmin:
-            continue
-        ra, rb, rc, rd = total[0] - a, total[1] - b, total[2] - c, total[3] - d
-        if k > 1 and not (k_allows(a, b, c, d, k, k_over) and k_allows(ra, rb, rc, rd, k, k_over)):
-            continue
-        score = max(_tau(a, b, c, d, p_minus), _tau(ra, rb, rc, rd, p_minus))
-        if score <= t + TOL and score < best_score - TOL:
-            best_score, best_j, best_v = score, j, int(cuts[j])
-    return best_j, best_v
+        choice.offer(j, cuts[j : j + 1], ok[j : j + 1], lc[j : j + 1], t, k, kmin, p_minus, k_over)
+    return int(choice.j[0]), int(choice.v[0])
 
 
 def _median_cuts(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -302,15 +290,12 @@ class _Level:
         max tau, an attribute taking it from an earlier one only when smaller by more than
         ``TOL`` (Alg. 1's loop over the attributes, for every node at once)."""
         n = self.n_nodes
-        best_j = np.full(n, -1, dtype=np.int64)
-        best_v = np.zeros(n, dtype=np.int64)
-        if not can.any():
-            return best_j, best_v
-        best = np.full(n, np.inf)
         s, z, node = self.starts, self.sizes, self.node
+        if not can.any():
+            return np.full(n, -1, dtype=np.int64), np.zeros(n, dtype=np.int64)
         last = s + z - 1
         kth = s + (z + 1) // 2 - 1  # math.ceil(z / 2) - 1 rows before the lower median
-        total = _fourfold(node * 4 + self.cell[self.rows], n)
+        choice = _Choice(_fourfold(node * 4 + self.cell[self.rows], n), z, can)
         for j, (v, c) in enumerate(zip(self.values, self.cells, strict=True)):
             median, top = v[kth], v[last]
             # the largest value below the maximum: the one before the maximum's first row
@@ -320,18 +305,8 @@ class _Level:
             has_cut = ~(at_top & (below_top == 0))
             cuts = np.where(at_top, fallback, median)
             left = _fourfold((node * 4 + c)[v <= cuts[node]], n)
-            a, b, cc, d = (left[:, i] for i in range(4))
-            ra, rb, rc, rd = (total[:, i] - left[:, i] for i in range(4))
-            nl = a + b + cc + d
-            ok = can & has_cut & (nl >= kmin) & (z - nl >= kmin)
-            if k > 1:
-                ok &= _k_allows(a, b, cc, d, k, k_over) & _k_allows(ra, rb, rc, rd, k, k_over)
-            score = np.maximum(_tau_of(a, b, cc, d, p_minus), _tau_of(ra, rb, rc, rd, p_minus))
-            take = ok & (score <= t + TOL) & (score < best - TOL)
-            best = np.where(take, score, best)
-            best_j[take] = j
-            best_v[take] = cuts[take]
-        return best_j, best_v
+            choice.offer(j, cuts, has_cut, left, t, k, kmin, p_minus, k_over)
+        return choice.j, choice.v
 
     def split(self, split: np.ndarray, best_j: np.ndarray, best_v: np.ndarray) -> _Level:
         """The next level: each node of ``split`` cut into its rows at most ``best_v`` on
@@ -364,6 +339,36 @@ class _Level:
             rows_by.append(r)
             cells.append(c)
         return _Level(self.ranks, self.cell, rows, starts, sizes, values, rows_by, cells)
+
+
+class _Choice:
+    """Alg. 1's choice among the attributes' median cuts, for several parts at once: the parts
+    with 4-fold counts ``total``, ``sizes`` rows, and ``can`` be cut. ``offer`` gives attribute
+    j's turn; a cut is kept when both sides have at least ``kmin`` rows, pass ``k_allows``
+    (k > 1) and have max tau <= t, and it replaces an earlier attribute's only when its max tau
+    is smaller by more than ``TOL`` (ties to the first attribute, AMB-7). ``j`` is -1 for a part
+    with no such cut (a class)."""
+
+    def __init__(self, total: np.ndarray, sizes: np.ndarray, can: np.ndarray) -> None:
+        self.total, self.sizes, self.can = total, sizes, can
+        self.j = np.full(len(sizes), -1, dtype=np.int64)
+        self.v = np.zeros(len(sizes), dtype=np.int64)
+        self.score = np.full(len(sizes), np.inf)
+
+    def offer(self, j, cuts, has_cut, left, t, k, kmin, p_minus, k_over) -> None:
+        """Attribute ``j``'s cut of each part at ``cuts`` (``has_cut``: the values are not
+        constant), with the 4-fold counts ``left`` of the rows at most the cut."""
+        a, b, c, d = (left[:, i] for i in range(4))
+        ra, rb, rc, rd = (self.total[:, i] - left[:, i] for i in range(4))
+        nl = a + b + c + d
+        ok = self.can & has_cut & (nl >= kmin) & (self.sizes - nl >= kmin)
+        if k > 1:
+            ok &= _k_allows(a, b, c, d, k, k_over) & _k_allows(ra, rb, rc, rd, k, k_over)
+        score = np.maximum(_tau_of(a, b, c, d, p_minus), _tau_of(ra, rb, rc, rd, p_minus))
+        take = ok & (score <= t + TOL) & (score < self.score - TOL)
+        self.score[take] = score[take]
+        self.j[take] = j
+        self.v[take] = cuts[take]
 
 
 class _Moves:
