@@ -1,0 +1,80 @@
+"""Great Expectations is imported without the integrations privfair never hands it
+(``components.core.imports``): each check runs in a fresh interpreter, where nothing else has
+imported them yet."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SPECS = ROOT / "pipelines" / "specs"
+
+
+def _python(script: str, *argv: str) -> dict:
+    """Run ``script`` in a fresh interpreter at the repository's root; its last stdout line
+    is JSON."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=ROOT
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+_PROBE = """
+import importlib, json, sys
+first = sys.argv[1:]
+for name in first:
+    importlib.import_module(name)
+from components.core.imports import GX_INTEGRATIONS, import_great_expectations
+gx = import_great_expectations()
+from great_expectations.compatibility import pyspark, sqlalchemy
+from great_expectations.compatibility.not_imported import NotImported
+seen = {
+    "spark": not isinstance(pyspark.pyspark, NotImported),
+    "sql": not isinstance(sqlalchemy.sqlalchemy, NotImported),
+    "loaded": sorted(n for n in GX_INTEGRATIONS if sys.modules.get(n) is not None),
+    "left_hidden": sorted(n for n in GX_INTEGRATIONS if n in sys.modules and sys.modules[n] is None),
+    "suite": type(gx.ExpectationSuite(name="probe")).__name__,
+}
+try:
+    import sqlalchemy
+    seen["sql_after"] = True
+except ImportError:
+    seen["sql_after"] = False
+print(json.dumps(seen))
+"""
+
+
+def test_a_fresh_process_imports_great_expectations_without_its_integrations():
+    seen = _python(_PROBE)
+    assert not seen["spark"] and not seen["sql"]
+    assert seen["loaded"] == [] and seen["left_hidden"] == []
+    assert seen["suite"] == "ExpectationSuite"
+    assert seen["sql_after"]  # only hidden during Great Expectations' import (installed: airflow)
+
+
+def test_an_integration_the_process_already_loaded_is_left_to_great_expectations():
+    seen = _python(_PROBE, "sqlalchemy")
+    assert seen["sql"] and not seen["spark"]
+    assert seen["loaded"] == ["sqlalchemy"] and seen["left_hidden"] == []
+
+
+_RUN = """
+import json, sys, tempfile
+from pipelines.cli import main
+from components.core.imports import GX_INTEGRATIONS
+code = main(["run", sys.argv[1], "--store", tempfile.mkdtemp(), "--quiet"])
+print(json.dumps({
+    "code": code,
+    "gx": "great_expectations" in sys.modules,
+    "loaded": sorted(n for n in GX_INTEGRATIONS if sys.modules.get(n) is not None),
+}))
+"""
+
+
+def test_a_run_validates_with_great_expectations_imported_that_way():
+    seen = _python(_RUN, str(SPECS / "german_dmondrian.yaml"))
+    assert seen == {"code": 0, "gx": True, "loaded": []}
