@@ -758,26 +758,3 @@ def test_offenders_are_capped():
     assert not r.passed
     assert r.n_offending == lin(pairs)["group"].nunique() > 20
     assert len(r.offending) == 20
-
-
-def test_seed_nearest_gives_one_verdict_on_one_thread_or_two(monkeypatch):
-    """C11 replays the groups on two threads when it can (``each_group``); the verdict and the
-    offenders are those of the replay on one, corrupted or not."""
-    import components.microaggregation.grouping as grouping
-
-    big = input_table(2000)  # 400 fairlets: enough for the threaded replay
-    r = fair_mdav(big, FairMDAVParams(k=5, tau=1.0, publish="onehot"))
-    (g,) = of_kind(r, "seed_nearest")
-    last = int(lin(r)["group"].max())
-
-    def corrupt(df):  # swap the input rows behind a member of group 0 and one of the last
-        a, b = group_rows(r, 0)[1], group_rows(r, last)[0]
-        df.loc[[a, b], "row_id"] = df.loc[[b, a], "row_id"].to_numpy()
-
-    for lineage in (lineage_of(r), edit(lineage_of(r), corrupt)):
-        got = {}
-        for cores in (1, 2):
-            monkeypatch.setattr(grouping, "_cores", lambda c=cores: c)
-            got[cores] = check_guarantee(g, frames(big, r.table, lineage))
-        assert got[1].to_dict() == got[2].to_dict()
-    assert got[1].passed is False and got[1].n_offending >= 1
