@@ -15,7 +15,10 @@ SciPy's sparse matrices), SQLAlchemy and psycopg2 whenever they are installed, a
 with privfair's ``spark`` and ``airflow`` extras. privfair hands Great Expectations pandas
 evidence frames only, so ``import_great_expectations`` imports it as an installation without
 those integrations would (``unimportable``): ~0.3 s less, unless the process had already
-loaded them (a Spark run, an Airflow task), in which case nothing is hidden.
+loaded them (a Spark run, an Airflow task), in which case nothing is hidden. And three of its
+modules (distribution tests privfair's suites never run) import ``scipy.stats`` at their top,
+half a second of SciPy that they only use inside their functions: it is imported lazily
+(``defer``), so its code runs where something first reads it, if ever.
 
 Only for imports: work that makes garbage must run with the collector on.
 
@@ -32,15 +35,26 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import importlib.util
 import sys
 from collections.abc import Iterable, Iterator
 from types import ModuleType
 
-__all__ = ["GX_INTEGRATIONS", "collector_paused", "import_great_expectations", "unimportable"]
+__all__ = [
+    "GX_DEFERRED",
+    "GX_INTEGRATIONS",
+    "collector_paused",
+    "defer",
+    "import_great_expectations",
+    "unimportable",
+]
 
 #: packages Great Expectations imports at its own import when they are installed, for data
 #: sources privfair never gives it (Spark, SQL databases)
 GX_INTEGRATIONS = ("pyspark", "py4j", "sqlalchemy", "psycopg2")
+#: modules Great Expectations imports at its own import and reads only inside functions that
+#: privfair's suites do not call
+GX_DEFERRED = ("scipy.stats",)
 
 
 @contextlib.contextmanager
@@ -82,10 +96,40 @@ def unimportable(names: Iterable[str]) -> Iterator[None]:
                 del sys.modules[name]
 
 
+def defer(names: Iterable[str]) -> None:
+    """Register each of ``names`` that is installed and not imported yet as a lazy module
+    (``importlib.util.LazyLoader``): ``import name`` returns it at once, and its code runs
+    when one of its attributes is first read, which an import that only binds the name never
+    does. A submodule is also bound on its package, as an import would. Python 3.11's loader
+    takes no lock for that first read (later versions do): privfair's processes make it on one
+    thread, where validation, reports and measurements run.
+
+    >>> defer(["json.tool"])
+    >>> import json.tool
+    >>> callable(json.tool.main)  # the first read runs the module
+    True
+    """
+    for name in names:
+        if name in sys.modules:
+            continue
+        spec = importlib.util.find_spec(name)  # imports the packages above it
+        if spec is None or spec.loader is None:
+            continue
+        spec.loader = importlib.util.LazyLoader(spec.loader)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+        parent, _, child = name.rpartition(".")
+        if parent:
+            setattr(sys.modules[parent], child, module)
+
+
 def import_great_expectations() -> ModuleType:
-    """``great_expectations``, imported (the first time) with the collector paused and without
-    the integrations of ``GX_INTEGRATIONS`` that the process has not loaded itself."""
+    """``great_expectations``, imported (the first time) with the collector paused, without
+    the integrations of ``GX_INTEGRATIONS`` that the process has not loaded itself, and with
+    ``GX_DEFERRED`` imported lazily."""
     if "great_expectations" not in sys.modules:
         with collector_paused(), unimportable(GX_INTEGRATIONS):
+            defer(GX_DEFERRED)
             import great_expectations  # noqa: F401
     return sys.modules["great_expectations"]

@@ -1,6 +1,6 @@
-"""Great Expectations is imported without the integrations privfair never hands it
-(``components.core.imports``): each check runs in a fresh interpreter, where nothing else has
-imported them yet."""
+"""Great Expectations is imported without the integrations privfair never hands it, and with
+``scipy.stats`` deferred (``components.core.imports``): each check runs in a fresh interpreter,
+where nothing else has imported them yet."""
 
 from __future__ import annotations
 
@@ -38,12 +38,18 @@ seen = {
     "loaded": sorted(n for n in GX_INTEGRATIONS if sys.modules.get(n) is not None),
     "left_hidden": sorted(n for n in GX_INTEGRATIONS if n in sys.modules and sys.modules[n] is None),
     "suite": type(gx.ExpectationSuite(name="probe")).__name__,
+    "stats_ran": "scipy.stats._stats_py" in sys.modules,
 }
 try:
     import sqlalchemy
     seen["sql_after"] = True
 except ImportError:
     seen["sql_after"] = False
+from scipy import stats
+seen["cdf"] = float(stats.norm.cdf(0.0))  # the first read runs the deferred module
+seen["stats_ran_after"] = "scipy.stats._stats_py" in sys.modules
+from sklearn.linear_model import LogisticRegression
+seen["fit"] = LogisticRegression().fit([[0.0], [1.0], [2.0], [3.0]], [0, 0, 1, 1]).predict([[3.0]]).tolist()
 print(json.dumps(seen))
 """
 
@@ -54,6 +60,9 @@ def test_a_fresh_process_imports_great_expectations_without_its_integrations():
     assert seen["loaded"] == [] and seen["left_hidden"] == []
     assert seen["suite"] == "ExpectationSuite"
     assert seen["sql_after"]  # only hidden during Great Expectations' import (installed: airflow)
+    assert not seen["stats_ran"]  # deferred: bound, not run
+    assert seen["cdf"] == 0.5 and seen["stats_ran_after"]
+    assert seen["fit"] == [1]  # scikit-learn, which reads SciPy's statistics, works after it
 
 
 def test_an_integration_the_process_already_loaded_is_left_to_great_expectations():
