@@ -13,12 +13,17 @@ Great Expectations also probes, at its import, for the integrations it supports
 (``great_expectations.compatibility``): it imports PySpark (whose ``pyspark.ml`` pulls in
 SciPy's sparse matrices), SQLAlchemy and psycopg2 whenever they are installed, as they are
 with privfair's ``spark`` and ``airflow`` extras. privfair hands Great Expectations pandas
-evidence frames only, so ``import_great_expectations`` imports it as an installation without
-those integrations would (``unimportable``): ~0.3 s less, unless the process had already
-loaded them (a Spark run, an Airflow task), in which case nothing is hidden. And three of its
-modules (distribution tests privfair's suites never run) import ``scipy.stats`` at their top,
-half a second of SciPy that they only use inside their functions: it is imported lazily
-(``defer``), so its code runs where something first reads it, if ever.
+evidence frames only, so in the ``privfair`` command's own process (``own_the_process``)
+``import_great_expectations`` imports it as an installation without those integrations would
+(``unimportable``): ~0.3 s less, unless the process had already loaded them (a Spark run), in
+which case nothing is hidden. A process privfair shares with its user's code (a notebook, a
+Dagster code location, an Airflow worker) imports Great Expectations whole: the user's own
+suites may read Spark or SQL there.
+
+Three of Great Expectations' modules (distribution tests privfair's suites never run) import
+``scipy.stats`` at their top, half a second of SciPy that they only use inside their
+functions: in every process it is imported lazily (``defer``), so its code runs where
+something first reads it, if ever.
 
 Only for imports: work that makes garbage must run with the collector on.
 
@@ -46,6 +51,7 @@ __all__ = [
     "collector_paused",
     "defer",
     "import_great_expectations",
+    "own_the_process",
     "unimportable",
 ]
 
@@ -55,6 +61,8 @@ GX_INTEGRATIONS = ("pyspark", "py4j", "sqlalchemy", "psycopg2")
 #: modules Great Expectations imports at its own import and reads only inside functions that
 #: privfair's suites do not call
 GX_DEFERRED = ("scipy.stats",)
+
+_own_process = False  # set by ``own_the_process``
 
 
 @contextlib.contextmanager
@@ -124,12 +132,20 @@ def defer(names: Iterable[str]) -> None:
             setattr(sys.modules[parent], child, module)
 
 
+def own_the_process() -> None:
+    """Declare this process the ``privfair`` command's own (``pipelines.cli.entry``): no code
+    but privfair's will use Great Expectations in it."""
+    global _own_process
+    _own_process = True
+
+
 def import_great_expectations() -> ModuleType:
-    """``great_expectations``, imported (the first time) with the collector paused, without
-    the integrations of ``GX_INTEGRATIONS`` that the process has not loaded itself, and with
-    ``GX_DEFERRED`` imported lazily."""
+    """``great_expectations``, imported (the first time) with the collector paused and
+    ``GX_DEFERRED`` imported lazily; in the command's own process (``own_the_process``),
+    without the integrations of ``GX_INTEGRATIONS`` that it has not loaded itself."""
     if "great_expectations" not in sys.modules:
-        with collector_paused(), unimportable(GX_INTEGRATIONS):
+        hidden = GX_INTEGRATIONS if _own_process else ()
+        with collector_paused(), unimportable(hidden):
             defer(GX_DEFERRED)
             import great_expectations  # noqa: F401
     return sys.modules["great_expectations"]

@@ -4,6 +4,7 @@ where nothing else has imported them yet."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
@@ -25,10 +26,13 @@ def _python(script: str, *argv: str) -> dict:
 
 _PROBE = """
 import importlib, json, sys
-first = sys.argv[1:]
+import pipelines  # as every privfair process: see ``pipelines._hide_spark_connect``
+own, first = sys.argv[1] == "own", sys.argv[2:]
 for name in first:
     importlib.import_module(name)
-from components.core.imports import GX_INTEGRATIONS, import_great_expectations
+from components.core.imports import GX_INTEGRATIONS, import_great_expectations, own_the_process
+if own:
+    own_the_process()
 gx = import_great_expectations()
 from great_expectations.compatibility import pyspark, sqlalchemy
 from great_expectations.compatibility.not_imported import NotImported
@@ -54,8 +58,8 @@ print(json.dumps(seen))
 """
 
 
-def test_a_fresh_process_imports_great_expectations_without_its_integrations():
-    seen = _python(_PROBE)
+def test_the_command_s_process_imports_great_expectations_without_its_integrations():
+    seen = _python(_PROBE, "own")
     assert not seen["spark"] and not seen["sql"]
     assert seen["loaded"] == [] and seen["left_hidden"] == []
     assert seen["suite"] == "ExpectationSuite"
@@ -66,24 +70,36 @@ def test_a_fresh_process_imports_great_expectations_without_its_integrations():
 
 
 def test_an_integration_the_process_already_loaded_is_left_to_great_expectations():
-    seen = _python(_PROBE, "sqlalchemy")
+    seen = _python(_PROBE, "own", "sqlalchemy")
     assert seen["sql"] and not seen["spark"]
     assert seen["loaded"] == ["sqlalchemy"] and seen["left_hidden"] == []
 
 
+def test_a_process_shared_with_the_user_s_code_imports_great_expectations_whole():
+    """A notebook or an orchestrator's worker: the user's own suites may read Spark or SQL."""
+    seen = _python(_PROBE, "shared")
+    installed = {n: importlib.util.find_spec(n) is not None for n in ("pyspark", "sqlalchemy")}
+    assert (seen["spark"], seen["sql"]) == (installed["pyspark"], installed["sqlalchemy"])
+    assert not seen["stats_ran"] and seen["cdf"] == 0.5  # deferred there too
+
+
 _RUN = """
-import json, sys, tempfile
-from pipelines.cli import main
+import atexit, json, sys, tempfile
 from components.core.imports import GX_INTEGRATIONS
-code = main(["run", sys.argv[1], "--store", tempfile.mkdtemp(), "--quiet"])
-print(json.dumps({
-    "code": code,
-    "gx": "great_expectations" in sys.modules,
-    "loaded": sorted(n for n in GX_INTEGRATIONS if sys.modules.get(n) is not None),
-}))
+
+def report():  # run by the command's exit
+    print(json.dumps({
+        "gx": "great_expectations" in sys.modules,
+        "loaded": sorted(n for n in GX_INTEGRATIONS if sys.modules.get(n) is not None),
+    }))
+
+atexit.register(report)
+sys.argv = ["privfair", "run", sys.argv[1], "--store", tempfile.mkdtemp(), "--quiet"]
+from pipelines.cli import entry
+entry()
 """
 
 
-def test_a_run_validates_with_great_expectations_imported_that_way():
-    seen = _python(_RUN, str(SPECS / "german_dmondrian.yaml"))
-    assert seen == {"code": 0, "gx": True, "loaded": []}
+def test_the_privfair_command_validates_with_great_expectations_imported_that_way():
+    seen = _python(_RUN, str(SPECS / "german_dmondrian.yaml"))  # exit code 0: checked there
+    assert seen == {"gx": True, "loaded": []}
