@@ -22,8 +22,9 @@ suites may read Spark or SQL there.
 
 Three of Great Expectations' modules (distribution tests privfair's suites never run) import
 ``scipy.stats`` at their top, half a second of SciPy that they only use inside their
-functions: in every process it is imported lazily (``defer``), so its code runs where
-something first reads it, if ever.
+functions: in the command's own process it is imported lazily (``defer``), so its code runs
+where something first reads it, if ever. Not in a shared process: Python 3.11's lazy loader
+does not guard that first read against a second thread.
 
 Only for imports: work that makes garbage must run with the collector on.
 
@@ -109,8 +110,8 @@ def defer(names: Iterable[str]) -> None:
     (``importlib.util.LazyLoader``): ``import name`` returns it at once, and its code runs
     when one of its attributes is first read, which an import that only binds the name never
     does. A submodule is also bound on its package, as an import would. Python 3.11's loader
-    takes no lock for that first read (later versions do): privfair's processes make it on one
-    thread, where validation, reports and measurements run.
+    takes no lock for that first read (later versions do): only for a process whose threads
+    do not import.
 
     >>> defer(["json.tool"])
     >>> import json.tool
@@ -134,18 +135,20 @@ def defer(names: Iterable[str]) -> None:
 
 def own_the_process() -> None:
     """Declare this process the ``privfair`` command's own (``pipelines.cli.entry``): no code
-    but privfair's will use Great Expectations in it."""
+    but privfair's will use Great Expectations in it, and its helper threads (distance
+    passes, a second process's pipe) import nothing."""
     global _own_process
     _own_process = True
 
 
 def import_great_expectations() -> ModuleType:
-    """``great_expectations``, imported (the first time) with the collector paused and
-    ``GX_DEFERRED`` imported lazily; in the command's own process (``own_the_process``),
-    without the integrations of ``GX_INTEGRATIONS`` that it has not loaded itself."""
+    """``great_expectations``, imported (the first time) with the collector paused; in the
+    command's own process (``own_the_process``), without the integrations of
+    ``GX_INTEGRATIONS`` that it has not loaded itself and with ``GX_DEFERRED`` imported
+    lazily."""
     if "great_expectations" not in sys.modules:
         hidden = GX_INTEGRATIONS if _own_process else ()
         with collector_paused(), unimportable(hidden):
-            defer(GX_DEFERRED)
+            defer(GX_DEFERRED if _own_process else ())
             import great_expectations  # noqa: F401
     return sys.modules["great_expectations"]
