@@ -241,10 +241,10 @@ def _main() -> None:
             replies[w] = (False, RuntimeError(f"{type(reply[1]).__name__}: {reply[1]}"))
     out.write(pickle.dumps(replies))
     out.flush()
-    import gc
-
-    gc.freeze()  # the parent waits for this exit: no last collections (``pipelines.cli.leave``)
 
 
 if __name__ == "__main__":
+    from pipelines.cli import leave
+
     _main()
+    leave(0)  # the parent waits for this exit: no last collections
