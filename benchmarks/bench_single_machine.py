@@ -26,7 +26,7 @@ environment's interpreter and packages; every measurement is a fresh interpreter
   start to exit, as a shell sees it without ``uv run``) minus the component call it makes
   (the first call of an algorithm in the process, timed inside it); the call and the wall are
   reported too. The child runs as the tree's ``privfair`` command does: its process declared
-  the command's own (``components.core.imports.own_the_process``) and ended by
+  the command's own (``pipelines.gx_import.own_the_process``) and ended by
   ``pipelines.cli.leave``, where the tree has them, else a plain exit.
 - ``--repeats`` rounds (default 3); in every round each measurement runs for both trees, the
   order alternating between rounds; best of the rounds. The 1-minute load average is read at
@@ -167,7 +167,7 @@ def _child_run(task: dict) -> dict:
 
     descriptor.Algorithm.__call__ = timed
     try:  # the process is the command's own, as the tree's ``pipelines.cli.entry`` declares it
-        from components.core.imports import own_the_process
+        from pipelines.gx_import import own_the_process
     except ImportError:  # a tree from before it
         pass
     else:

@@ -648,10 +648,10 @@ def leave(code: int | None) -> NoReturn:
 
 def entry() -> NoReturn:
     """The ``privfair`` command: ``main`` on ``sys.argv``, then ``leave``, in a process that is
-    privfair's alone (``components.core.imports.own_the_process``). Tests and scripts call
+    privfair's alone (``pipelines.gx_import.own_the_process``). Tests and scripts call
     ``main`` itself, which returns the exit code and leaves the collector and the imports
     alone."""
-    from components.core.imports import own_the_process
+    from pipelines.gx_import import own_the_process
 
     own_the_process()
     leave(main())

@@ -238,9 +238,10 @@ def validate_release(
     ``pipelines.expectations.round_trip``), ``CheckerError`` if a checker raised (naming each
     guarantee and its error) and ``EvidenceError`` if the evidence builder did: a checker
     that raises gives no verdict, so the release is neither passed nor failed."""
-    from components.core.imports import collector_paused, import_great_expectations
+    from components.core.imports import collector_paused
+    from pipelines.gx_import import import_great_expectations
 
-    gx = import_great_expectations()  # seconds of import: see ``components.core.imports``
+    gx = import_great_expectations()  # seconds of import: see ``pipelines.gx_import``
     with collector_paused():
         from great_expectations.core.run_identifier import RunIdentifier
 
