@@ -27,7 +27,9 @@ environment's interpreter and packages; every measurement is a fresh interpreter
   (the first call of an algorithm in the process, timed inside it); the call and the wall are
   reported too. The child runs as the tree's ``privfair`` command does: its process declared
   the command's own (``pipelines.gx_import.own_the_process``) and ended by
-  ``pipelines.cli.leave``, where the tree has them, else a plain exit.
+  ``pipelines.cli.leave``, where the tree has them, else a plain exit. The report also
+  breaks each run's wall time down (best round of each tree): its progress phases, Great
+  Expectations' import and every checker inside validation, and the time outside them.
 - ``--repeats`` rounds (default 3); in every round each measurement runs for both trees, the
   order alternating between rounds; best of the rounds. The 1-minute load average is read at
   the start of every measurement and reported.
@@ -151,21 +153,69 @@ def _child_grid(task: dict) -> dict:
     return out
 
 
-def _child_run(task: dict) -> dict:
-    """``privfair run SPEC`` into ``task['store']``, the first algorithm call timed."""
-    from components.core import descriptor
+def _timed(owner, name: str, into: list) -> None:
+    """Wrap ``owner.name`` so that each call appends (its first argument, seconds) to ``into``."""
+    inner = getattr(owner, name)
 
-    calls: list[float] = []
-    inner = descriptor.Algorithm.__call__
-
-    def timed(self, *args, **kwargs):
+    def timed(*args, **kwargs):
         start = time.perf_counter()
         try:
-            return inner(self, *args, **kwargs)
+            return inner(*args, **kwargs)
         finally:
-            calls.append(time.perf_counter() - start)
+            into.append((args[0] if args else None, time.perf_counter() - start))
 
-    descriptor.Algorithm.__call__ = timed
+    setattr(owner, name, timed)
+
+
+def _phases(record: list) -> bool:
+    """Record every progress phase of the run as (order begun, path, seconds), its lines written
+    nowhere; False in a tree without ``components.core.progress``."""
+    try:
+        from components.core import progress
+    except ImportError:
+        return False
+    begin, end = progress.Reporter.begin, progress.Reporter.end
+
+    starts: dict[int, tuple[int, float]] = {}
+
+    def began(self, name):
+        ph = begin(self, name)
+        starts[id(ph)] = (len(starts) + len(record), time.perf_counter())
+        return ph
+
+    def ended(self, ph, failed):
+        path = " > ".join([p.name for p in self.stack[: self.stack.index(ph)]] + [ph.name])
+        order, start = starts.pop(id(ph))
+        record.append((order, path, time.perf_counter() - start))
+        end(self, ph, failed)
+
+    progress.Reporter.begin, progress.Reporter.end = began, ended
+    progress.Reporter._write = lambda self, text: None
+    return True
+
+
+def _child_run(task: dict) -> dict:
+    """``privfair run SPEC`` into ``task['store']``, the first algorithm call timed; with the
+    time of each progress phase, of Great Expectations' import and of each checker (where the
+    tree has them), for the breakdown of the time beyond the call."""
+    started = time.perf_counter()
+    from components.core import descriptor
+
+    calls: list[tuple] = []
+    _timed(descriptor.Algorithm, "__call__", calls)
+    phases: list[tuple[int, str, float]] = []
+    progress_flag = ["--progress"] if _phases(phases) else []
+    gx: list[tuple] | None = []
+    checks: list[tuple] = []
+    try:
+        import pipelines.gx_import as gx_import
+    except ImportError:  # a tree from before it: the import is not timed apart
+        gx = None
+    else:
+        _timed(gx_import, "import_great_expectations", gx)
+    from components.core import checks as core_checks
+
+    _timed(core_checks, "check_guarantee", checks)
     try:  # the process is the command's own, as the tree's ``pipelines.cli.entry`` declares it
         from pipelines.gx_import import own_the_process
     except ImportError:  # a tree from before it
@@ -175,10 +225,21 @@ def _child_run(task: dict) -> dict:
     from pipelines.cli import main
 
     spec = str(Path("pipelines/specs") / f"{task['spec']}.yaml")
-    code = main(["run", spec, "--store", task["store"]])
+    code = main(["run", spec, "--store", task["store"], *progress_flag])
     if code not in (0, None):
         raise SystemExit(f"privfair run {spec} exited {code}")
-    return {"component_s": calls[0], "calls": len(calls)}
+    by_check: dict[str, float] = {}
+    for g, seconds in checks:
+        key = f"{g.id} {g.kind}"
+        by_check[key] = by_check.get(key, 0.0) + seconds
+    return {
+        "component_s": calls[0][1],
+        "calls": len(calls),
+        "in_main_s": time.perf_counter() - started,
+        "phases": [[path, seconds] for _, path, seconds in sorted(phases)],
+        "gx_import_s": None if gx is None else sum(s for _, s in gx),
+        "checks": by_check,
+    }
 
 
 def child_main(task: dict) -> dict:
@@ -288,6 +349,68 @@ def label(key: str) -> str:
     return f"`privfair run {name}.yaml`: wall minus the component call"
 
 
+def _steps(run: dict) -> dict[str, float]:
+    """Seconds of each step of one ``privfair run`` (``_child_run``), keyed by its label: the
+    time outside the command's code, its progress phases (with what is inside *validate* but
+    not a phase of its own right after it) and the rest of the command."""
+    out = {
+        "start-up and exit (interpreter, imports before the command, its end)": run["wall_s"]
+        - run["in_main_s"]
+    }
+    phases = run.get("phases", [])
+    checks = run.get("checks", {})
+    top = 0.0
+    for path, seconds in phases:
+        out[path] = seconds
+        top += seconds if " > " not in path else 0.0
+        if path.endswith("> validate"):
+            inside = sum(v for p, v in phases if p.startswith(path + " > "))
+            gx = run.get("gx_import_s")
+            rest = "… the rest (Great Expectations running the suites)"
+            if gx is None:  # a tree from before ``pipelines.gx_import``: not timed apart
+                gx, rest = 0.0, "… the rest (Great Expectations' import, its running the suites)"
+            else:
+                out["… Great Expectations' import"] = gx
+            out["… the checkers, every guarantee"] = sum(checks.values())
+            if checks:
+                name, slowest = max(checks.items(), key=lambda kv: kv[1])
+                out[f"… of which the slowest ({name})"] = slowest
+            out[rest] = seconds - inside - gx - sum(checks.values())
+    if phases:
+        out["the command outside its phases (spec, store, ledger, first-use imports)"] = (
+            run["in_main_s"] - top
+        )
+    return out
+
+
+def breakdown(results: dict) -> list[str]:
+    """Where each ``privfair run``'s wall time goes, phase by phase, in its best round."""
+    lines = [
+        "## Where a run's time goes (best round of each tree, seconds)",
+        "",
+        "The progress phases of the run (a nested phase is inside its parent's time; the rows "
+        "marked … are inside *validate*, beside its own phases), and the time outside them: "
+        "the interpreter's start, the imports before the command and its end, and the "
+        "command's own code between its phases. The protect phase is the component call.",
+        "",
+    ]
+    for key, runs in results.items():
+        if not key.startswith("run/"):
+            continue
+        steps = {t: _steps(best_of(runs[t], key)) for t in TREES}
+        names = list(dict.fromkeys([*steps["new"], *steps["baseline"]]))
+        rows = [
+            [
+                n.replace(" > ", " › "),
+                *(f"{steps[t][n]:.2f}" if n in steps[t] else "-" for t in TREES),
+            ]
+            for n in names
+        ]
+        lines += [f"**{label(key).split(':')[0]}**", ""]
+        lines += _table(["step", *TREES], rows) + [""]
+    return lines
+
+
 def report(results: dict, info: dict, args, commit: str, loads: list[float]) -> str:
     lines = [
         "# Single-machine targets on Adult: baseline against the working tree",
@@ -335,6 +458,7 @@ def report(results: dict, info: dict, args, commit: str, loads: list[float]) -> 
         ]
         lines += [f"**{label(key).split(',')[0]}**", ""]
         lines += _table(["t", "classes", "baseline", "new"], rows) + [""]
+    lines += breakdown(results)
     lines += ["## All runs (seconds, load at the start)", ""]
     rows = []
     for key, runs in results.items():
