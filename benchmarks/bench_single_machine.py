@@ -349,37 +349,58 @@ def label(key: str) -> str:
     return f"`privfair run {name}.yaml`: wall minus the component call"
 
 
-def _steps(run: dict) -> dict[str, float]:
+def _steps(run: dict) -> dict[str, str]:
     """Seconds of each step of one ``privfair run`` (``_child_run``), keyed by its label: the
     time outside the command's code, its progress phases (with what is inside *validate* but
     not a phase of its own right after it) and the rest of the command."""
     out = {
-        "start-up and exit (interpreter, imports before the command, its end)": run["wall_s"]
-        - run["in_main_s"]
+        "start-up and exit (interpreter, imports before the command, its end)": (
+            f"{run['wall_s'] - run['in_main_s']:.2f}"
+        )
     }
     phases = run.get("phases", [])
     checks = run.get("checks", {})
     top = 0.0
     for path, seconds in phases:
-        out[path] = seconds
+        out[path] = f"{seconds:.2f}"
         top += seconds if " > " not in path else 0.0
         if path.endswith("> validate"):
             inside = sum(v for p, v in phases if p.startswith(path + " > "))
             gx = run.get("gx_import_s")
-            rest = "… the rest (Great Expectations running the suites)"
             if gx is None:  # a tree from before ``pipelines.gx_import``: not timed apart
-                gx, rest = 0.0, "… the rest (Great Expectations' import, its running the suites)"
+                gx = 0.0
+                rest = "Great Expectations' import and its running the suites"
             else:
-                out["… Great Expectations' import"] = gx
-            out["… the checkers, every guarantee"] = sum(checks.values())
+                out["… Great Expectations' import"] = f"{gx:.2f}"
+                rest = "Great Expectations running the suites"
+            out["… the checkers, every guarantee"] = f"{sum(checks.values()):.2f}"
             if checks:
                 name, slowest = max(checks.items(), key=lambda kv: kv[1])
-                out[f"… of which the slowest ({name})"] = slowest
-            out[rest] = seconds - inside - gx - sum(checks.values())
+                out["… of which the slowest checker"] = f"{slowest:.2f} ({name})"
+            rest_s = seconds - inside - gx - sum(checks.values())
+            out["… the rest of validate"] = f"{rest_s:.2f} ({rest})"
     if phases:
         out["the command outside its phases (spec, store, ledger, first-use imports)"] = (
-            run["in_main_s"] - top
+            f"{run['in_main_s'] - top:.2f}"
         )
+    return out
+
+
+def _merged(*orders: list[str]) -> list[str]:
+    """The labels of every order, each where its own order puts it (after its predecessor).
+
+    >>> _merged(["a", "c"], ["a", "b", "c", "d"])
+    ['a', 'b', 'c', 'd']
+    """
+    out: list[str] = []
+    for order in orders:
+        after = -1
+        for name in order:
+            if name in out:
+                after = out.index(name)
+            else:
+                after += 1
+                out.insert(after, name)
     return out
 
 
@@ -398,14 +419,8 @@ def breakdown(results: dict) -> list[str]:
         if not key.startswith("run/"):
             continue
         steps = {t: _steps(best_of(runs[t], key)) for t in TREES}
-        names = list(dict.fromkeys([*steps["new"], *steps["baseline"]]))
-        rows = [
-            [
-                n.replace(" > ", " › "),
-                *(f"{steps[t][n]:.2f}" if n in steps[t] else "-" for t in TREES),
-            ]
-            for n in names
-        ]
+        names = _merged(*(list(steps[t]) for t in reversed(TREES)))
+        rows = [[n.replace(" > ", " › "), *(steps[t].get(n, "-") for t in TREES)] for n in names]
         lines += [f"**{label(key).split(':')[0]}**", ""]
         lines += _table(["step", *TREES], rows) + [""]
     return lines
