@@ -10,13 +10,15 @@ export AIRFLOW_HOME ?= $(abspath .airflow_home)
 # .venv re-installs): `make airflow-test` or `make ui` do not re-sync on every call. Bytecode is
 # compiled at install: where PYTHONDONTWRITEBYTECODE is set (CI images often set it) every
 # interpreter would otherwise compile Great Expectations, Airflow and Dagster from source again
-# (~6 s of each `privfair run`).
+# (~6 s of each `privfair run`). The microaggregation rounds are compiled at install too (numba
+# keeps them beside their module), so that no first release waits ~25 s for them.
 INSTALL_STAMP := .venv/.privfair-install.stamp
 install: $(INSTALL_STAMP)
 $(INSTALL_STAMP): pyproject.toml uv.lock .ci/deps
 	bash .ci/deps
 	uv sync --frozen --all-extras --compile-bytecode
 	uv run --no-sync python -m compileall -q components pipelines schemas dags >/dev/null
+	uv run --no-sync python -m components.microaggregation.grouping
 	touch $@
 
 demo: install

@@ -19,8 +19,8 @@ from components.core.metrics import (
     positive_ratio,
     t_closeness_binary,
 )
+from components.microaggregation import kernel
 from components.microaggregation.encoding import encode_qis
-from components.microaggregation.grouping import _centre, _Space, _WorkingSet
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
 
 
@@ -115,21 +115,26 @@ def _mixed_table(n: int, seed: int) -> tuple[pa.Table, TableRoles]:
 
 @pytest.mark.parametrize("scaling", ["minmax", "zscore", "none"])
 def test_mixed_distances_equal_dense_one_hot(scaling):
-    """The grouping engine never builds the one-hot matrix; its distances must equal the dense
-    squared Euclidean distances of the paper's encoding (missing -> all-zero block)."""
+    """The grouping never builds the one-hot matrix; its distances (to a row, and to the mean
+    of the remaining rows) must equal the dense squared Euclidean distances of the paper's
+    encoding (missing -> all-zero block)."""
     t, roles = _mixed_table(300, 3)
     enc = encode_qis(t, roles, scaling)
     dense = enc.dense(scaled=True)
-    ws = _WorkingSet(_Space(enc), np.arange(300))
+    x = np.ascontiguousarray(enc.scaled)
+    codes = np.ascontiguousarray(enc.codes)
     for row in (0, 17, 299):
         np.testing.assert_allclose(
-            ws.dist2_to_row(row), ((dense - dense[row]) ** 2).sum(axis=1), atol=1e-9
+            kernel.distances_to_row(x, codes, row),
+            ((dense - dense[row]) ** 2).sum(axis=1),
+            atol=1e-9,
         )
-    ws.remove(np.arange(0, 300, 3))
-    num_c, table, const, _ = _centre([ws], ws.space)
-    alive = ws.alive
+    alive = np.ones(300, dtype=bool)
+    alive[::3] = False
+    levels = np.array([len(a.levels) for a in enc.nominal], dtype=np.int64)
+    offsets = np.concatenate([[0], np.cumsum(levels)[:-1]]).astype(np.int64)
+    d = kernel.distances_to_centre(x, codes, offsets, int(levels.sum()), alive)
     centre = dense[alive].mean(axis=0)
-    d = ws._dist2(num_c, table, const)
     np.testing.assert_allclose(d[alive], ((dense[alive] - centre) ** 2).sum(axis=1), atol=1e-9)
 
 
