@@ -9,6 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
+from components.microaggregation import grouping
 from components.microaggregation.fair_mdav import fair_mdav
 from components.microaggregation.mdav import mdav
 from components.microaggregation.params import FairMDAVParams, MDAVParams
@@ -191,6 +192,22 @@ def test_fairlets_match_reference(seed, n_rows, k, ties):
     ref_groups, ref_seeds = reference_fairlets(dense_scaled(table, numeric, nominal), pa01, m, n)
     assert groups == ref_groups
     assert seeds == ref_seeds
+
+
+@pytest.mark.parametrize("cell", [1, 3])
+@pytest.mark.parametrize(("seed", "n_rows", "k", "ties"), [c for c in CASES if c[1] >= 30])
+def test_small_cells_match_reference(monkeypatch, cell, seed, n_rows, k, ties):
+    """The searches bound distances per cell (a signature's rows cut down to ``CELL`` rows at
+    the median of their widest numeric attribute): with cells of one and three rows, where
+    every signature is cut, the groups are still the reference's."""
+    monkeypatch.setattr(grouping, "CELL", cell)
+    table, numeric, nominal = random_table(seed, n_rows, ties)
+    X = dense_scaled(table, numeric, nominal)
+    assert lineage_groups(mdav(table, MDAVParams(k=k))) == reference_mdav(X, k)
+    pa01 = reference_pa01(table)
+    m, n = reference_sizes(k, pa01)
+    got = lineage_groups(fair_mdav(table, FairMDAVParams(k=k, tau=0.0)))
+    assert got == reference_fairlets(X, pa01, m, n)
 
 
 def test_mdav_group_sizes_all_rows_assigned_larger():
