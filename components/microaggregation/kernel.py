@@ -24,8 +24,9 @@ decision (so pruning never changes a result):
   nearest (farthest) point bound every record's distance from below (above); exact distances
   are computed for the records of the signatures those bounds cannot rule out.
 
-The loops run ``MAX_STEPS`` groups per call and return, so the caller can report progress;
-their whole state is in the arrays the caller holds.
+The loops run a given number of groups per call and return, so the caller can report
+progress; their whole state is in the arrays the caller holds. They release the GIL while they
+run.
 """
 
 from __future__ import annotations
@@ -377,7 +378,7 @@ def _remove(rows_, n, x, codes, offsets, setof, alive, sizes, lsig, salive0, sal
         _take_out(r, x, codes, offsets, sums, comp, counts)
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, nogil=True)  # other threads (progress, a pipe's reader) run meanwhile
 def fairlet_steps(
     x, codes, offsets, setof, need0, need1, lsig,
     by0, st0, sc0, lo0, hi0, sa0, by1, st1, sc1, lo1, hi1, sa1,
@@ -420,7 +421,7 @@ def fairlet_steps(
     return sizes[0] < need0 or sizes[1] < need1
 
 
-@njit(cache=_CACHE)
+@njit(cache=_CACHE, nogil=True)  # other threads (progress, a pipe's reader) run meanwhile
 def mdav_steps(
     x, codes, offsets, setof, k, lsig, by, st, sc, lo, hi, sa,
     alive, sizes, sums, comp, counts, a_vec, order, dlen, state,
