@@ -274,12 +274,21 @@ def _env(tree: Path, data_dir: str | None) -> dict[str, str]:
 
 
 def warm(tree: Path, data_dir: str | None) -> None:
-    """Byte-compile ``tree`` and import the heavy packages once (not measured)."""
+    """Byte-compile ``tree``, import the heavy packages once and compile the microaggregation
+    rounds where the tree has them compiled (numba's cache, as ``make install`` leaves it); not
+    measured."""
     for part in ("components", "pipelines", "schemas", "benchmarks"):
         compileall.compile_dir(str(tree / part), quiet=1)
     subprocess.run(
         [sys.executable, "-c", WARM_IMPORTS], cwd=tree, env=_env(tree, data_dir), check=True
     )
+    if (tree / "components" / "microaggregation" / "kernel.py").exists():
+        subprocess.run(
+            [sys.executable, "-m", "components.microaggregation.grouping"],
+            cwd=tree,
+            env=_env(tree, data_dir),
+            check=True,
+        )
 
 
 def run_child(tree: Path, task: dict, data_dir: str | None) -> dict:
