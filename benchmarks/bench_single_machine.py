@@ -38,8 +38,9 @@ environment's interpreter and packages; every measurement is a fresh interpreter
   script says whether baseline and new agree at every t.
 
 Bytecode: a child runs with ``PYTHONDONTWRITEBYTECODE`` unset and each tree is byte-compiled
-before the rounds (plus one unmeasured import of the heavy packages), so that no measurement
-pays for compiling modules an installed package would have cached.
+before the rounds (plus one unmeasured import of the heavy packages, and its microaggregation
+rounds compiled where it has them), so that no measurement pays for compiling what an
+installation (``make install``) has compiled.
 
 The targets: each component call <= 1 s; ``privfair run`` <= 2 s beyond the component call.
 The report goes to stdout and to ``benchmarks/results_single_machine.md`` (``--out``).
