@@ -12,17 +12,22 @@ squared, plus per nominal attribute 0 (same level, or both missing), 1 (one miss
 The searches visit few records, and every bound keeps all records that can take part in a
 decision (so pruning never changes a result):
 
-- the farthest record from the centre: an *anchor*, an earlier centre a with every remaining
-  record's distance D_a(x) sorted in decreasing order. For the current centre c and
-  delta = ||c - a||, d(x, c) <= D_a(x) + delta, so the walk down that order stops at the first
-  record with D_a(x) + delta below the square root of (largest distance found - 2 ``TIE_TOL``)
-  (two tolerances: a set whose maximum is within one of the overall maximum needs its own
-  ties). A walk longer than ``WALK_LIMIT`` renews the anchor at the current centre (one pass);
-- the nearest records of a row, and the farthest one: records are grouped by *signature*
-  (their nominal values), whose nominal part of the distance to a row is one small integer,
-  and each signature keeps the box of its records' numeric values. Nominal part plus the box's
-  nearest (farthest) point bound every record's distance from below (above); exact distances
-  are computed for the records of the signatures those bounds cannot rule out.
+- the farthest record from the centre: an *anchor*, an earlier centre a, and the head of the
+  remaining records sorted by their distance D_a(x) to it, largest first (``WALK_LIMIT``
+  records, or 1/20 of those remaining if more; the rest are no farther). For the current centre
+  c and delta = ||c - a||, d(x, c) <= D_a(x) + delta, so the walk down that head stops at the
+  first record with D_a(x) + delta below the square root of (largest distance found - 2
+  ``TIE_TOL``) (two tolerances: a set whose maximum is within one of the overall maximum needs
+  its own ties). A walk that runs out of a head that is not the whole set renews the anchor at
+  the current centre (one pass);
+- the nearest records of a row, and the farthest one: records are grouped into *cells*, the
+  records of one signature (their nominal values, whose nominal part of the distance to a row
+  is one small integer) cut down to a few records (``grouping.CELL``), each with the box of its
+  records' numeric values. Nominal part plus the box's nearest (farthest) point bound every
+  record's distance from below (above); exact distances are computed for the records of the
+  cells those bounds cannot rule out (the nearest: the cells of the smallest nominal levels
+  that hold k records, then every cell whose lower bound reaches the k-th distance found; the
+  farthest: cells best bound first, until no bound reaches the largest distance found).
 
 The loops run a given number of groups per call and return, so the caller can report
 progress; their whole state is in the arrays the caller holds. They release the GIL while they
@@ -102,9 +107,9 @@ def _ordered_nearest(d, rows, n, k, tie):
 
 @njit(cache=_CACHE)
 def _nominal_levels(seed, codes, scodes_t, salive, nu):
-    """The nominal part of the distance from row ``seed`` to each signature (``nu``; -1 for a
-    signature with no remaining record). ``scodes_t``: the signatures' codes, attribute by
-    attribute (a loop over signatures per attribute, which the compiler vectorises)."""
+    """The nominal part of the distance from row ``seed`` to each cell (``nu``; -1 for a cell
+    with no remaining record). ``scodes_t``: the cells' nominal codes, attribute by attribute
+    (a loop over cells per attribute, which the compiler vectorises)."""
     n_sig = scodes_t.shape[1]
     nu[:] = 0
     for a in range(scodes_t.shape[0]):
@@ -120,7 +125,7 @@ def _nominal_levels(seed, codes, scodes_t, salive, nu):
 
 @njit(cache=_CACHE)
 def _gather(seed, g, by, start, alive, x, codes, d, rows, n):
-    """Exact distances to ``seed`` of signature g's remaining records (``seed`` left out),
+    """Exact distances to ``seed`` of cell g's remaining records (``seed`` left out),
     appended at ``n``; the new count."""
     for i in range(start[g], start[g + 1]):
         r = by[i]
@@ -134,7 +139,7 @@ def _gather(seed, g, by, start, alive, x, codes, d, rows, n):
 @njit(cache=_CACHE)
 def _nearest(seed, k, x, codes, alive, by, start, scodes_t, lo, hi, salive, d, rows, tie, nu):
     """The k nearest remaining records of one set to row ``seed`` (itself left out), in
-    order; ``nu`` a buffer of one entry per signature."""
+    order; ``nu`` a buffer of one entry per cell."""
     if k <= 0:
         return np.empty(0, np.int64)
     n_sig = scodes_t.shape[1]
@@ -144,7 +149,7 @@ def _nearest(seed, k, x, codes, alive, by, start, scodes_t, lo, hi, salive, d, r
     for g in range(n_sig):
         if nu[g] >= 0:
             held[nu[g]] += salive[g]
-    # the smallest level t whose signatures hold k records besides the seed
+    # the smallest level t whose cells hold k records besides the seed
     t, acc = top, 0
     for level in range(top + 1):
         acc += held[level]
@@ -183,8 +188,8 @@ def _farthest_from_row(seed, x, codes, alive, by, start, scodes_t, lo, hi, saliv
                        nu):  # fmt: skip
     """The remaining record farthest from row ``seed`` (the lowest row within ``tie`` of the
     largest distance); -1 if none is left. ``nu``: ``_nominal_levels`` of ``seed``, as the
-    last ``_nearest`` of ``seed`` left it (its records removed since: their signatures may
-    read -1 no more than they should, as a signature only loses records)."""
+    last ``_nearest`` of ``seed`` left it (records removed since then: a cell that lost its last
+    one is marked -1 here)."""
     n_sig = scodes_t.shape[1]
     for g in range(n_sig):
         if salive[g] <= 0:
@@ -208,7 +213,7 @@ def _farthest_from_row(seed, x, codes, alive, by, start, scodes_t, lo, hi, saliv
     m = -np.inf
     for i in range(n):
         m = max(m, d[i])
-    # signatures best first (largest bound), until no bound reaches the largest distance found
+    # cells best first (largest bound), until no bound reaches the largest distance found
     margin = tie + 1e-12 * (1.0 + abs(m))
     cand = np.flatnonzero(upper * (1.0 + 1e-12) >= m - margin)
     cand = cand[np.argsort(-upper[cand], kind="mergesort")]
