@@ -42,8 +42,8 @@ _own_process = False  # set by ``own_the_process``
 
 def own_the_process() -> None:
     """Declare this process the ``privfair`` command's own (``pipelines.cli.entry``): no code
-    but privfair's will use Great Expectations in it, and its helper threads (distance
-    passes, a second process's pipe) import nothing."""
+    but privfair's will use Great Expectations in it, and its helper threads (the reader of a
+    second process's pipe, the progress ticker) import nothing."""
     global _own_process
     _own_process = True
 

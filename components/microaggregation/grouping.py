@@ -22,9 +22,9 @@ each a few distance passes over the remaining records. The rounds run compiled
 Every bound keeps all records that can take part in a decision, so the result does not depend
 on them. Ties are broken by the smallest original row index, both for the farthest record (per
 working set, then across the sets) and among the nearest ones (distance first, then row index),
-so the result is deterministic. Squared distances within ``TIE_TOL`` of each other count as ties:
-two equal distances of distinct records may be computed ~1e-14 apart, which must not decide a
-tie.
+so the result is deterministic. Squared distances within ``kernel.TIE_TOL`` of each other
+count as ties: two equal distances of distinct records may be computed ~1e-14 apart, which
+must not decide a tie.
 
 ``tests/microaggregation/test_mdav.py`` holds the groups, seeds and member order to a plain
 reference of the pseudocode (exact rational distances, lowest-row ties) on random tables with
@@ -45,7 +45,6 @@ from components.core import progress
 from components.microaggregation import kernel
 from components.microaggregation.encoding import EncodedQIs
 
-TIE_TOL = kernel.TIE_TOL
 CELL = 32  # records per cell at most (see the module's docstring)
 _STEPS = 64  # groups per compiled call: the progress bar moves after each call
 

@@ -80,7 +80,7 @@ def _point_d2(r, s, x, codes):
 def _ordered_nearest(d, rows, n, k, tie):
     """Positions into ``d[:n]`` (candidates, ``rows[:n]`` their rows) of the k nearest: the
     k-th smallest distance, every entry within ``tie`` of it, ordered by (distance, row) with
-    ties chained (``grouping.nearest_in``), the first k."""
+    ties chained, the first k."""
     if k <= 0 or n == 0:
         return np.empty(0, np.int64)
     kth = np.inf
@@ -266,6 +266,26 @@ def init_sums(x, codes, offsets, rows, sums, comp, counts):
 
 
 @njit(cache=_CACHE)
+def _centre(sums, comp, counts, n_alive):
+    """The mean of the remaining records: (numeric centre, level shares, each present level's
+    term 1 - 2 share, and the constant: the sum of the squared shares)."""
+    q = sums.shape[0]
+    centre = np.empty(q)
+    for j in range(q):
+        centre[j] = (sums[j] + comp[j]) / n_alive
+    n_levels = counts.shape[0]
+    shares = np.empty(n_levels)
+    table = np.empty(n_levels)
+    const = 0.0
+    for lv in range(n_levels):
+        share = counts[lv] / n_alive
+        shares[lv] = share
+        table[lv] = 1.0 - 2.0 * share
+        const += share * share
+    return centre, shares, table, const
+
+
+@njit(cache=_CACHE)
 def _farthest_from_centre(
     x, codes, offsets, setof, n_sets, alive, n_alive, sums, comp, counts,
     a_vec, order, dlen, state, d, rows, tie,
@@ -274,17 +294,7 @@ def _farthest_from_centre(
     centre, then across sets the lowest of those within ``tie`` of the largest."""
     q = x.shape[1]
     n_levels = counts.shape[0]
-    centre = np.empty(q)
-    for j in range(q):
-        centre[j] = (sums[j] + comp[j]) / n_alive
-    table = np.empty(n_levels)
-    shares = np.empty(n_levels)
-    const = 0.0
-    for lv in range(n_levels):
-        share = counts[lv] / n_alive
-        shares[lv] = share
-        table[lv] = 1.0 - 2.0 * share
-        const += share * share
+    centre, shares, table, const = _centre(sums, comp, counts, n_alive)
     n = 0
     done = False
     if state[HAVE_ANCHOR]:
@@ -369,7 +379,7 @@ def _emit(group, n_group, out_rows, out_sizes, out_seeds, state, seed):
 
 
 @njit(cache=_CACHE)
-def _remove(rows_, n, x, codes, offsets, setof, alive, sizes, lsig, salive0, salive1, sums, comp,
+def _remove(rows_, n, x, codes, offsets, setof, alive, sizes, cell_of, salive0, salive1, sums, comp,
             counts):  # fmt: skip
     for i in range(n):
         r = rows_[i]
@@ -377,15 +387,15 @@ def _remove(rows_, n, x, codes, offsets, setof, alive, sizes, lsig, salive0, sal
         s = setof[r]
         sizes[s] -= 1
         if s == 0:
-            salive0[lsig[r]] -= 1
+            salive0[cell_of[r]] -= 1
         else:
-            salive1[lsig[r]] -= 1
+            salive1[cell_of[r]] -= 1
         _take_out(r, x, codes, offsets, sums, comp, counts)
 
 
 @njit(cache=_CACHE, nogil=True)  # other threads (progress, a pipe's reader) run meanwhile
 def fairlet_steps(
-    x, codes, offsets, setof, need0, need1, lsig,
+    x, codes, offsets, setof, need0, need1, cell_of,
     by0, st0, sc0, lo0, hi0, sa0, by1, st1, sc1, lo1, hi1, sa1,
     alive, sizes, sums, comp, counts, a_vec, order, dlen, state,
     out_rows, out_sizes, out_seeds, max_steps,
@@ -420,15 +430,31 @@ def fairlet_steps(
             for r in near:
                 group[n] = r
                 n += 1
-        _remove(group, n, x, codes, offsets, setof, alive, sizes, lsig, sa0, sa1, sums, comp,
+        _remove(group, n, x, codes, offsets, setof, alive, sizes, cell_of, sa0, sa1, sums, comp,
                 counts)  # fmt: skip
         _emit(group, n, out_rows, out_sizes, out_seeds, state, seed)
     return sizes[0] < need0 or sizes[1] < need1
 
 
+@njit(cache=_CACHE)
+def _grow(
+    seed, k, x, codes, offsets, setof, cell_of, by, st, sc, lo, hi, sa, alive, sizes, sums, comp,
+    counts, state, out_rows, out_sizes, out_seeds, d, rows, nu, group, empty,
+):  # fmt: skip
+    """MDAV's group of ``seed``: it and its k - 1 nearest, removed and emitted."""
+    near = _nearest(seed, k - 1, x, codes, alive, by, st, sc, lo, hi, sa, d, rows, TIE_TOL, nu)
+    group[0] = seed
+    for i in range(len(near)):
+        group[1 + i] = near[i]
+    n = 1 + len(near)
+    _remove(group, n, x, codes, offsets, setof, alive, sizes, cell_of, sa, empty, sums, comp,
+            counts)  # fmt: skip
+    _emit(group, n, out_rows, out_sizes, out_seeds, state, seed)
+
+
 @njit(cache=_CACHE, nogil=True)  # other threads (progress, a pipe's reader) run meanwhile
 def mdav_steps(
-    x, codes, offsets, setof, k, lsig, by, st, sc, lo, hi, sa,
+    x, codes, offsets, setof, k, cell_of, by, st, sc, lo, hi, sa,
     alive, sizes, sums, comp, counts, a_vec, order, dlen, state,
     out_rows, out_sizes, out_seeds, max_steps,
 ):  # fmt: skip
@@ -450,19 +476,15 @@ def mdav_steps(
             x, codes, offsets, setof, 1, alive, sizes[0], sums, comp, counts,
             a_vec, order, dlen, state, d, rows, TIE_TOL,
         )  # fmt: skip
-        for seed in (xr, -1):
-            if seed < 0:
-                seed = _farthest_from_row(xr, x, codes, alive, by, st, sc, lo, hi, sa, d, rows,
-                                          TIE_TOL, nu)  # fmt: skip
-            near = _nearest(seed, k - 1, x, codes, alive, by, st, sc, lo, hi, sa, d, rows,
-                            TIE_TOL, nu)  # fmt: skip
-            group[0] = seed
-            for i in range(len(near)):
-                group[1 + i] = near[i]
-            n = 1 + len(near)
-            _remove(group, n, x, codes, offsets, setof, alive, sizes, lsig, sa, empty, sums,
-                    comp, counts)  # fmt: skip
-            _emit(group, n, out_rows, out_sizes, out_seeds, state, seed)
+        _grow(xr, k, x, codes, offsets, setof, cell_of, by, st, sc, lo, hi, sa, alive, sizes,
+              sums, comp, counts, state, out_rows, out_sizes, out_seeds, d, rows, nu, group,
+              empty)  # fmt: skip
+        # ``nu`` holds x_r's nominal levels, as its group's search left them
+        xs = _farthest_from_row(xr, x, codes, alive, by, st, sc, lo, hi, sa, d, rows, TIE_TOL,
+                                nu)  # fmt: skip
+        _grow(xs, k, x, codes, offsets, setof, cell_of, by, st, sc, lo, hi, sa, alive, sizes,
+              sums, comp, counts, state, out_rows, out_sizes, out_seeds, d, rows, nu, group,
+              empty)  # fmt: skip
     if sizes[0] >= 3 * k:
         return False
     if sizes[0] >= 2 * k:
@@ -470,17 +492,12 @@ def mdav_steps(
             x, codes, offsets, setof, 1, alive, sizes[0], sums, comp, counts,
             a_vec, order, dlen, state, d, rows, TIE_TOL,
         )  # fmt: skip
-        near = _nearest(seed, k - 1, x, codes, alive, by, st, sc, lo, hi, sa, d, rows, TIE_TOL, nu)
-        group[0] = seed
-        for i in range(len(near)):
-            group[1 + i] = near[i]
-        n = 1 + len(near)
-        _remove(group, n, x, codes, offsets, setof, alive, sizes, lsig, sa, empty, sums, comp,
-                counts)  # fmt: skip
-        _emit(group, n, out_rows, out_sizes, out_seeds, state, seed)
+        _grow(seed, k, x, codes, offsets, setof, cell_of, by, st, sc, lo, hi, sa, alive, sizes,
+              sums, comp, counts, state, out_rows, out_sizes, out_seeds, d, rows, nu, group,
+              empty)  # fmt: skip
     if sizes[0] > 0:
         rest = np.flatnonzero(alive)
-        _remove(rest, len(rest), x, codes, offsets, setof, alive, sizes, lsig, sa, empty, sums,
+        _remove(rest, len(rest), x, codes, offsets, setof, alive, sizes, cell_of, sa, empty, sums,
                 comp, counts)  # fmt: skip
         _emit(rest, len(rest), out_rows, out_sizes, out_seeds, state, rest[0])
     return True
@@ -504,16 +521,7 @@ def distances_to_centre(x, codes, offsets, n_levels, alive):
     comp = np.zeros(q)
     counts = np.zeros(n_levels)
     init_sums(x, codes, offsets, np.flatnonzero(alive), sums, comp, counts)
-    n_alive = alive.sum()
-    centre = np.empty(q)
-    for j in range(q):
-        centre[j] = (sums[j] + comp[j]) / n_alive
-    table = np.empty(n_levels)
-    const = 0.0
-    for lv in range(n_levels):
-        share = counts[lv] / n_alive
-        table[lv] = 1.0 - 2.0 * share
-        const += share * share
+    centre, _, table, const = _centre(sums, comp, counts, alive.sum())
     out = np.empty(x.shape[0])
     for r in range(x.shape[0]):
         out[r] = _centre_d2(r, x, codes, offsets, centre, table, const)
