@@ -1,25 +1,27 @@
 """Whether a release may run and be published, as the ledger (``pipelines.ledger``) sees it.
 
-Two rules, each in one place:
+Every rule reads the dataset's identity (``pipelines.identity``), never its name: a release
+through another spelling of the path, another store, the Python API or another pipeline is a
+release of the same people.
 
 - **Budget** (``admit``, before the algorithm runs): a differentially private release states
   its cost from its params and the input's schema (``Algorithm.privacy_cost``) and reserves it
-  on every block it reads, in one transaction that checks the spec's ``budget``; a release
-  over budget is refused (``BudgetExceeded``, exit 2) before any noise is drawn (a DP release
-  without a budget is charged with no cap, and the report says no budget is declared). A
-  release that is not DP spends nothing: it is recorded once its validation passed, just
-  before its manifest is written (``Admission.enter``), so a run that fails earlier leaves
-  no ledger behind.
+  on every block it reads, in one transaction that checks the dataset's recorded cap
+  (``Ledger.reserve``); a release over budget is refused (``BudgetExceeded``, exit 2) before
+  any noise is drawn. A release that is not DP spends nothing: it is recorded once its
+  validation passed, just before its manifest is written (``Admission.enter``).
 - **Re-publication** (``check_republish``, after the algorithm ran, before anything is
-  written): a release of an algorithm that is not DP whose blocks an earlier *published*
-  release of the same pipeline covered with different public outputs (their sha256 differ:
-  another grouping of the same rows, which an intersection attack compares) is refused under
-  ``republish: refuse`` (the default) and ``new_partitions``, published with a warning under
-  ``allow``. Identical bytes are the same grouping (a code update that changes nothing), not a
-  re-publication. Releases of the same dataset by other pipelines are listed as a warning.
+  written): a release that is not DP whose rows an earlier release of an overlapping dataset
+  published (or is publishing: ``reserved``) under another grouping (its published values
+  differ: ``grouping_of``) is refused under ``republish: refuse`` (the default) and
+  ``new_partitions``, published with a warning under ``allow``. The same values are the same
+  grouping, whatever the pipeline, demands or metadata.
+- **No identity, no release**: a frame in memory whose spec names no dataset cannot be
+  accounted for; a DP release of it, or one under ``refuse``, is refused (``SpecError``).
 
 The entry's status follows the release: ``reserved`` -> ``published`` | ``quarantined`` |
-``failed`` (``Admission.mark``); a run killed after the charge stays ``reserved`` and counts.
+``failed`` | ``released`` (``Admission.mark``: a run that failed before its mechanism read a
+record gives the charge back); a run killed after the charge stays ``reserved`` and counts.
 """
 
 from __future__ import annotations
@@ -28,80 +30,89 @@ import hashlib
 import json
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from pipelines.ledger import Charge, Ledger, RepublishRefused, default_url, expand, redact
-from schemas.errors import SpecError
+from components.core import noise
+from pipelines.identity import Identity, identity_of
+from pipelines.ledger import (
+    Charge,
+    Ledger,
+    Partitioning,
+    RepublishRefused,
+    default_url,
+    expand,
+    redact,
+)
+from schemas.errors import SpecError, StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from components.core.descriptor import Cost
     from pipelines.flow import Ingested, ReleasePlan
 
-__all__ = ["Admission", "admit", "check_republish", "ledger_for", "dataset_key", "digest_of"]
+__all__ = [
+    "Admission",
+    "admit",
+    "check_republish",
+    "ledger_for",
+    "dataset_identity",
+    "digest_of",
+    "grouping_of",
+]
 
 ENV = "PRIVFAIR_LEDGER"
-#: How a manifest names the store's own ledger (never by its absolute path on this machine).
-STORE_LEDGER = "<store>/.privfair/ledger.sqlite"
+#: How a manifest names the owner's default ledger (never by its absolute path on this machine).
+OWNER_LEDGER = "<owner>/privfair/ledger.sqlite"
+DEFAULT_KEY = "the data owner's ledger"
 
 
-def ledger_url(plan: ReleasePlan) -> tuple[str, str] | None:
+def ledger_url(plan: ReleasePlan) -> tuple[str, str]:
     """(URL, the key it came from) of the plan's ledger: the spec's ``budget.ledger`` /
-    ``republish.ledger``, else ``$PRIVFAIR_LEDGER``, else the local store's own SQLite file;
-    None when there is none (a remote store, no URL)."""
+    ``republish.ledger``, else ``$PRIVFAIR_LEDGER``, else the data owner's own
+    (``ledger.default_url``), whatever the store."""
     spec = plan.spec
     if spec.ledger_url:
         key = "budget.ledger" if spec.budget and spec.budget.ledger else "republish.ledger"
         return spec.ledger_url, key
     if os.environ.get(ENV):
         return os.environ[ENV], ENV
-    if plan.store is not None and plan.store.local:
-        return default_url(plan.store.path()), "the store's ledger"
-    return None
+    return default_url(), DEFAULT_KEY
 
 
 def ledger_for(plan: ReleasePlan, create: bool = True) -> Ledger | None:
-    """The plan's ledger, opened (``StoreError`` naming the redacted URL when it cannot be).
-    None without any: a store that is not a local folder and no URL, which a spec with a
-    ``budget`` may not have (``SpecError``); with ``create=False``, also when the store's own
-    ledger does not exist yet (nothing is created)."""
-    found = ledger_url(plan)
-    if found is None:
-        if plan.spec.budget is not None:
-            raise SpecError(
-                "budget.ledger",
-                "a store that is not a local folder keeps no ledger: give budget.ledger or "
-                f"${ENV} (sqlite:///PATH or postgresql://...)",
-            )
+    """The plan's ledger, opened (``StoreError`` naming the redacted URL and the setting when
+    it cannot be: a release never goes unrecorded). With ``create=False``, None when the
+    owner's default ledger does not exist yet (nothing is created)."""
+    url, key = ledger_url(plan)
+    if not create and key == DEFAULT_KEY and not Path(url[len("sqlite:///") :]).exists():
         return None
-    url, key = found
-    if (
-        not create
-        and key == "the store's ledger"
-        and not plan.open_store().exists(".privfair", "ledger.sqlite")
-    ):
-        return None
-    ledger = Ledger.open(url, key)
-    ledger.own = key == "the store's ledger"
+    try:
+        ledger = Ledger.open(url, key)
+    except StoreError as e:
+        raise StoreError(e.path, f"{e.rule} (the ledger set by {key})") from None
+    ledger.own = key == DEFAULT_KEY
     return ledger
 
 
-def dataset_key(plan: ReleasePlan) -> str:
-    """The name the ledger keeps the dataset's budget under: ``budget.dataset``, else the
-    built-in dataset's name, else the file path as written in the spec, else the source's
-    table (``source_key``); ``memory`` for a
-    table given in memory (nothing says which data it holds, so every such release composes
-    with the others unless ``budget.dataset`` names its dataset)."""
+def dataset_identity(plan: ReleasePlan, ing: Ingested | None = None) -> Identity:
+    """The identity of the data the plan reads (``pipelines.identity.identity_of``), with
+    what its read told (``ing``) and the spec's ``budget.dataset`` as an alias."""
     spec = plan.spec
-    if spec.budget is not None and spec.budget.dataset:
-        return spec.budget.dataset
-    src = spec.dataset.source
-    if src is not None and src.kind == "memory":
-        return "memory"
-    if src is not None:
-        return source_key(src)
-    return spec.dataset.name or str(spec.dataset.path)
+    return identity_of(
+        spec.dataset,
+        base_dir=spec.spec_dir,
+        data_dir=plan.data_dir,
+        input_record=ing.input if ing is not None else None,
+        alias=spec.budget.dataset if spec.budget is not None else None,
+    )
+
+
+def dataset_key(plan: ReleasePlan) -> str:
+    """The name messages and manifests give the dataset (``Identity.name``): never the key
+    the ledger matches on."""
+    return dataset_identity(plan).name
 
 
 def source_key(src) -> str:
@@ -115,10 +126,6 @@ def source_key(src) -> str:
     >>> source_key(SourceSpec(kind="delta", url="s3://b/raw/people", version=3))
     'delta:s3://b/raw/people'
     """
-    import hashlib
-
-    from pipelines.connectors import redact
-
     if src.table is not None:
         return f"{src.kind}:{src.table}"
     if src.query is not None:
@@ -132,8 +139,7 @@ def _budget(plan: ReleasePlan) -> dict | None:
     b = plan.spec.budget
     if b is None:
         return None
-    out = {"rho": b.rho} if b.rho is not None else {"epsilon": b.epsilon, "delta": b.delta}
-    return {**out, "per": _per(plan)}
+    return {"rho": b.rho} if b.rho is not None else {"epsilon": b.epsilon, "delta": b.delta}
 
 
 def _per(plan: ReleasePlan) -> str:
@@ -150,9 +156,9 @@ def _policy(plan: ReleasePlan) -> str:
 @dataclass
 class Admission:
     """A release's place in the ledger: its entries (``charge``: run id, first entry, blocks,
-    the account after it; None until a release that is not DP is entered), and what the
-    re-publication check found (``digest`` of its outputs, the earlier releases it
-    ``intersects``, ``others``: other pipelines' releases of the same rows)."""
+    the account after it; None until a release that is not DP is entered), the dataset's
+    ``atoms`` and ``partitioning``, and what the re-publication check found (``digest``: the
+    grouping of its published values, the earlier releases it ``intersects``)."""
 
     plan: ReleasePlan
     version: str
@@ -163,33 +169,38 @@ class Admission:
     budget: dict | None
     policy: str | None
     ledger: Ledger | None = None
-    where: str = STORE_LEDGER  # how manifests name the ledger: never a password, nor a local path
+    where: str = OWNER_LEDGER  # how manifests name the ledger: never a password, nor a local path
     digest: str | None = None
     intersects: list[dict] = field(default_factory=list)
     others: list[dict] = field(default_factory=list)
     status: str = "reserved"
+    atoms: tuple[str, ...] = ()
+    partitioning: Partitioning = field(default_factory=Partitioning)
+    opened: int = -1  # noise.count() when the charge was reserved (-1: not known)
 
     def open(self) -> Ledger:
         if self.ledger is None:
             self.ledger = ledger_for(self.plan)
-            assert self.ledger is not None  # admit found one
+            assert self.ledger is not None
         return self.ledger
 
     def enter(self) -> None:
-        """Record a release that is not DP (no charge, its policy and output digest), once its
+        """Record a release that is not DP (no charge, its policy and grouping), once its
         validation passed; a DP release was recorded by ``admit``."""
         if self.charge is not None:
             return
         self.charge = self.open().reserve(
             dataset=self.dataset,
+            atoms=self.atoms,
+            partitioning=self.partitioning,
             blocks=self.blocks,
-            per="partition",
             pipeline=self.plan.name,
             version=self.version,
             partition=self.plan.partition,
             family=self.plan.algo.family,
             cost=None,
             budget=None,
+            per="partition",
             policy=self.policy,
             digest=self.digest,
         )
@@ -201,6 +212,24 @@ class Admission:
             return
         self.open().mark(self.charge.run_id, status, note)
         self.status = status
+
+    def failed(self) -> None:
+        """The run failed: a DP release whose mechanism never read a record (``noise``)
+        gives its charge back (``released``); any other keeps it (``failed``: noise may have
+        been drawn)."""
+        if self.cost is not None and self.opened >= 0 and noise.count() == self.opened:
+            self.mark(
+                "released",
+                "the run failed before the mechanism read any record: "
+                "no noise was drawn, the charge is given back",
+            )
+        else:
+            self.mark(
+                "failed",
+                "the run failed after its charge: noise may have been drawn, the charge stays"
+                if self.cost is not None
+                else None,
+            )
 
     def record(self) -> dict:
         """``manifest["ledger"]``: the dataset, the blocks charged, the policy, this release's
@@ -226,6 +255,8 @@ class Admission:
             "version": self.version,
             "intersects": self.intersects,
             "other_pipelines": self.others,
+            "atoms": list(self.atoms),
+            "partitioning": self.partitioning.dumps(),
         }
 
     @classmethod
@@ -248,10 +279,12 @@ class Admission:
             Cost(c["rho"], c["epsilon"], c["delta"]) if c else None,
             record.get("budget"),
             record.get("policy"),
-            where=record.get("ledger") or STORE_LEDGER,
+            where=record.get("ledger") or OWNER_LEDGER,
             digest=record.get("digest"),
             intersects=list(record.get("intersects") or []),
             others=list(record.get("other_pipelines") or []),
+            atoms=tuple(record.get("atoms") or ()),
+            partitioning=Partitioning.parse(record.get("partitioning")) or Partitioning(),
         )
 
     def public(self) -> dict | None:
@@ -262,38 +295,73 @@ class Admission:
         return {"rho": self.cost.rho, "epsilon": self.cost.epsilon, "delta": self.cost.delta}
 
 
-def admit(plan: ReleasePlan, ing: Ingested, version: str) -> Admission | None:
+def _unnamed(plan: ReleasePlan, dp: bool) -> SpecError:
+    what = "a differentially private release" if dp else "a release under republish: refuse"
+    return SpecError(
+        "dataset.source.dataset",
+        f"'{plan.name}' reads a table in memory that names no dataset, so the ledger cannot "
+        f"tell which people it holds, and {what} of it cannot be accounted for; name the "
+        "private dataset it holds: source: {kind: memory, dataset: NAME} "
+        "(pipelines.api.spec(..., dataset_name=NAME)), or budget.dataset: NAME, or load the "
+        "spec from its YAML file (api.load_spec), whose dataset it is",
+    )
+
+
+def admit(plan: ReleasePlan, ing: Ingested, version: str) -> Admission:
     """For a differentially private algorithm, reserve its cost in the plan's ledger against
-    the spec's budget before it runs (``BudgetExceeded`` when any block it reads cannot afford
-    it: nothing has run). A release that is not DP is only prepared here (``Admission.enter``
-    records it once validated). None when the plan has no ledger."""
+    the dataset's cap before it runs (``BudgetExceeded`` when any block it reads cannot
+    afford it: nothing has run). A release that is not DP is only prepared here
+    (``Admission.enter`` records it once validated)."""
     cost = plan.algo.privacy_cost(plan.spec.params, ing.table)
     dp = cost is not None
-    ledger = ledger_for(plan, create=dp)
-    if ledger is None and (dp or ledger_url(plan) is None):
-        return None
-    blocks = tuple(ing.input.get("blocks") or ["*"])
-    url, key = ledger_url(plan)  # type: ignore[misc] - not None: a ledger or its URL exists
-    where = STORE_LEDGER if key == "the store's ledger" else redact(expand(url, key))
-    if not dp:
-        return Admission(
-            plan, version, None, dataset_key(plan), blocks, None, None, _policy(plan), ledger, where
+    ident = dataset_identity(plan, ing)
+    policy = _policy(plan)
+    if ident.anonymous and (dp or policy != "allow"):
+        raise _unnamed(plan, dp)
+    part = plan.spec.partitions
+    if dp and part is not None and part.keys == "dynamic":
+        raise SpecError(
+            "partitions.keys",
+            "dynamic keys are values read off the private data (a key exists because someone "
+            "has it): a differentially private spec lists its keys or cuts on time",
         )
-    budget = _budget(plan)
+    atoms = (f"memory:anonymous:{ing.input['fingerprint']}",) if ident.anonymous else ident.atoms
+    partitioning = Partitioning.of(part)
+    ledger = ledger_for(plan, create=dp)
+    url, key = ledger_url(plan)
+    where = OWNER_LEDGER if key == DEFAULT_KEY else redact(expand(url, key))
+    blocks = tuple(ing.input.get("blocks") or ["*"])
+    common = dict(ledger=ledger, where=where, atoms=atoms, partitioning=partitioning)
+    if not dp:
+        return Admission(plan, version, None, ident.name, blocks, None, None, policy, **common)
+    opened = noise.count()
     charge = ledger.reserve(
-        dataset=dataset_key(plan),
+        dataset=ident.name,
+        atoms=atoms,
+        partitioning=partitioning,
         blocks=blocks,
-        per=_per(plan),
         pipeline=plan.name,
         version=version,
         partition=plan.partition,
         family=plan.algo.family,
         cost=cost,
-        budget=budget,
+        budget=_budget(plan),
+        per=_per(plan) if plan.spec.budget is not None else None,
         policy=None,
     )
+    cap = charge.account.get("budget")
+    budget = {**cap, "per": charge.account["per"]} if cap else None
     return Admission(
-        plan, version, charge, dataset_key(plan), charge.blocks, cost, budget, None, ledger, where
+        plan,
+        version,
+        charge,
+        ident.name,
+        charge.blocks,
+        cost,
+        budget,
+        None,
+        opened=opened,
+        **common,
     )
 
 
@@ -303,8 +371,28 @@ def digest_of(output_bytes: dict[str, bytes]) -> str:
     return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
-def _overlap(a: str, blocks: set[str]) -> bool:
-    return a == "*" or "*" in blocks or a in blocks
+def grouping_of(outputs: dict[str, pa.Table]) -> str:
+    """The grouping a release publishes: sha256 over each public output's values (its
+    columns' names, types and contents, without the schema's metadata, which carries the
+    contract and the demands). Two releases of the same values are one grouping whatever
+    their demands or metadata; any changed value is another grouping.
+
+    >>> t = pa.table({"a": [1, 2]})
+    >>> grouping_of({"data": t}) == grouping_of({"data": t.replace_schema_metadata({"x": "y"})})
+    True
+    """
+    from pipelines.ingest import table_fingerprint
+
+    plain = {}
+    for name, table in sorted(outputs.items()):
+        schema = pa.schema([pa.field(f.name, f.type, f.nullable) for f in table.schema])
+        plain[name] = table_fingerprint(table.cast(schema).replace_schema_metadata(None))
+    return hashlib.sha256(json.dumps(plain, sort_keys=True).encode()).hexdigest()
+
+
+#: Statuses of a release that is not DP whose rows may be out: published, or still running or
+#: killed before it said how it ended (its files may be written, its audit branch readable).
+OUT = ("published", "reserved")
 
 
 def check_republish(
@@ -315,53 +403,55 @@ def check_republish(
     ``RepublishRefused`` (the entry is marked ``refused``) names the policy, the earlier
     version(s) and the blocks. A differentially private release is not checked: its budget
     composes every release that reads a block."""
-    if adm is None:
+    if adm is None or adm.cost is not None:
         return []
-    from pipelines.flow import parquet_bytes
+    import pyarrow.parquet as pq
 
-    data = {k: v if isinstance(v, bytes) else parquet_bytes(v) for k, v in outputs.items()}
-    digest = adm.digest = digest_of(data)
-    if adm.ledger is None:  # the store's ledger does not exist yet: nothing was released
+    tables = {
+        k: pq.read_table(pa.BufferReader(v)) if isinstance(v, bytes) else v
+        for k, v in outputs.items()
+    }
+    digest = adm.digest = grouping_of(tables)
+    if adm.ledger is None:  # the owner's ledger does not exist yet: nothing was released
         adm.ledger = ledger_for(plan, create=False)
         if adm.ledger is None:
             return []
-    mine = set(adm.blocks)
+    mine = adm.partitioning
     earlier = [
         e
-        for e in adm.ledger.entries(dataset=adm.dataset)
-        if e.status == "published" and _overlap(e.block, mine)
+        for e in adm.ledger.entries(atoms=adm.atoms)
+        if e.rho is None
+        and e.status in OUT
+        and any(mine.shares_rows(b, e.cut, e.block) for b in adm.blocks)
     ]
-    warnings = []
-    others = sorted({(e.pipeline, e.version) for e in earlier if e.pipeline != plan.name})
-    adm.others = [{"pipeline": p, "version": v} for p, v in others]
-    if others:
-        warnings.append(
-            "rows of this release were also released by other pipelines of dataset "
-            f"'{adm.dataset}': "
-            + ", ".join(f"{p} {v}" for p, v in others)
-            + " (compare what each publishes: together they may reveal more than either)"
-        )
-    if adm.cost is not None:
-        return warnings
-    clash: dict[str, set[str]] = {}
+    adm.others = [
+        {"pipeline": p, "version": v}
+        for p, v in sorted({(e.pipeline, e.version) for e in earlier if e.pipeline != plan.name})
+    ]
+    clash: dict[tuple[str, str], set[str]] = {}
     for e in earlier:
-        if e.pipeline == plan.name and e.digest is not None and e.digest != digest:
-            clash.setdefault(e.version, set()).add(e.block)
+        if e.digest != digest:
+            clash.setdefault((e.pipeline, e.version), set()).add(e.block)
     if not clash:
-        return warnings
-    adm.intersects = [{"version": v, "blocks": sorted(b)} for v, b in sorted(clash.items())]
-    where = "; ".join(f"version {v} (blocks {', '.join(sorted(b))})" for v, b in clash.items())
+        return []
+    adm.intersects = [
+        {"pipeline": p, "version": v, "blocks": sorted(b)} for (p, v), b in sorted(clash.items())
+    ]
+    where = "; ".join(
+        f"{p} {v} (blocks {', '.join(sorted(b))})" for (p, v), b in sorted(clash.items())
+    )
     if adm.policy == "allow":
-        warnings.append(
-            f"republish: allow: this release re-publishes rows that {where} published under "
-            "another grouping; the two releases may be intersected to narrow down a person's "
-            "group"
-        )
-        return warnings
+        return [
+            f"republish: allow: this release re-publishes rows of dataset '{adm.dataset}' that "
+            f"{where} published under another grouping; the two releases may be intersected "
+            "or differenced: a person in one and not the other has their published values given "
+            "away exactly"
+        ]
     adm.enter()  # the refused attempt is on record too (it counts nothing)
     adm.mark("refused", f"republish: {adm.policy}")
     if adm.policy == "new_partitions":
-        fresh = sorted(mine - {b for bs in clash.values() for b in bs})
+        taken = {b for bs in clash.values() for b in bs}
+        fresh = sorted(b for b in adm.blocks if b not in taken)
         hint = (
             f"release only partitions never released before (privfair run --partition KEY; "
             f"new here: {', '.join(fresh) or 'none'})"
@@ -369,7 +459,9 @@ def check_republish(
     else:
         hint = "give the spec republish: allow (or new_partitions) to publish it anyway"
     raise RepublishRefused(
-        f"republish: {adm.policy}: '{plan.name}' would re-publish rows that {where} already "
-        f"published under another grouping (an intersection of the two releases narrows down "
-        f"each person's group); nothing was published; {hint} (ledger {redact(adm.ledger.url)})"
+        f"republish: {adm.policy}: '{plan.name}' would re-publish rows of dataset "
+        f"'{adm.dataset}' that {where} already published under another grouping (two "
+        "releases of overlapping rows can be intersected or differenced: a person added or "
+        f"removed between them has their values given away); nothing was published; {hint} "
+        f"(ledger {adm.where})"
     )

@@ -237,6 +237,7 @@ def spec(
     dataset: Mapping[str, Any] | None = None,
     demands: Iterable[Mapping[str, Any]] = (),
     description: str = "",
+    dataset_name: str | None = None,
     **more: Any,
 ) -> PipelineSpec:
     """A pipeline spec built in code, validated as a YAML spec is.
@@ -253,7 +254,13 @@ def spec(
         The role of each column, as under ``dataset.columns`` (``{"role": ..., "kind": ...}``).
     dataset : mapping, optional
         The spec's ``dataset``; default ``{"source": {"kind": "memory"}}``: the table passed
-        to ``run``. ``columns`` is added to it.
+        to ``run``. ``columns`` is added to it (merged with its own ``columns``).
+    dataset_name : str, optional
+        The private dataset the table passed to ``run`` holds (``source.dataset``): the
+        ledger accounts every release of it, through any spec, store or spelling, against
+        this name. Without it a DP release, or one under ``republish: refuse`` (the
+        default), of a table in memory is refused: the ledger could not tell whose rows it
+        holds.
     demands : iterable of mapping
         Extra guarantees (``guarantees``), e.g. ``{"kind": "k_anonymity", "k": 5}``.
     description : str
@@ -269,7 +276,11 @@ def spec(
 
     ds = dict(dataset) if dataset is not None else {"source": {"kind": "memory"}}
     if columns is not None:
-        ds["columns"] = {k: _plain(v) for k, v in columns.items()}
+        ds["columns"] = {**(ds.get("columns") or {}), **{k: _plain(v) for k, v in columns.items()}}
+    if dataset_name is not None:
+        if (ds.get("source") or {}).get("kind") != "memory":
+            raise SpecError("dataset_name", "names the dataset of a table in memory only")
+        ds["source"] = {**ds["source"], "dataset": dataset_name}
     raw = {
         "name": name,
         "description": description,
@@ -345,7 +356,12 @@ def in_memory(s: PipelineSpec) -> PipelineSpec:
     kept = {
         k: v for k, v in raw["dataset"].items() if k not in ("name", "path", "source", "format")
     }
-    raw["dataset"] = {**kept, "source": {"kind": "memory"}}
+    # the frame holds the rows of the dataset the spec was written for: the ledger keeps
+    # accounting them there (pipelines.identity)
+    from pipelines.identity import atoms_of
+
+    atoms = list(atoms_of(s))
+    raw["dataset"] = {**kept, "source": {"kind": "memory", **({"dataset": atoms} if atoms else {})}}
     return parse_spec(raw, source=f"{s.name} (in memory)").located(s.spec_dir)
 
 

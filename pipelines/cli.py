@@ -23,7 +23,7 @@ from typing import NoReturn
 
 import yaml
 
-from schemas.errors import ContractViolation, PrivfairError
+from schemas.errors import ContractViolation, PrivfairError, SpecError
 
 DEFAULT_STORE = os.environ.get("PRIVFAIR_STORE", "releases")
 
@@ -77,7 +77,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         line = _headline_line(m, m.get(out.metrics))
         if line is not None:
             print(line)
-    if out.ledger is not None:
+    if out.status == "exists":
+        print("  ledger: exists, nothing charged (this version was published before)")
+    elif out.ledger is not None:
         print(f"  ledger: {_ledger_line(out.ledger)}")
     for w in out.warnings:
         print(f"  warning: {w}")
@@ -125,13 +127,49 @@ def _ledger_line(rec: dict) -> str:
     return text + f"; spent rho={rec['spent']['rho']:.6g}, remaining {rest}"
 
 
+def _set_cap(args: argparse.Namespace) -> int:
+    """``privfair budget --set-cap SPEC``: record a new cap for the spec's dataset (the only
+    way a cap changes; a spec's ``budget`` cannot raise it)."""
+    from pipelines.admission import dataset_identity, ledger_for
+    from pipelines.catalogue import load_spec
+    from pipelines.flow import ReleasePlan
+
+    if (args.rho is None) == (args.epsilon is None) or (args.epsilon is None) != (
+        args.delta is None
+    ):
+        raise SpecError("--set-cap", "give --rho R, or --epsilon E and --delta D")
+    budget = (
+        {"rho": args.rho}
+        if args.rho is not None
+        else {"epsilon": args.epsilon, "delta": args.delta}
+    )
+    from schemas.spec import BudgetSpec
+
+    try:
+        BudgetSpec.model_validate(budget)
+    except ValueError as e:
+        raise SpecError("--set-cap", str(e).splitlines()[-1]) from None
+    plan = ReleasePlan.of(load_spec(args.set_cap), data_dir=args.data_dir)
+    ident = dataset_identity(plan, plan.ingest())
+    if ident.anonymous:
+        raise SpecError("--set-cap", f"{args.set_cap} reads a table in memory: no dataset to cap")
+    ledger = ledger_for(plan)
+    assert ledger is not None
+    ledger.set_cap(ident.atoms, budget, args.per, "privfair budget --set-cap")
+    shown = ", ".join(f"{k}={v:g}" for k, v in budget.items())
+    print(f"cap of dataset '{ident.name}' set to {shown} (per {args.per}) in ledger {ledger.url}")
+    return 0
+
+
 def cmd_budget(args: argparse.Namespace) -> int:
     """The ledger per dataset, unit and block: spent, entries by status, remaining."""
     from pipelines.budget import ledger_summary, open_ledger
 
+    if args.set_cap is not None:
+        return _set_cap(args)
     ledger = open_ledger(args.ledger, args.store)
     if ledger is None:
-        print(f"no ledger in {args.store}: no release was recorded there")
+        print("no ledger yet: no release of this data owner was recorded")
         return 0
     rows = ledger_summary(ledger.entries(dataset=args.dataset))
     if args.json:
@@ -591,10 +629,23 @@ def parser() -> argparse.ArgumentParser:
         description="The ledger's entries per dataset, privacy unit and block: the composed "
         "zCDP rho spent (and its OpenDP epsilon at the declared budget's delta), the entries "
         "by status (reserved, published, quarantined and failed count; refused does not), and "
-        "what remains of the budget the latest entry declared. The ledger: --ledger, else "
-        "$PRIVFAIR_LEDGER, else the store's own (<store>/.privfair/ledger.sqlite).",
+        "what remains of the dataset's cap. The ledger: --ledger, else $PRIVFAIR_LEDGER, "
+        "else the data owner's own ($XDG_STATE_HOME/privfair/ledger.sqlite), whatever the "
+        "store. --set-cap SPEC records a new cap for SPEC's dataset (a spec cannot raise it).",
     )
-    bu.add_argument("--store", default=DEFAULT_STORE)
+    bu.add_argument(
+        "--store",
+        default=DEFAULT_STORE,
+        help="accepted for older scripts: one ledger spans every store",
+    )
+    bu.add_argument(
+        "--set-cap", default=None, metavar="SPEC", help="record a new cap for SPEC's dataset"
+    )
+    bu.add_argument("--epsilon", type=float, default=None)
+    bu.add_argument("--delta", type=float, default=None)
+    bu.add_argument("--rho", type=float, default=None)
+    bu.add_argument("--per", choices=("partition", "dataset"), default="partition")
+    bu.add_argument("--data-dir", default=None)
     bu.add_argument("--ledger", default=None, help="ledger URL (sqlite:///PATH, postgresql://...)")
     bu.add_argument("--dataset", default=None, help="only this dataset's entries")
     bu.add_argument("--json", action="store_true")

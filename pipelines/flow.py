@@ -581,7 +581,7 @@ def stage(
         staged = _stage(plan, ing, result, version, adm, beside)
     except BaseException:
         if adm is not None:
-            adm.mark("failed")
+            adm.failed()
         raise
     if not staged.passed and adm is not None:
         adm.mark("quarantined", staged.quarantine)
@@ -695,7 +695,7 @@ def publish(
     except BaseException:
         tidy(store, plan.name)
         if adm is not None:
-            adm.mark("failed")
+            adm.failed()
         raise
     if not published:
         set_latest(store, plan.name, cand.version)
@@ -725,7 +725,7 @@ def admitted(plan: ReleasePlan, adm: Admission | None, result: ComponentResult) 
         result.warnings.extend(check_republish(plan, adm, result.outputs))
     except BaseException:
         if adm is not None:
-            adm.mark("failed")
+            adm.failed()
         raise
 
 
@@ -848,7 +848,7 @@ def run_release(
                 result = protect(plan, ing, engine)
         except BaseException:
             if adm is not None:
-                adm.mark("failed")
+                adm.failed()
             raise
         admitted(plan, adm, result)
         with progress.phase("stage"):

@@ -293,9 +293,7 @@ def protect_task(
     st = _store(store) if store is not None else None
     existing = flow.already_published(st, spec.name, version) if st is not None else None
     adm = None
-    published = (
-        Path(st.path(spec.name, version)) if st is not None and st.local and existing else None
-    )
+    published = _published_here(st, spec.name, version, work) if existing else None
     if published is not None:
         man = _read_json(published / "manifest.json")
         out_files, side_files = flow.release_files(man)
@@ -316,7 +314,7 @@ def protect_task(
             result = flow.protect(plan, ing)
         except BaseException:
             if adm is not None:
-                adm.mark("failed")
+                adm.failed()
             raise
         outputs = {
             k: _write(work / flow.output_file(k), flow.parquet_bytes(t))
@@ -358,6 +356,23 @@ def protect_task(
         partition=ing_rec.partition,
         ledger=adm.record() if adm is not None else None,
     )
+
+
+def _published_here(st: Store | None, pipeline: str, version: str, work: Path) -> Path | None:
+    """The folder of a published ``version`` this task can read: the release itself on a
+    local store, else a copy of its manifest, outputs and sidecars in the work folder (a
+    re-run on any store kind reuses what is published: it never runs the algorithm, nor
+    spends budget, again)."""
+    if st is None:
+        return None
+    if st.local:
+        return Path(st.path(pipeline, version))
+    folder = work / "published"
+    man = json.loads(st.read_text(pipeline, version, "manifest.json"))
+    out_files, side_files = flow.release_files(man)
+    for f in ["manifest.json", *out_files.values(), *side_files.values()]:
+        _write(folder / f, st.read_bytes(pipeline, version, *Path(f).parts))
+    return folder
 
 
 def validate_task(
@@ -430,7 +445,7 @@ def _validate_or_stage(
             result.warnings.extend(check_republish(plan, adm, raw))
         except BaseException:
             if adm is not None:
-                adm.mark("failed")
+                adm.failed()
             raise
         staged = flow.stage(plan, ing, result, rec.version, adm)
         validation = staged.validation

@@ -90,8 +90,11 @@ class SourceSpec(_Model):
     - ``delta``: ``url`` of the table, pinned by ``version``, else its latest;
     - ``file``: ``url`` of a CSV or Parquet file on any pyarrow filesystem (``file://``,
       ``s3://``, ``gs://``, ``hdfs://``...), ``format`` else inferred from the suffix;
-    - ``memory``: no key; the table handed to the Python API (``pipelines.api.run``), an Arrow
-      table or a pandas or polars frame, fingerprinted by its content. Its roles come from
+    - ``memory``: the table handed to the Python API (``pipelines.api.run``), an Arrow
+      table or a pandas or polars frame, fingerprinted by its content; ``dataset`` names the
+      private dataset it holds (a name, or the atoms of ``pipelines.identity``), which the
+      ledger accounts it against: without it, a DP release or one under ``republish:
+      refuse`` is refused. Its roles come from
       ``columns`` (else from the table's own field metadata). A release of it is re-checked by
       passing the same table again (``pipelines.api.validate``): the CLI has no table to read.
 
@@ -112,6 +115,7 @@ class SourceSpec(_Model):
     tag: str | None = None
     version: int | None = Field(default=None, ge=0)
     format: Literal["csv", "parquet"] | None = None
+    dataset: str | list[str] | None = None
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> SourceSpec:
@@ -120,7 +124,7 @@ class SourceSpec(_Model):
             "iceberg": {"catalog", "catalog_name", "warehouse", "table", "snapshot", "tag"},
             "delta": {"url", "version"},
             "file": {"url", "format"},
-            "memory": set(),
+            "memory": {"dataset"},
         }
         _only_keys_of_kind(self, allowed, "source")
         need: list[tuple[str, ...]] = {

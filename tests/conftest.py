@@ -20,12 +20,18 @@ os.environ.setdefault(
 )
 # release reports read the evaluations folder: never a developer's own evaluations/
 os.environ["PRIVFAIR_EVALUATIONS"] = tempfile.mkdtemp(prefix="privfair-evaluations-")
+# the data owner's ledger (``pipelines.ledger.default_url``) of the session's module fixtures:
+# never the developer's own; each test gets a fresh one (``_isolated_cache``)
+os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="privfair-state-")
+os.environ.pop("PRIVFAIR_LEDGER", None)
 
 
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
-    """Point the download cache at a fresh temp dir and forget any mirror, for every test."""
+    """Point the download cache and the data owner's ledger at fresh temp dirs and forget any
+    mirror, for every test: one test's releases are not another's earlier releases."""
     monkeypatch.setenv("PRIVFAIR_CACHE_DIR", str(tmp_path_factory.mktemp("privfair-cache")))
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("privfair-state")))
     monkeypatch.delenv("PRIVFAIR_DATA_MIRROR", raising=False)
 
 

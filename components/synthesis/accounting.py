@@ -47,6 +47,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from components.core import noise
 from schemas.errors import InputError
 
 __all__ = [
@@ -256,6 +257,7 @@ class Compositor:
             d_mids=[s.rho for s in self.steps],
         )
         self.total = float(self.measurement.map(1))
+        noise.opened()  # from here on the charge stays, whatever happens (components.core.noise)
         self._queryable = self.measurement(records)
         self.ledger: list[dict] = []
 
