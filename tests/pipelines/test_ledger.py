@@ -24,7 +24,7 @@ from _shared import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pipelines.ledger import Ledger, compose, redact
+from pipelines.ledger import Ledger, compose, default_url, redact
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -245,9 +245,20 @@ def test_manifests_and_report_state_the_charge(tmp_path, capsys, cost):
         assert secret not in pub
     html = (folder / "report.html").read_text()
     assert "Privacy budget and re-publication" in html and "Remaining" in html
+    # a spec of the same rows that declares no budget is charged against the recorded cap
     nobudget = write_dp_spec(tmp_path, name="toy_free", partitions=False)
     assert run_cli(capsys, "run", str(nobudget), "--store", str(store))[0] == 0
     folder = store / "toy_free" / _versions(store, "toy_free")[0]
+    led = json.loads((folder / "manifest.json").read_text())["ledger"]
+    assert led["budget"]["rho"] == pytest.approx(3 * cost.rho)
+    assert led["remaining"]["rho"] == pytest.approx(cost.rho)
+    # other rows, and no cap for them: the report says no budget caps the release
+    other = tmp_path / "other"
+    other.mkdir()
+    write_days(other, 1)
+    free = write_dp_spec(other, name="toy_free", partitions=False)
+    assert run_cli(capsys, "run", str(free), "--store", str(tmp_path / "s2"))[0] == 0
+    folder = tmp_path / "s2" / "toy_free" / _versions(tmp_path / "s2", "toy_free")[0]
     assert "no budget is declared" in (folder / "report.html").read_text()
 
 
@@ -299,7 +310,7 @@ def test_tasks_charge_once_and_reuse_charges_nothing(tmp_path, cost):
         assert pub.status == ("published" if i == 0 else "exists")
         assert pub.ledger["charge"]["rho"] == cost.rho
         assert (prot.ledger is None) == (i == 1)
-    entries = Ledger.open(f"sqlite:///{store / '.privfair' / 'ledger.sqlite'}").entries()
+    entries = Ledger.open(default_url()).entries()
     assert [e.status for e in entries] == ["published"]
 
 
@@ -369,7 +380,7 @@ def test_a_ledger_password_is_in_no_file_of_the_store(tmp_path, capsys, cost, pg
             assert b"s3cretpw" not in path.read_bytes(), path
     man = json.loads(next(store.glob("toy_dp/*/manifest.json")).read_text())
     assert man["spec"]["budget"]["ledger"] == redact(url) == man["ledger"]["ledger"]
-    assert not (store / ".privfair" / "ledger.sqlite").exists()  # charged in PostgreSQL only
+    assert not Path(default_url()[len("sqlite:///") :]).exists()  # charged in PostgreSQL only
     assert [e.status for e in Ledger.open(url).entries()] == ["published"]
 
 
@@ -390,7 +401,9 @@ def test_parallel_composition_arithmetic(releases, cap):
     """Per partition, a block's spent rho is the sum over the releases that read it (or read
     every block, ``*``); per dataset, each release counts once whatever it read; a refused
     attempt counts nothing; a charge fits only if it fits on every block it reads."""
-    from pipelines.ledger import Entry, _spent_rhos, account
+    from pipelines.ledger import Entry, Partitioning, spent_on
+
+    keys = Partitioning("keys", "region")
 
     entries = [
         Entry(
@@ -414,6 +427,8 @@ def test_parallel_composition_arithmetic(releases, cap):
             None,
             "",
             "",
+            '["d"]',
+            keys.dumps(),
         )
         for i, (blocks, rho, status) in enumerate(releases)
         for j, b in enumerate(blocks)
@@ -421,11 +436,7 @@ def test_parallel_composition_arithmetic(releases, cap):
     counted = [(set(b), r) for b, r, s in releases if s != "refused"]
     for block in "abc":
         want = math.fsum(r for bs, r in counted if block in bs or "*" in bs)
-        assert math.fsum(_spent_rhos(entries, block, "partition")) == pytest.approx(want)
-    assert math.fsum(_spent_rhos(entries, "*", "dataset")) == pytest.approx(
+        assert spent_on(entries, keys, block) == pytest.approx(want)
+    assert spent_on(entries, keys, "*", "dataset") == pytest.approx(
         math.fsum(r for _, r in counted)
     )
-    _, worst, fits = account(entries, ["a", "b"], "partition", {"rho": cap}, 0.01)
-    each = [compose(_spent_rhos(entries, b, "partition"), {"rho": cap}, 0.01) for b in "ab"]
-    assert fits == all(a["fits"] for a in each)
-    assert worst["spent"]["rho"] == max(a["spent"]["rho"] for a in each)

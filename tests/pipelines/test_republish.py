@@ -14,7 +14,7 @@ import yaml
 from _partitioned import day_keys, spec_text, write_days
 from _shared import read_latest, run_cli
 
-from pipelines.ledger import Ledger
+from pipelines.ledger import Ledger, default_url
 
 
 def _spec(folder: Path, name: str = "toy_daily", partitions: bool = True, **extra) -> Path:
@@ -73,7 +73,7 @@ def test_overlap_under_a_new_grouping_is_refused(tmp_path, capsys, ledger_env):
     assert "republish: refuse" in err and "another grouping" in err
     assert _published(store, "toy_daily") == 1
     url = None if ledger_env == "sqlite" else __import__("os").environ["PRIVFAIR_LEDGER"]
-    ledger = Ledger.open(url or f"sqlite:///{store / '.privfair' / 'ledger.sqlite'}")
+    ledger = Ledger.open(url or default_url())
     assert [e.status for e in ledger.entries(pipeline="toy_daily")] == ["published", "refused"]
     assert all(e.policy == "refuse" and e.rho is None for e in ledger.entries())
 
@@ -126,14 +126,19 @@ def test_new_partitions(tmp_path, capsys):
     assert _published(store, "toy_daily") == 3
 
 
-def test_other_pipelines_of_the_dataset_are_a_warning(tmp_path, capsys):
+def test_another_pipeline_of_the_dataset_is_a_republication(tmp_path, capsys):
+    """A second pipeline over the same rows is the same people grouped anew: refused under the
+    default policy; under ``allow`` published with a warning naming the first pipeline."""
     store = tmp_path / "store"
     write_days(tmp_path, 2)
     assert _run(capsys, _spec(tmp_path, partitions=False), store)[0] == 0
     other = _spec(tmp_path, name="toy_other", partitions=False)
-    code, out, err = _run(capsys, other, store, "--set", "k=6")
+    code, _, err = _run(capsys, other, store, "--set", "k=6")
+    assert code == 2 and "republish: refuse" in err and "toy_daily" in err
+    allowed = _spec(tmp_path, name="toy_allowed", partitions=False, republish="allow")
+    code, out, err = _run(capsys, allowed, store, "--set", "k=6")
     assert code == 0, err
-    assert "also released by other pipelines" in out and "toy_daily" in out
+    assert "republish: allow" in out and "toy_daily" in out and "differenced" in out
 
 
 def test_the_orchestrators_tasks_apply_the_policy(tmp_path):
@@ -157,6 +162,6 @@ def test_the_orchestrators_tasks_apply_the_policy(tmp_path):
         else:
             with pytest.raises(RepublishRefused, match="republish: refuse"):
                 tasks.validate_task(prot, store)
-    ledger = Ledger.open(f"sqlite:///{store / '.privfair' / 'ledger.sqlite'}")
+    ledger = Ledger.open(default_url())
     assert [e.status for e in ledger.entries()] == ["published", "refused"]
     assert not any((store / "toy_daily" / ".staging").glob("*"))
