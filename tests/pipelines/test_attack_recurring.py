@@ -182,14 +182,24 @@ def test_the_python_api(first):
     frame = pd.read_csv(data / "people.csv")
     with pytest.raises(RepublishRefused):
         api.run(api.load_spec(data / "people_mdav.yaml"), frame, store=store)
-    built = api.spec("people_api", component="mdav", params={"k": 5}, columns=COLUMNS,
-                     dataset={"source": {"kind": "memory", "dataset": "people"}, "unlabelled": "drop"})
+    built = api.spec(
+        "people_api",
+        component="mdav",
+        params={"k": 5},
+        columns=COLUMNS,
+        dataset={"source": {"kind": "memory", "dataset": "people"}, "unlabelled": "drop"},
+    )
     first_api = api.run(built, pd.read_csv(data / "people.csv").iloc[:-1], store=store)
     assert first_api.status == "published"
     with pytest.raises(RepublishRefused):
         api.run(built, frame, store=store)
-    unnamed = api.spec("people_unnamed", component="mdav", params={"k": 5}, columns=COLUMNS,
-                       dataset={"source": {"kind": "memory"}, "unlabelled": "drop"})
+    unnamed = api.spec(
+        "people_unnamed",
+        component="mdav",
+        params={"k": 5},
+        columns=COLUMNS,
+        dataset={"source": {"kind": "memory"}, "unlabelled": "drop"},
+    )
     with pytest.raises(SpecError, match="names no dataset"):
         api.run(unnamed, frame, store=store)
 
@@ -227,8 +237,13 @@ def test_a_repartitioning(tmp_path, capsys):
     _refused(capsys, str(spec), "--store", str(store), "--partition", "flu")
     # a day never released is new rows: published
     code, _, err = run_cli(
-        capsys, "run", str(write_spec(data, partitions=daily)), "--store", str(store),
-        "--partition", (START + timedelta(days=1)).isoformat(),
+        capsys,
+        "run",
+        str(write_spec(data, partitions=daily)),
+        "--store",
+        str(store),
+        "--partition",
+        (START + timedelta(days=1)).isoformat(),
     )
     assert code == 0, err
 
