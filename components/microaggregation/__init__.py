@@ -48,7 +48,11 @@ _DOES_NOT_COVER = (
     "quasi-identifier tuple and a value of the pass-through columns: a reader who knows a "
     "person's quasi-identifiers learns their group's label and protected-attribute mix, and an "
     "attribute every member of a group shares is learnt exactly (k-anonymity is not "
-    "l-diversity). The label is corrected, not the truth, for relabelled rows."
+    "l-diversity). The label is corrected, not the truth, for relabelled rows. Two releases "
+    "of overlapping rows under different groupings (the table again after one person joined "
+    "or left) differenced give that person's pass-through values exactly and their "
+    "quasi-identifiers approximately: the owner's ledger refuses such a re-publication "
+    "(republish: refuse, the default, whatever the pipeline, store or path)."
 )
 
 

@@ -52,7 +52,9 @@ PUBLIC = Disclosure(
         "A reader who also knows the mechanism reads the true rule of a cell announced at an "
         "end of its fidelity interval (announced -+ (1 - delta)), which the optimum forces "
         "in the beta_0, beta_1 and beta_p cases (spec L1); confidence about one of several "
-        "private attributes on its own (A3); several reports on the same data (L5)."
+        "private attributes on its own (A3); several reports on the same data (L5): two "
+        "reports of overlapping records differenced tell what the records added or removed "
+        "between them do, which the owner's ledger refuses to publish (republish: refuse)."
     ),
 )  # fmt: skip
 
