@@ -16,6 +16,18 @@ owner part. The steps map onto the release flow (``pipelines.flow``):
   written (a concurrent publish makes this one fail cleanly: nothing half-published); Delta is
   overwritten in one commit whose metadata names the release.
 
+An audit branch or staging table exists only while its release runs. Before writing, a run
+removes any it finds (a dead run's; a concurrent run's then fails its publish cleanly): the
+branch is dropped and every snapshot no remaining branch or tag reaches is expired, with the
+files only those snapshots held, so no snapshot outside ``main``'s history and the tags can be
+read by its id; an Iceberg table privfair writes keeps one previous metadata file (``HYGIENE``),
+so no older metadata file lists an expired snapshot either. The same sweep follows a failed
+audit, a failed fast-forward and a publish. ``residues`` names what dead runs left before the
+next write removes it (the ledger counts it as published). Table properties, snapshot
+summaries, column docs and Delta commits carry no path and no timing but the commit's time (a
+Delta commit is made of files privfair writes, as actions: ``write_deltalake`` records how long
+it took).
+
 A partition's release replaces that partition's rows only: the table has a
 ``privfair_partition`` column and the write is an overwrite filtered on it. Tables are named
 ``NS.NAME`` for the ``data`` output and ``NS.NAME_<output>`` for any other; Iceberg drops
@@ -25,9 +37,11 @@ Arrow's field metadata, so each column's role and the guarantees that name it go
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import warnings
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,10 +54,27 @@ from schemas import contracts as C
 from schemas.errors import ContractViolation, SpecError, StoreError
 from schemas.spec import TargetSpec
 
-__all__ = ["PARTITION_COLUMN", "Written", "column_docs", "discard", "publish", "write_and_audit"]
+__all__ = [
+    "PARTITION_COLUMN",
+    "Written",
+    "column_docs",
+    "discard",
+    "publish",
+    "release_of",
+    "residues",
+    "write_and_audit",
+]
 
 PARTITION_COLUMN = "privfair_partition"
 LAKEHOUSE = ".lakehouse"
+AUDIT_PREFIX = "privfair-audit-"
+STAGING_MARK = "__privfair_staging_"
+# an Iceberg table privfair writes keeps one previous metadata file, and deletes the others:
+# an older metadata file still lists the snapshots expired since (``_sweep_iceberg``)
+HYGIENE = {
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "1",
+}
 
 
 @dataclass(frozen=True)
@@ -57,7 +88,7 @@ class Written:
 
 
 def branch_of(release_id: str) -> str:
-    return f"privfair-audit-{release_id}"
+    return f"{AUDIT_PREFIX}{release_id}"
 
 
 def tag_of(release_id: str) -> str:
@@ -78,7 +109,7 @@ def _base(plan) -> Path:
     return Path(plan.spec.spec_dir) if plan.spec.spec_dir is not None else Path.cwd()
 
 
-def _lakehouse(plan) -> Path:
+def _lakehouse(plan, create: bool = True) -> Path:
     store = plan.open_store()
     if not store.local:
         raise SpecError(
@@ -87,7 +118,8 @@ def _lakehouse(plan) -> Path:
             "warehouse",
         )
     root = Path(store.path(LAKEHOUSE))
-    (root / "warehouse").mkdir(parents=True, exist_ok=True)
+    if create:
+        (root / "warehouse").mkdir(parents=True, exist_ok=True)
     return root
 
 
@@ -96,14 +128,18 @@ def _iceberg_names(target: TargetSpec, plan, outputs: list[str]) -> dict[str, st
     return {o: base if o == "data" else f"{base}_{o}" for o in outputs}
 
 
-def _catalog(target: TargetSpec, plan):
+def _catalog(target: TargetSpec, plan, create: bool = True):
+    """The target's Iceberg catalog; None when ``create`` is false and the default lakehouse
+    has not been created yet."""
     from pipelines.connectors import _iceberg_catalog, connection_uri, expand
 
     if target.conn_id is not None:
         uri = connection_uri(target.conn_id, "target.conn_id")
         warehouse = expand(target.warehouse, "target.warehouse") if target.warehouse else None
     elif target.catalog is None:
-        root = _lakehouse(plan)
+        root = _lakehouse(plan, create)
+        if not create and not (root / "catalog.db").exists():
+            return None
         uri = f"sqlite:///{root / 'catalog.db'}"
         warehouse = (root / "warehouse").as_uri()
     else:
@@ -130,7 +166,176 @@ def _delta_url(target: TargetSpec, plan, output: str) -> str:
 
 
 def _staging(url: str, release_id: str) -> str:
-    return f"{url.rstrip('/')}__privfair_staging_{release_id}"
+    return f"{url.rstrip('/')}{STAGING_MARK}{release_id}"
+
+
+# --- residues of earlier runs ------------------------------------------------------------------------
+def residues(target: TargetSpec, plan, outputs: Iterable[str] | None = None) -> list[str]:
+    """What runs of ``plan``'s pipeline left readable on ``target`` (the spec's target) besides
+    what they published: an audit branch or staging table exists only while its release runs,
+    so one found here is a dead run's (or a run's writing right now), and it was readable until
+    the next write to the target removes it (``write_and_audit``). ``outputs``: the outputs
+    whose tables are looked at (default: the algorithm's). Only reads: nothing is created or
+    removed; a table or default lakehouse that does not exist yet has none.
+
+    Each is named so that ``release_of`` gives its release id:
+    ``TABLE@privfair-audit-<release>`` an Iceberg audit branch,
+    ``TABLE@privfair-audit-<release>#<snapshot id>`` a snapshot of that release no branch or tag
+    reaches (a branch dropped, its snapshots not expired), ``TABLE#<snapshot id>`` such a
+    snapshot that names no release, ``URL__privfair_staging_<release>`` a Delta staging table
+    (the URL as ``pipelines.connectors.redact`` shows it). ``StoreError`` when the catalog or
+    the folder cannot be read."""
+    names = list(outputs) if outputs is not None else list(plan.algo.outputs)
+    if target.kind == "iceberg":
+        return _iceberg_residues(target, plan, names)
+    from pipelines.connectors import redact
+
+    return [redact(u) for k in names for u in _stagings(_delta_url(target, plan, k))]
+
+
+def release_of(residue: str) -> str | None:
+    """The release id a name from ``residues`` carries (None: a snapshot naming none).
+
+    >>> release_of("privfair.t@privfair-audit-0a1b2c3d4e5f6a7b#123")
+    '0a1b2c3d4e5f6a7b'
+    >>> release_of("/lake/t__privfair_staging_0a1b2c3d4e5f6a7b")
+    '0a1b2c3d4e5f6a7b'
+    >>> release_of("privfair.t#123") is None
+    True
+    """
+    for mark in (STAGING_MARK, "@" + AUDIT_PREFIX):
+        if mark in residue:
+            return residue.rsplit(mark, 1)[1].split("#", 1)[0] or None
+    return None
+
+
+def _iceberg_residues(target, plan, names: list[str]) -> list[str]:
+    from pyiceberg.exceptions import NoSuchTableError
+
+    cat = _catalog(target, plan, create=False)
+    if cat is None:
+        return []
+    out: list[str] = []
+    for name in _iceberg_names(target, plan, names).values():
+        try:
+            tbl = cat.load_table(name)
+        except NoSuchTableError:
+            continue
+        except Exception as e:
+            raise StoreError(name, f"cannot read the Iceberg table: {e}") from None
+        out += [f"{name}@{b}" for b in _audit_branches(tbl)]
+        for sid in sorted(_unreferenced(tbl)):
+            release = (tbl.snapshot_by_id(sid).summary or {}).get("privfair.release")
+            out.append(f"{name}@{branch_of(release)}#{sid}" if release else f"{name}#{sid}")
+    return out
+
+
+def _audit_branches(tbl) -> list[str]:
+    from pyiceberg.table.refs import SnapshotRefType
+
+    return sorted(
+        r
+        for r, ref in tbl.refs().items()
+        if r.startswith(AUDIT_PREFIX) and ref.snapshot_ref_type == SnapshotRefType.BRANCH
+    )
+
+
+def _reached(tbl, drop: Iterable[str] = ()) -> set[int]:
+    """The snapshots a branch or tag other than ``drop`` reaches (its head and ancestors)."""
+    drop = set(drop)
+    out: set[int] = set()
+    for r, ref in tbl.refs().items():
+        if r not in drop:
+            out |= _lineage(tbl, ref.snapshot_id)
+    return out
+
+
+def _unreferenced(tbl, drop: Iterable[str] = ()) -> set[int]:
+    """The snapshots readable by id only once the refs ``drop`` are gone."""
+    return {s.snapshot_id for s in tbl.metadata.snapshots} - _reached(tbl, drop)
+
+
+def _files(tbl, snapshot_ids: Iterable[int]) -> set[str]:
+    """Every file the snapshots ``snapshot_ids`` name: manifest lists, manifests, data and
+    delete files (a deleted entry's file too)."""
+    out: set[str] = set()
+    seen: set[str] = set()
+    for sid in snapshot_ids:
+        snap = tbl.snapshot_by_id(sid)
+        if snap is None:
+            continue
+        out.add(snap.manifest_list)
+        for m in snap.manifests(tbl.io):
+            if m.manifest_path in seen:
+                continue
+            seen.add(m.manifest_path)
+            out.add(m.manifest_path)
+            out |= {e.data_file.file_path for e in m.fetch_manifest_entry(tbl.io, False)}
+    return out
+
+
+def _sweep_iceberg(cat, name: str, branches: Iterable[str] | None = None) -> None:
+    """Drop ``branches`` (default: every audit branch) of the table ``name``, expire every
+    snapshot no remaining branch or tag reaches, and delete the files only those snapshots
+    held and the metadata files that still list them: afterwards no snapshot outside the
+    history of ``main`` (and of the table's other branches and tags) can be read, by id or
+    from an older metadata file. Nothing to do: no commit."""
+    from pyiceberg.table.update.snapshot import ExpireSnapshots, ManageSnapshots
+
+    tbl = cat.load_table(name)
+    drop = _audit_branches(tbl) if branches is None else [b for b in branches if b in tbl.refs()]
+    expire = _unreferenced(tbl, drop)
+    if not drop and not expire:
+        return
+    gone = _files(tbl, expire) - _files(tbl, _reached(tbl, drop)) if expire else set()
+    with tbl.transaction() as tx:
+        if any(tbl.properties.get(k) != v for k, v in HYGIENE.items()):
+            tx.set_properties(HYGIENE)
+        if drop:
+            ms = ManageSnapshots(transaction=tx)
+            for b in drop:
+                ms.remove_branch(b)
+            ms._commit_if_ref_updates_exist()
+        if expire:
+            ExpireSnapshots(transaction=tx).by_ids(sorted(expire)).commit()
+    for path in sorted(gone):
+        with contextlib.suppress(FileNotFoundError):
+            tbl.io.delete(path)
+    # the metadata file before this commit lists what was just expired: the next commit drops
+    # it from the log and deletes it (HYGIENE)
+    tbl = cat.load_table(name)
+    with tbl.transaction() as tx:
+        tx.set_properties(HYGIENE)
+
+
+def _stagings(url: str) -> list[str]:
+    """The Delta staging tables beside the table at ``url`` (any release's)."""
+    import pyarrow.fs as pafs
+
+    url = url.rstrip("/")
+    base = url.rsplit("/", 1)[-1]
+    beside = url[: len(url) - len(base)]  # the parent, as ``url`` spells it
+    try:
+        if "://" in url and not url.startswith("file://"):
+            fs, path = pafs.FileSystem.from_uri(url)
+            infos = fs.get_file_info(
+                pafs.FileSelector(path.rsplit("/", 1)[0], allow_not_found=True)
+            )
+            found = [i.base_name for i in infos if i.type == pafs.FileType.Directory]
+        else:
+            parent = Path(url.removeprefix("file://")).parent
+            found = [p.name for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
+    except Exception as e:
+        from pipelines.connectors import redact
+
+        raise StoreError(redact(url), f"cannot list the Delta table's folder: {e}") from None
+    return sorted(beside + f for f in found if f.startswith(base + STAGING_MARK))
+
+
+def _sweep_delta(url: str) -> None:
+    """Delete every staging table beside the Delta table at ``url``."""
+    for staging in _stagings(url):
+        _remove(staging)
 
 
 # --- the rows --------------------------------------------------------------------------------------
@@ -210,12 +415,17 @@ def _iceberg_write(target, plan, outputs, release_id):
             try:
                 tbl = cat.load_table(names[k])
             except NoSuchTableError:
-                tbl = cat.create_table(names[k], schema=rows.schema)
+                tbl = cat.create_table(names[k], schema=rows.schema, properties=HYGIENE)
                 # a table with no snapshot can only be written on main: start it empty
                 tbl.append(rows.slice(0, 0), snapshot_properties={"privfair.event": "created"})
-            if branch in tbl.refs():  # left by a run killed before its fast-forward
-                tbl.manage_snapshots().remove_branch(branch).commit()
-                tbl = cat.load_table(names[k])
+            if any(tbl.properties.get(p) != v for p, v in HYGIENE.items()):
+                with tbl.transaction() as tx:
+                    tx.set_properties(HYGIENE)
+            # an audit branch exists only while its release runs: one found here is a dead
+            # run's (or a concurrent one's, whose publish then fails cleanly); it goes, with
+            # every snapshot only a dropped branch reached
+            _sweep_iceberg(cat, names[k])
+            tbl = cat.load_table(names[k])
             # the branch starts at main, so that it holds main's rows plus this release's
             # and publishing it is a fast-forward
             tbl.manage_snapshots().create_branch(
@@ -258,7 +468,7 @@ def _delta_write(target, plan, outputs, release_id):
     for k, t in outputs.items():
         staging = _staging(urls[k], release_id)
         try:
-            _remove(staging)
+            _sweep_delta(urls[k])  # any staging table beside the target is a dead run's
             write_deltalake(staging, _rows(t, plan.partition), mode="overwrite")
             read[k] = DeltaTable(staging).to_pyarrow_table()
         except Exception as e:
@@ -278,16 +488,14 @@ def _remove(url: str) -> None:
 
 
 def discard(plan, written: Written) -> None:
-    """Drop what ``write_and_audit`` wrote (the audit branch, the staging tables)."""
+    """Drop what ``write_and_audit`` wrote: the audit branch with the snapshots only it
+    reached (expired, their files deleted: none can be read by id), the staging tables."""
     if written.kind == "iceberg":
         cat = _catalog(plan.spec.target, plan)
         for name in written.tables.values():
-            try:
-                tbl = cat.load_table(name)
-                if written.ref in tbl.refs():
-                    tbl.manage_snapshots().remove_branch(written.ref).commit()
-            except Exception:  # nothing to drop, or the table is gone: nothing to undo
-                pass
+            # the table is gone, or the next write sweeps what is left
+            with contextlib.suppress(Exception):
+                _sweep_iceberg(cat, name, [written.ref])
     else:
         for url in written.tables.values():
             _remove(_staging(url, written.ref))
@@ -349,14 +557,18 @@ def _iceberg_publish(target, plan, docs, release_id, contract):
                 ms.remove_branch(branch)
                 ms._commit_if_ref_updates_exist()
         except CommitFailedException as e:
-            tbl = cat.load_table(name)
-            if branch in tbl.refs():
-                tbl.manage_snapshots().remove_branch(branch).commit()
+            _sweep_iceberg(cat, name, [branch])
             raise StoreError(
                 name,
                 f"another run published to this Iceberg table meanwhile ({e}); nothing of this "
                 "release was published: run it again",
             ) from None
+        try:
+            # main reaches every snapshot of the branch it was fast-forwarded to: what goes is
+            # any other snapshot no branch or tag reaches
+            _sweep_iceberg(cat, name, [])
+        except Exception as e:  # published all the same; the next write sweeps again
+            warnings.warn(f"{name}: unreferenced snapshots not expired: {e}", stacklevel=2)
         out[name] = {"table": name, "snapshot": snap, "tag": tag}
     return out
 
@@ -373,7 +585,7 @@ def _lineage(tbl, snapshot_id: int) -> set[int]:
 
 
 def _delta_publish(target, plan, outputs, release_id, contract):
-    from deltalake import CommitProperties, DeltaTable, write_deltalake
+    from deltalake import DeltaTable
 
     out = {}
     for k in outputs:
@@ -384,21 +596,100 @@ def _delta_publish(target, plan, outputs, release_id, contract):
         except Exception:
             raise StoreError(staging, "the staging table is gone: run the release again") from None
         meta = {"privfair.release": release_id, "privfair.pipeline": plan.name}
-        kw: dict[str, Any] = {"mode": "overwrite", "schema_mode": "overwrite"}
-        if plan.partition is not None and DeltaTable.is_deltatable(url):
+        if plan.partition is not None:
             meta["privfair.partition"] = plan.partition
-            key = plan.partition.replace("'", "''")
-            kw = {"mode": "overwrite", "predicate": f"{PARTITION_COLUMN} = '{key}'"}
         try:
-            write_deltalake(
+            _delta_commit(
                 url,
                 rows,
-                commit_properties=CommitProperties(custom_metadata=meta),
-                description=f"privfair release of {plan.name}; contract: {contract}",
-                **kw,
+                meta,
+                f"privfair release of {plan.name}; contract: {contract}",
+                plan.partition,
             )
         except Exception as e:
             raise StoreError(url, f"cannot publish to the Delta table: {e}") from None
         _remove(staging)
         out[url] = {"table": url, "version": DeltaTable(url).version(), "tag": tag_of(release_id)}
     return out
+
+
+def _delta_commit(url: str, rows: pa.Table, meta: dict, description: str, partition) -> None:
+    """One commit making ``rows`` the Delta table's (``partition``: that partition's rows
+    only), its commit info ``meta``: files written here and committed as actions, so the
+    commit carries none of the writer's timings (``write_deltalake`` records how long it took)."""
+    from deltalake import CommitProperties, DeltaTable, Schema
+    from deltalake.transaction import RemoveAction, create_table_with_add_actions
+
+    props = CommitProperties(custom_metadata=meta)
+    if not DeltaTable.is_deltatable(url):
+        create_table_with_add_actions(
+            url,
+            Schema.from_arrow(rows.schema),
+            [_delta_file(url, rows)],
+            mode="error",
+            description=description,
+            commit_properties=props,
+        )
+        return
+    dt = DeltaTable(url)
+    if partition is None:
+        dt.create_write_transaction(
+            [_delta_file(url, rows)], mode="overwrite", schema=rows.schema, commit_properties=props
+        )
+        return
+    import pyarrow.parquet as pq
+
+    fs, root = _delta_fs(url)
+    now = _millis()
+    actions: list = [_delta_file(url, rows)]
+    for a in pa.table(dt.get_add_actions(flatten=True)).to_pylist():
+        lo, hi = a.get(f"min.{PARTITION_COLUMN}"), a.get(f"max.{PARTITION_COLUMN}")
+        if lo is not None and hi is not None and not lo <= partition <= hi:
+            continue  # none of the partition's rows
+        actions.append(RemoveAction(a["path"], True, now, a["size_bytes"]))
+        if lo == hi == partition:
+            continue
+        # the file holds other partitions' rows too: they stay, in a file of their own
+        held = pq.read_table(f"{root}/{a['path']}", filesystem=fs)
+        other = pc.invert(pc.fill_null(pc.equal(held[PARTITION_COLUMN], partition), False))
+        kept = held.filter(other).cast(rows.schema)
+        if kept.num_rows:
+            actions.append(_delta_file(url, kept))
+    dt.create_write_transaction(actions, mode="append", schema=rows.schema, commit_properties=props)
+
+
+def _millis() -> int:
+    import time
+
+    return int(time.time() * 1000)
+
+
+def _delta_fs(url: str):
+    import pyarrow.fs as pafs
+
+    fs, root = pafs.FileSystem.from_uri(url if "://" in url else Path(url).resolve().as_uri())
+    return fs, root.rstrip("/")
+
+
+def _delta_file(url: str, rows: pa.Table):
+    """``rows`` written as a data file of the Delta table at ``url``: its add action, with
+    the row count and the partition column's bounds as statistics."""
+    import uuid
+
+    import pyarrow.parquet as pq
+    from deltalake.transaction import AddAction
+
+    fs, root = _delta_fs(url)
+    fs.create_dir(root, recursive=True)
+    name = f"part-00000-{uuid.uuid4()}-c000.snappy.parquet"
+    pq.write_table(rows, f"{root}/{name}", filesystem=fs, compression="snappy")
+    stats: dict[str, Any] = {"numRecords": rows.num_rows}
+    if PARTITION_COLUMN in rows.column_names and rows.num_rows:
+        bounds = pc.min_max(rows[PARTITION_COLUMN])
+        stats |= {
+            "minValues": {PARTITION_COLUMN: bounds["min"].as_py()},
+            "maxValues": {PARTITION_COLUMN: bounds["max"].as_py()},
+            "nullCount": {PARTITION_COLUMN: rows[PARTITION_COLUMN].null_count},
+        }
+    size = fs.get_file_info(f"{root}/{name}").size
+    return AddAction(name, size, {}, _millis(), True, json.dumps(stats))

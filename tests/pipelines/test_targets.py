@@ -137,9 +137,11 @@ def test_a_run_killed_before_the_fast_forward_is_repaired(tmp_path):
 
 
 def test_two_releases_racing_to_one_table_one_wins_cleanly(tmp_path):
-    """Both write their branch from the same main; the second fast-forward finds main moved and
-    fails without publishing anything."""
-    write_days(tmp_path, 2)
+    """An audit branch exists only for the release writing it: the second write drops the
+    first's branch (with its snapshots), so the first finds its branch gone at publish and
+    publishes nothing; a release whose table's main moved since its write (not a
+    fast-forward) publishes nothing either, and its branch's snapshots are expired."""
+    write_days(tmp_path, 3)
     store = tmp_path / "store"
     spec = load_spec(
         _spec(
@@ -147,21 +149,33 @@ def test_two_releases_racing_to_one_table_one_wins_cleanly(tmp_path):
             partitions={"column": "submitted", "granularity": "day", "start": day_keys(1)[0]},
         )
     )
-    staged = []
-    for key in day_keys(2):
+
+    def staged(key):
         plan = flow.ReleasePlan.of(spec, store, partition=key)
         ing = plan.ingest()
         version = plan.version(ing.input["fingerprint"])
-        staged.append((plan, flow.stage(plan, ing, flow.protect(plan, ing), version)))
-    (plan_a, a), (plan_b, b) = staged
-    assert flow.publish(plan_a, a.cand)
-    with pytest.raises(StoreError, match="another run published"):
-        flow.publish(plan_b, b.cand)
+        return plan, flow.stage(plan, ing, flow.protect(plan, ing), version)
+
+    (plan_a, a), (plan_b, b) = staged(day_keys(2)[0]), staged(day_keys(2)[1])
+    with pytest.raises(StoreError, match="is gone"):
+        flow.publish(plan_a, a.cand)
+    assert flow.publish(plan_b, b.cand)
     tbl = _catalog(store).load_table("privfair.toy_lake")
-    lake = tbl.scan().to_arrow()
-    assert set(lake["privfair_partition"].to_pylist()) == {day_keys(1)[0]}
+    assert set(tbl.scan().to_arrow()["privfair_partition"].to_pylist()) == {day_keys(2)[1]}
+    assert not (store / "toy_lake" / a.cand.version).exists()
+
+    plan_c, c = staged(day_keys(3)[2])
+    tbl = _catalog(store).load_table("privfair.toy_lake")
+    (branch,) = [r for r in tbl.refs() if r.startswith("privfair-audit-")]
+    audit = tbl.refs()[branch].snapshot_id
+    tbl.append(tbl.scan().to_arrow().slice(0, 0))  # another writer moves main
+    with pytest.raises(StoreError, match="another run published"):
+        flow.publish(plan_c, c.cand)
+    tbl = _catalog(store).load_table("privfair.toy_lake")
     assert not any(r.startswith("privfair-audit-") for r in tbl.refs())
-    assert not (store / "toy_lake" / b.cand.version).exists()
+    assert tbl.snapshot_by_id(audit) is None  # expired: not readable by its id
+    assert set(tbl.scan().to_arrow()["privfair_partition"].to_pylist()) == {day_keys(2)[1]}
+    assert not (store / "toy_lake" / c.cand.version).exists()
 
 
 def test_partitions_land_side_by_side(tmp_path, capsys):
