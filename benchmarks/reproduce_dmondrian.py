@@ -280,8 +280,8 @@ def run_point(
         "bd_rd": float(bound("RD", m["t_eff"], m["p_minus"])),
         "classes": m["classes"],
         "generalised_cells": m["generalised_cells"],
-        "lm_norm": m["information_loss"]["lm_norm"],
-        "lm_sum": m["information_loss"]["lm_sum"],
+        "lm_norm": m["information_loss_active"]["lm_norm"],
+        "lm_sum": m["information_loss_active"]["lm_sum"],
         "median_rel_error": m["query_error"]["median_relative_error"] if queries else None,
         "n_queries": m["query_error"]["n_queries"] if queries else 0,
         "seconds": secs,
@@ -868,7 +868,7 @@ def cap_curves(names: list[str], steps: dict[str, float]) -> dict[str, Any]:
                         "algorithm": label,
                         "t": t,
                         "classes": m["classes"],
-                        "lm_norm": m["information_loss"]["lm_norm"],
+                        "lm_norm": m["information_loss_active"]["lm_norm"],
                     }
                 )
                 print(f"{name} {label} t={t:.4f} classes={m['classes']}", file=sys.stderr)

@@ -36,6 +36,7 @@ __all__ = [
     "class_ranges",
     "group_column",
     "group_field",
+    "public_information_loss",
     "release",
     "utility_metrics",
 ]
@@ -164,10 +165,88 @@ def pd_ranks(prep: Prepared) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     return rank, lo, hi, size
 
 
+def _declared_levels(role: ColumnRole) -> list | None:
+    """The column's declared domain (no null level), None when the spec declares none or the
+    domain was read off the input (an ordered Categorical's categories)."""
+    if role.domain is None or role.domain_from_input:
+        return None
+    return list(dict.fromkeys(v for v in role.domain if v is not None))
+
+
+def _span_sum(a: np.ndarray, b: np.ndarray) -> float:
+    """Sum over rows of ``(b - a) / (max b - min a)``: each label's width over the range the
+    published labels cover (0 when they cover one point)."""
+    if not len(a):
+        return 0.0
+    whole = float(b.max() - a.min())
+    return float((b - a).sum(dtype=np.float64) / whole) if whole > 0 else 0.0
+
+
+def public_information_loss(prep: Prepared, lo: np.ndarray, hi: np.ndarray) -> dict[str, float]:
+    """LM of the published table (``lm_sum``, and ``lm_norm`` over the N - 1 QI attributes
+    PND + PD), a function of the published labels and the declared domains only, so it may be
+    shared: the paper's LM (``utility.information_loss`` over the active domains, AMB-14)
+    counts the input's distinct values inside each label and in each attribute, which the
+    published labels do not show (one person's value between a label's ends, or a PD value no
+    one else holds, would change it); that one stays with the owner (``information_loss_active``).
+
+    Per row and attribute, the label's width over the range the published labels cover:
+
+    - numeric: ``(hi - lo) / (max hi - min lo)`` in the column's units, over the table;
+    - ordinal: the same over the positions of the declared ``domain``; without a declared one,
+      over the ranks of the values the published labels end on;
+    - nominal (a value set): ``(|set| - 1) / (|values published in the column| - 1)``: every
+      value of the column is in some published set, so this is the paper's term;
+    - the PD attribute: 0 when published unchanged; published as its groups, each group's
+      count of declared ``domain`` values minus one over the declared domain's size minus
+      one, and 0 without a declared domain (the two published groups are exact).
+
+    ``lo``, ``hi``: (rows, PND attributes) label ranks over ``prep.domains``."""
+    n, m = len(lo), len(prep.domains)
+    n_qi = m + 1
+    if n == 0:
+        return {"lm_sum": 0.0, "lm_norm": 0.0}
+    total = 0.0
+    for j, d in enumerate(prep.domains):
+        a, b = lo[:, j], hi[:, j]
+        if d.kind is Kind.NUMERIC:
+            v = np.asarray(d.values, dtype=np.float64)
+            total += _span_sum(v[a], v[b])
+        elif d.kind is Kind.ORDINAL:
+            declared = _declared_levels(prep.roles[d.name])
+            if declared is not None:
+                where = {v: i for i, v in enumerate(declared)}
+                pos = np.array([where[v] for v in d.values], dtype=np.int64)
+                total += _span_sum(pos[a], pos[b])
+            else:
+                ends = np.unique(np.concatenate([a, b]))
+                total += _span_sum(np.searchsorted(ends, a), np.searchsorted(ends, b))
+        elif d.size > 1:
+            total += float((b - a).sum(dtype=np.float64) / (d.size - 1))
+    if prep.pd_as_groups:
+        role = prep.roles[prep.pd]
+        declared = _declared_levels(role)
+        if declared is not None and len(declared) > 1:
+            if role.unfavoured is not None:
+                prot = sum(v in set(role.unfavoured) for v in declared)
+            else:
+                prot = sum(v not in set(role.favoured or ()) for v in declared)
+            unprot = len(declared) - prot
+            n_prot = int(prep.protected.sum())
+            total += (n_prot * max(prot - 1, 0) + (n - n_prot) * max(unprot - 1, 0)) / (
+                len(declared) - 1
+            )
+    lm_sum = total / n
+    return {"lm_sum": lm_sum, "lm_norm": lm_sum / n_qi}
+
+
 def utility_metrics(prep: Prepared, lo: np.ndarray, hi: np.ndarray, queries: int, seed: int):
     """LM (normalised over the N-1 QI attributes PND + PD, and the raw sum) and the median
-    relative error of ``queries`` count queries (spec 4.3-4.4). A PD attribute published as
-    its groups counts as generalised to its group (``pd_ranks``).
+    relative error of ``queries`` count queries (spec 4.3-4.4). ``information_loss`` is the
+    LM of the published table (``public_information_loss``: from the published labels and the
+    declared domains, public); ``information_loss_active`` the paper's, over the input's active
+    domains (AMB-14), where a PD attribute published as its groups counts as generalised to its
+    group (``pd_ranks``): it reads the input's distinct values and stays with the owner.
 
     ``lo``, ``hi``: (rows, PND attributes + 1) label ranks, the PND attributes' in the first
     columns (``class_ranges(..., spare=1)``); the last column is the PD attribute's, written
@@ -180,7 +259,10 @@ def utility_metrics(prep: Prepared, lo: np.ndarray, hi: np.ndarray, queries: int
     orig[:, m] = pd_rank
     del pd_rank
     sizes = np.array([d.size for d in prep.domains] + [pd_size])
-    out: dict = {"information_loss": information_loss(lo, hi, sizes)}
+    out: dict = {
+        "information_loss": public_information_loss(prep, lo[:, :m], hi[:, :m]),
+        "information_loss_active": information_loss(lo, hi, sizes),
+    }
     if queries:
         out["query_error"] = query_error(
             orig,
