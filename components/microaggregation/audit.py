@@ -45,7 +45,7 @@ from components.microaggregation.encoding import (
     scale_of,
 )
 from schemas.errors import InputError
-from schemas.roles import Role, read_roles
+from schemas.roles import Kind, Role, read_roles
 
 __all__ = ["AuditFit", "build_audit", "evidence", "evidence_parts"]
 
@@ -157,7 +157,12 @@ def build_audit(
     out_qis = set(roles_out.quasi_identifiers)
     numeric = set(enc_in.numeric_names)
     dense_in = enc_in.dense() if hot else enc_in.numeric
-    if out_qis == set(enc_in.column_names):
+    # the one-hot form: every published QI a numeric column of the encoding (an ordinal QI
+    # published in the schema form holds its levels, read through the encoding below)
+    onehot = out_qis == set(enc_in.column_names) and all(
+        c.kind is Kind.NUMERIC for c in roles_out if c.name in out_qis
+    )
+    if onehot:
         dense_out_rows = (
             np.column_stack(
                 [

@@ -92,7 +92,7 @@ def _facts(params: FairMDAVParams, table, roles: TableRoles, pa01: np.ndarray, e
         k = m + n
     if params.microaggregate:
         enc = enc if enc is not None else encode_qis(table, roles, params.scaling)
-        qi = tuple(qi_contract(params.publish, k, table, enc))
+        qi = tuple(qi_contract(params.publish, k, table, enc, params.decimals))
     else:
         qi = (G.QIsUnchanged(id="C4''", quasi_identifiers=tuple(roles.quasi_identifiers)),)
     derived = fairlet and params.m is None and not clamped
@@ -382,7 +382,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     cols: dict[str, pa.Array] = {}
     out_roles = []
     if params.microaggregate:
-        qi_cols, qi_roles, il = publish_qis(params.publish, table, enc, grouping)
+        qi_cols, qi_roles, il = publish_qis(params.publish, table, enc, grouping, params.decimals)
         cols.update(qi_cols)
         out_roles += qi_roles
     else:

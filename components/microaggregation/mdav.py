@@ -61,7 +61,7 @@ def contract(params: MDAVParams, table: pa.Table | None = None) -> list:
         return _contract(params, qi_contract(params.publish, params.k, None, None), ("*",))
     table, roles, _ = prepare(table)
     enc = encode_qis(table, roles, params.scaling)
-    qi = qi_contract(params.publish, params.k, table, enc)
+    qi = qi_contract(params.publish, params.k, table, enc, params.decimals)
     return _contract(
         params, qi, tuple(c.name for c in roles if c.role is not Role.QUASI_IDENTIFIER)
     )
@@ -117,7 +117,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     t2 = time.perf_counter()
     order = grouping.row_order()
     gid = grouping.group_ids()
-    cols, out_roles, il = publish_qis(params.publish, table, enc, grouping)
+    cols, out_roles, il = publish_qis(params.publish, table, enc, grouping, params.decimals)
     passthrough = [c for c in roles if c.role is not Role.QUASI_IDENTIFIER]
     rows = pa.array(order)
     for c in passthrough:
@@ -161,7 +161,9 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
         "mdav",
         {"data": out},
         {"lineage": lineage},
-        _contract(params, qi_contract(params.publish, params.k, table, enc), pass_names),
+        _contract(
+            params, qi_contract(params.publish, params.k, table, enc, params.decimals), pass_names
+        ),
         params.model_dump(mode="json"),
         metrics,
         timings,

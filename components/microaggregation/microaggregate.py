@@ -9,7 +9,7 @@ one-hot column with share p in a group of n rows the within-group SSE is exactly
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -18,6 +18,7 @@ from components.core import memory
 from components.microaggregation.columns import levels_as
 from components.microaggregation.encoding import EncodedQIs
 from components.microaggregation.grouping import Grouping
+from components.microaggregation.params import DEFAULT_FLOAT_DECIMALS
 from schemas.errors import InputError
 
 
@@ -81,31 +82,45 @@ def microaggregate(
     return cols, il
 
 
-MAX_DECIMALS = 9
-
-
-def decimals_of(values: np.ndarray) -> int:
-    """The input's precision of a float column: the fewest decimals (at most ``MAX_DECIMALS``)
-    that write every value exactly (to 1e-9 relative)."""
-    v = values[np.isfinite(values)]
-    for d in range(MAX_DECIMALS + 1):
-        scaled = v * 10.0**d
-        if np.all(np.abs(scaled - np.rint(scaled)) <= 1e-9 * np.maximum(np.abs(scaled), 1.0)):
-            return d
-    return MAX_DECIMALS
-
-
-def qi_decimals(table: pa.Table, enc: EncodedQIs) -> dict[str, int]:
-    """Decimals each numeric (non-ordinal) QI is published with: 0 for integer columns."""
+def qi_decimals(
+    table: pa.Table, enc: EncodedQIs, declared: int | Mapping[str, int] | None = None
+) -> dict[str, int]:
+    """Decimals each numeric (non-ordinal) QI is published with, from the spec alone: the
+    ``decimals`` parameter (``declared``: one number for every float QI, or per column), else 0
+    for an integer column and ``DEFAULT_FLOAT_DECIMALS`` for a float one. Never the precision
+    found in the input: the fewest decimals that write every value would publish the finest
+    precision of any one person's value (31.25 among whole ages gives 2 decimals, 31 gives 0).
+    ``InputError`` naming ``decimals.<col>`` for a column that is not a numeric QI, or an
+    integer column given decimals (it is published as integers)."""
+    per_column = dict(declared) if isinstance(declared, Mapping) else {}
+    numeric = [n for n in enc.numeric_names if not enc.is_ordinal(n)]
+    for name in per_column:
+        if name not in numeric:
+            raise InputError(
+                f"decimals.{name}",
+                "decimals are for the numeric quasi-identifiers",
+                f"numeric QIs: {', '.join(numeric) or 'none'}",
+            )
     out = {}
     for name in enc.numeric_names:
         t = table.schema.field(name).type
         if enc.is_ordinal(name):
             continue
         if pa.types.is_integer(t) or pa.types.is_boolean(t):
+            if per_column.get(name, 0) != 0:
+                raise InputError(
+                    f"decimals.{name}",
+                    "an integer column is published as integers (publish: schema keeps its "
+                    "type): its decimals must be 0",
+                    f"type {t}",
+                )
             out[name] = 0
+        elif name in per_column:
+            out[name] = int(per_column[name])
+        elif isinstance(declared, int):
+            out[name] = int(declared)
         else:
-            out[name] = decimals_of(enc.numeric[:, enc.numeric_names.index(name)])
+            out[name] = DEFAULT_FLOAT_DECIMALS
     return out
 
 
@@ -204,10 +219,17 @@ def representatives(
     return {name: cols[name] for name in [r.name for r in enc.roles]}
 
 
-def qi_contract(publish: str, k: int, table: pa.Table | None, enc: EncodedQIs | None) -> list:
+def qi_contract(
+    publish: str,
+    k: int,
+    table: pa.Table | None,
+    enc: EncodedQIs | None,
+    decimals: int | Mapping[str, int] | None = None,
+) -> list:
     """The guarantees of the published QIs (C4, C13): k-anonymity over them, each group one
-    representative vector, sums preserved (up to the rounding of the schema form). Without a
-    table (``enc`` None): the outline, same ids and kinds."""
+    representative vector, sums preserved (up to the rounding of the schema form, to the
+    ``decimals`` parameter: ``qi_decimals``). Without a table (``enc`` None): the outline,
+    same ids and kinds."""
     from components.microaggregation import guarantees as G
     from schemas import contracts as C
 
@@ -219,7 +241,7 @@ def qi_contract(publish: str, k: int, table: pa.Table | None, enc: EncodedQIs | 
             G.MeanPreservation(id="C13", quasi_identifiers=qis),
         ]
     qis = tuple(r.name for r in enc.roles) if enc is not None else ()
-    dec = qi_decimals(table, enc) if enc is not None else {}
+    dec = qi_decimals(table, enc, decimals) if enc is not None else {}
     ordinal = tuple(n for n in enc.numeric_names if enc.is_ordinal(n)) if enc is not None else ()
     return [
         C.KAnonymity(id="C4", k=k, quasi_identifiers=qis),
@@ -229,7 +251,11 @@ def qi_contract(publish: str, k: int, table: pa.Table | None, enc: EncodedQIs | 
 
 
 def publish_qis(
-    publish: str, table: pa.Table, enc: EncodedQIs, grouping: Grouping
+    publish: str,
+    table: pa.Table,
+    enc: EncodedQIs,
+    grouping: Grouping,
+    decimals: int | Mapping[str, int] | None = None,
 ) -> tuple[dict[str, pa.Array], list, dict]:
     """(published QI columns in grouping order, their roles, information loss). The
     information loss is the paper's (Eq. 3), measured on the exact group means. The caller
@@ -239,4 +265,5 @@ def publish_qis(
     cols, il = microaggregate(enc, grouping, columns=onehot)
     if onehot:
         return cols, enc.published_roles(), il
-    return representatives(table, enc, grouping, qi_decimals(table, enc)), list(enc.roles), il
+    dec = qi_decimals(table, enc, decimals)
+    return representatives(table, enc, grouping, dec), list(enc.roles), il

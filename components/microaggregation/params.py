@@ -5,17 +5,17 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from components.core.descriptor import Params
+from components.core.descriptor import OptIn, Params
 from components.microaggregation.encoding import Scaling
 
-__all__ = ["MDAVParams", "FairMDAVParams"]
+__all__ = ["MDAVParams", "FairMDAVParams", "DEFAULT_FLOAT_DECIMALS"]
 
 Publish = Field(
     "schema",
     description="published QI form: 'schema' keeps the input's columns and types (group means "
-    "rounded to the input's precision, modes of nominal QIs, medians of ordinal ones); "
+    "rounded to `decimals`, modes of nominal QIs, medians of ordinal ones); "
     "'onehot' publishes exact means, nominal QIs as one-hot level shares (for model training)",
 )
 
@@ -35,6 +35,29 @@ ScalingField = Field(
     "then dominate the grouping, and the information loss is in raw units too)",
 )
 
+# the decimals a float QI is published with when the spec names none (publish: schema)
+DEFAULT_FLOAT_DECIMALS = 2
+MAX_DECIMALS = 9
+
+DecimalsField = Field(
+    default=None,
+    description="decimals of each numeric quasi-identifier published as its group's rounded "
+    "mean (publish: 'schema'): one number for every float QI, or {column: decimals}; a QI not "
+    f"named gets 0 if its column is an integer type (it stays integers), else "
+    f"{DEFAULT_FLOAT_DECIMALS}. A public setting, never read off the input: the finest "
+    "precision found in the data would tell something about one person's value",
+)
+
+
+def _check_decimals(decimals: int | dict[str, int] | None) -> int | dict[str, int] | None:
+    """Each number of ``decimals`` in [0, MAX_DECIMALS]."""
+    values = decimals.values() if isinstance(decimals, dict) else [decimals]
+    for v in values:
+        if v is not None and not 0 <= v <= MAX_DECIMALS:
+            raise ValueError(f"decimals must lie in [0, {MAX_DECIMALS}], got {v}")
+    return decimals
+
+
 TraceSample = Field(
     default=None,
     ge=1,
@@ -43,23 +66,33 @@ TraceSample = Field(
 )
 
 
-class MDAVParams(Params):
+class MDAVParams(OptIn, Params):
     """Plain MDAV microaggregation (Domingo-Ferrer & Torra 2005): groups of size in [k, 2k-1]."""
+
+    opt_in = ("decimals",)  # left at its default, not written: shipped releases keep their bytes
 
     k: int = Field(ge=2, description="minimum group size (k-anonymity level)")
     scaling: Scaling = ScalingField
     publish: Literal["schema", "onehot"] = Publish
+    decimals: int | dict[str, int] | None = DecimalsField
     trace_sample: int | None = TraceSample
     seed: int = Field(0, description="seed of the greedy-trace sample")
     block_rows: int | None = BlockRows
 
+    @field_validator("decimals")
+    @classmethod
+    def _decimals(cls, decimals):
+        return _check_decimals(decimals)
 
-class FairMDAVParams(Params):
+
+class FairMDAVParams(OptIn, Params):
     """Fair-MDAV (Gonzalez-Zelaya et al., TKDD 2023): fairlets, microaggregation, label correction.
 
     Give either ``k`` (then m = floor(k*|U|/|D| + 1/2), n = k - m) or both ``m`` and ``n``.
     ``tau`` is the correction level: relabel while upr < tau*fpr in a group (0 = none, 1 = full).
     """
+
+    opt_in = ("decimals",)
 
     k: int | None = Field(default=None, ge=2, description="fairlet size m + n")
     m: int | None = Field(default=None, ge=1, description="unfavoured records per fairlet")
@@ -67,6 +100,7 @@ class FairMDAVParams(Params):
     tau: float = Field(default=1.0, ge=0.0, le=1.0, description="correction level in [0, 1]")
     microaggregate: bool = Field(True, description="replace QIs by their group's representative")
     publish: Literal["schema", "onehot"] = Publish
+    decimals: int | dict[str, int] | None = DecimalsField
     correction: Literal["positive", "negative"] = Field("positive", description="relabel direction")
     grouping: Literal["fairlet", "mdav"] = Field("fairlet", description="fairlets or MDAV groups")
     scaling: Scaling = ScalingField
@@ -82,6 +116,11 @@ class FairMDAVParams(Params):
         le=1.0,
         description="warn when more than this share of a protected group is dropped",
     )
+
+    @field_validator("decimals")
+    @classmethod
+    def _decimals(cls, decimals):
+        return _check_decimals(decimals)
 
     @model_validator(mode="after")
     def _sizes(self) -> FairMDAVParams:
