@@ -9,6 +9,7 @@ each family checks its own (binary protected attribute, at least one QI...) befo
 from __future__ import annotations
 
 import codecs
+import dataclasses
 import hashlib
 import json
 import os
@@ -482,11 +483,23 @@ def read_csv(source: Path | pa.Buffer) -> pa.Table:
         return whole()  # a malformed file raises here again, with read_csv's message
 
 
-def label_columns(table: pa.Table, columns: Mapping[str, ColumnSpec], what: str) -> pa.Table:
+def label_columns(
+    table: pa.Table,
+    columns: Mapping[str, ColumnSpec],
+    what: str,
+    observed: frozenset[str] = frozenset(),
+) -> pa.Table:
     """``table`` (as read from a file or source named ``what``) with its types normalised and
     the roles of ``columns``; a column not listed is unlabelled (role ``ignored``: the
     dataset's ``unlabelled`` policy decides). ``InputError`` for a listed column that is not
-    there or a repeated column name."""
+    there or a repeated column name.
+
+    An ``ordinal`` column without a declared ``domain`` takes an ordered Categorical's order,
+    and its role records that this domain was read off the input (``domain_from_input``): the
+    categories are a fact about the data (a pandas Categorical built from the values holds
+    exactly the values that occur), which a family publishing only public domains refuses.
+    ``observed`` names the columns whose domain in ``columns`` came from the input likewise
+    (roles read back from a table's own field metadata)."""
     table, orders = normalise_types(table)
     names = table.column_names
     if len(set(names)) != len(names):
@@ -495,9 +508,14 @@ def label_columns(table: pa.Table, columns: Mapping[str, ColumnSpec], what: str)
     for col, spec in columns.items():
         if col not in names:
             raise InputError(col, f"not a column of {what}", f"columns: {', '.join(names)}")
+        from_input = col in observed and spec.domain is not None
         if spec.domain is None and spec.kind is Kind.ORDINAL and col in orders:
             spec = spec.model_copy(update={"domain": orders[col]})  # the Categorical's order
-        roles.append(_column_role(col, spec))
+            from_input = True
+        role = _column_role(col, spec)
+        if from_input:
+            role = dataclasses.replace(role, domain_from_input=True)
+        roles.append(role)
     roles += [
         ColumnRole(name=n, role=Role.IGNORED, kind=_kind_of(table, n))
         for n in names
@@ -547,13 +565,18 @@ def _load_memory(ds: DatasetSpec, table: pa.Table | None) -> tuple[pa.Table, str
     if not isinstance(table, pa.Table):
         raise InputError(None, "an in-memory input must be an Arrow table", type(table).__name__)
     # the table's own roles, then the spec's, which win
-    columns = {c.name: _column_spec(c) for c in read_roles(table)} | dict(ds.columns or {})
+    own = read_roles(table)
+    columns = {c.name: _column_spec(c) for c in own} | dict(ds.columns or {})
     if not columns:
         raise SpecError(
             "dataset.columns",
             "no column roles: give them here, or pass a table whose fields carry privfair roles",
         )
-    labelled = label_columns(table, columns, "the in-memory table")
+    # a domain the table's own metadata says was read off an input stays marked as such
+    observed = frozenset(
+        c.name for c in own if c.domain_from_input and c.name not in (ds.columns or {})
+    )
+    labelled = label_columns(table, columns, "the in-memory table", observed)
     # over the values and the roles they were given (normalised: no writer's metadata), so
     # roles taken from the table's own metadata still change the version when they change
     return labelled, MEMORY, {MEMORY: table_fingerprint(labelled)}

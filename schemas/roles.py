@@ -31,6 +31,10 @@ META_UNFAVOURED = b"privfair.unfavoured"
 META_DOMAIN = b"privfair.domain"
 META_SOURCE = b"privfair.source_column"
 META_LEVEL = b"privfair.level"
+# ``input``: the column's ``domain`` was read off the input (a pandas ordered Categorical's
+# categories), not declared; a family that may only use public domains refuses it
+META_DOMAIN_FROM = b"privfair.domain_from"
+DOMAIN_FROM_INPUT = "input"
 
 
 class Role(StrEnum):
@@ -78,8 +82,11 @@ class ColumnRole:
 
     ``favoured`` / ``unfavoured`` are value sets of a protected attribute (its favoured values,
     its protected values); ``positive`` the set of desirable values of a label; ``domain`` the
-    ordered domain of an ordinal attribute. ``source``/``level`` name the original column and
-    level of a one-hot column. Value sets are given as a scalar or a sequence and kept as tuples.
+    ordered domain of an ordinal attribute; ``domain_from_input`` says that domain was read off
+    the input (an ordered Categorical's categories) instead of declared: a fact about the
+    data, which a family publishing only public domains (DP synthesis) refuses. ``source``/
+    ``level`` name the original column and level of a one-hot column. Value sets are given as a
+    scalar or a sequence and kept as tuples.
     """
 
     name: str
@@ -91,6 +98,7 @@ class ColumnRole:
     source: str | None = None
     level: Scalar | None = None
     unfavoured: ValueSet | None = None
+    domain_from_input: bool = False
 
     def __post_init__(self) -> None:
         for name in ("favoured", "positive", "unfavoured"):
@@ -106,6 +114,8 @@ class ColumnRole:
             meta[META_POSITIVE] = json.dumps(list(self.positive)).encode()
         if self.domain is not None:
             meta[META_DOMAIN] = json.dumps(list(self.domain)).encode()
+            if self.domain_from_input:
+                meta[META_DOMAIN_FROM] = DOMAIN_FROM_INPUT.encode()
         if self.source is not None:
             meta[META_SOURCE] = self.source.encode()
         if self.level is not None:
@@ -126,6 +136,8 @@ class ColumnRole:
             unfavoured=json.loads(meta[META_UNFAVOURED]) if META_UNFAVOURED in meta else None,
             positive=json.loads(meta[META_POSITIVE]) if META_POSITIVE in meta else None,
             domain=tuple(json.loads(domain)) if domain is not None else None,
+            domain_from_input=domain is not None
+            and meta.get(META_DOMAIN_FROM) == DOMAIN_FROM_INPUT.encode(),
             source=meta[META_SOURCE].decode() if META_SOURCE in meta else None,
             level=json.loads(meta[META_LEVEL]) if META_LEVEL in meta else None,
         )
@@ -211,6 +223,7 @@ def attach_roles(table: pa.Table, roles: TableRoles) -> pa.Table:
             META_POSITIVE,
             META_UNFAVOURED,
             META_DOMAIN,
+            META_DOMAIN_FROM,
             META_SOURCE,
             META_LEVEL,
         ):

@@ -4,7 +4,8 @@ Roles and the attribute list come from the input's field metadata, the budget rh
 (epsilon, delta) by the same OpenDP conversion the run uses; nothing is read from a release.
 MST owes the privacy and output guarantees; PreFair adds the fairness ones. The columns that
 may hold a null are the declared ones (``domain.declared_nulls``: the roles and
-``params.nulls``), never read off the data.
+``params.nulls``), never read off the data; each column's published Arrow type is
+``domain.published_type`` of its declared kind, domain and bins, never the input's type.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import pyarrow as pa
 from components.synthesis import guarantees as G
 from components.synthesis.accounting import rho_budget
 from components.synthesis.compression import THRESHOLD
-from components.synthesis.domain import declared_nulls
+from components.synthesis.domain import declared_nulls, published_type
 from components.synthesis.params import MSTParams, selector_of
 from schemas.roles import Role, read_roles
 
@@ -30,7 +31,7 @@ def contract(params: MSTParams, table: pa.Table | None = None) -> list:
     else:
         roles = read_roles(table)
         attributes = tuple(table.column_names)
-        types = tuple(str(f.type) for f in table.schema)
+        types = tuple(_type_of(roles, params, name) for name in attributes)
         prot, adm, outs = (tuple(c.name for c in roles.with_role(r)) for r in _ROLES)
     out = [
         G.PrivacyLedger(
@@ -72,3 +73,13 @@ def contract(params: MSTParams, table: pa.Table | None = None) -> list:
 
 
 _ROLES = (Role.PROTECTED, Role.ADMISSIBLE, Role.LABEL)
+
+
+def _type_of(roles, params: MSTParams, name: str) -> str:
+    """The published type of column ``name`` from the spec (``published_type``), or
+    ``undeclared`` for a column without a public domain (which the run refuses)."""
+    if name not in roles:
+        return "undeclared"
+    edges = params.edges(name) if name in params.bins else None
+    t = published_type(roles[name], edges)
+    return str(t) if t is not None else "undeclared"

@@ -21,17 +21,27 @@ nothing); a field that is *not* nullable refuses a declared null level. A null l
 code of its column. A column without one gets no null in the synthetic table, whatever the
 noise; an input null there is refused (naming the column and how many rows, never a value).
 
-**Arrow types.** A column keeps its Arrow type in the synthetic table. Values are compared in a
-plain type (``value_type``): a dictionary column (a pandas Categorical) by its values, a
-``string`` / ``large_string`` / ``string_view`` column as ``large_string`` (binary types alike);
-a dictionary column's synthetic dictionary is its declared levels, in their declared order,
-with the input's index type and ``ordered`` flag.
+**Declared, never observed.** A ``domain`` the input supplied (an ``ordinal`` column's order
+taken from a pandas ordered Categorical, whose categories are the values that occur: one
+person's rare value would be in the published domain) is refused like a missing one, naming
+the column: only the spec (``dataset.columns.<col>.domain``, a preset) declares a domain.
+
+**Arrow types.** The synthetic table's type of each column is a function of the spec alone
+(``published_type``), never of the input's Arrow type, which a reader infers from the values
+(one fractional age in a CSV file turns an integer column into ``double``; a Categorical's
+index width follows its number of categories): a numeric column is ``int64`` when every edge
+of its bins is an integer, else ``float64``; a column with declared levels takes the type of
+those levels (strings: ``string``, integers: ``int64``, numbers: ``float64``, booleans:
+``bool``); a binary column without a declared domain is ``int64`` 0/1. The input is read in
+any layout: values are compared in a plain type (``value_type``), a dictionary column (a
+pandas Categorical) by its values, a ``string`` / ``large_string`` / ``string_view`` column
+as ``large_string`` (binary types alike), a numeric column against its bins as ``float64``.
 
 >>> import pyarrow as pa
 >>> d = ColumnDomain("age", pa.int64(), edges=(0.0, 18.0, 65.0, 120.0))
->>> d.size, d.encode(pa.chunked_array([[5, 30, 70]])).tolist()
+>>> d.size, d.encode(pa.chunked_array([[5, 30.5, 70]])).tolist()
 (3, [0, 1, 2])
->>> j = ColumnDomain("job", pa.dictionary(pa.int8(), pa.string()), levels=("a", "b"), missing=True)
+>>> j = ColumnDomain("job", pa.string(), levels=("a", "b"), missing=True)
 >>> j.size, j.labels(), j.encode(pa.chunked_array([pa.array(["b", None, "a"]).dictionary_encode()
 ... ])).tolist()
 (3, ['a', 'b', '<missing>'], [1, 2, 0])
@@ -49,11 +59,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schemas.errors import InputError
-from schemas.roles import Kind, TableRoles, attach_roles, read_roles
+from schemas.roles import ColumnRole, Kind, TableRoles, attach_roles, read_roles
 
 __all__ = [
     "ColumnDomain",
     "public_domains",
+    "published_type",
     "declared_domains",
     "declared_nulls",
     "value_type",
@@ -85,7 +96,8 @@ def value_type(t: pa.DataType) -> pa.DataType:
 class ColumnDomain:
     """The public domain of one column: ``levels`` (one per code) or bin ``edges`` (k + 1 edges
     give k codes), plus a last code for a null when ``missing`` (declared, never read off the
-    data)."""
+    data); ``arrow_type`` is the type the synthetic column is published in (``published_type``,
+    from the spec)."""
 
     name: str
     arrow_type: pa.DataType
@@ -116,8 +128,16 @@ class ColumnDomain:
         has no code for); with ``clamp`` a numeric value outside the bins takes the first or
         last bin."""
         n = len(column)
-        if column.type != self.value_type:
-            column = column.cast(self.value_type)
+        if self.edges is None and column.type != self.value_type:
+            try:
+                column = column.cast(self.value_type)
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+                raise InputError(
+                    self.name,
+                    f"the column's values cannot be read as its declared levels' type "
+                    f"{self.arrow_type}",
+                    str(e),
+                ) from None
         nulls = column.is_null().to_numpy(zero_copy_only=False)
         if self.levels is not None:
             values = pa.array(self.levels, type=self.value_type)
@@ -150,7 +170,7 @@ class ColumnDomain:
                     pa.array(self.levels, type=t.value_type),
                     ordered=t.ordered,
                 )
-            out = pa.array(self.levels, type=self.value_type).take(index)
+            out = pa.array(list(self.levels), type=self.value_type).take(index)
             return out if out.type == t else out.cast(t)
         lo = np.asarray(self.edges[:-1])[safe]
         hi = np.asarray(self.edges[1:])[safe]
@@ -197,6 +217,63 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
+def published_type(column: ColumnRole, edges: Sequence[float] | None = None) -> pa.DataType | None:
+    """The Arrow type ``column``'s synthetic values are published in, from the spec alone (its
+    declared kind, ``domain`` and ``bins``), never from the input's Arrow type: bins whose every
+    edge is an integer give ``int64``, other bins ``float64``; declared levels their own type
+    (``_levels_type``); a binary column without a declared domain ``int64`` (0/1). None when the
+    spec declares no public domain (the column is refused), or a domain the input supplied.
+
+    >>> from schemas.roles import Role
+    >>> age = ColumnRole("age", Role.IGNORED, Kind.NUMERIC)
+    >>> published_type(age, (0, 10, 20)), published_type(age, (0, 2.5, 5))
+    (DataType(int64), DataType(double))
+    >>> published_type(ColumnRole("y", Role.LABEL, Kind.BINARY))
+    DataType(int64)
+    >>> published_type(ColumnRole("j", Role.LABEL, Kind.NOMINAL, domain=("a", None)))
+    DataType(string)
+    >>> published_type(ColumnRole("e", Role.LABEL, Kind.ORDINAL, domain=("a",), domain_from_input=True))
+    """
+    if edges is not None:
+        e = np.asarray(edges, dtype=float)
+        integral = bool(np.all(np.isfinite(e)) and np.all(e == np.rint(e)))
+        return pa.int64() if integral else pa.float64()
+    if column.domain is not None:
+        if column.domain_from_input:
+            return None
+        return _levels_type(tuple(v for v in column.domain if v is not None))
+    if column.kind is Kind.BINARY:
+        return pa.int64()
+    return None
+
+
+def _levels_type(levels: tuple) -> pa.DataType | None:
+    """The type of declared levels: ``bool``, ``int64``, ``float64`` (integers and fractions
+    mixed), ``string``, else what Arrow infers (dates...); None when they mix kinds or are
+    empty.
+
+    >>> _levels_type(("a", "b")), _levels_type((1, 2)), _levels_type((1, 2.5)), _levels_type((1, "a"))
+    (DataType(string), DataType(int64), DataType(double), None)
+    """
+    if not levels:
+        return None
+    if all(isinstance(v, bool) for v in levels):
+        return pa.bool_()
+    if any(isinstance(v, bool) for v in levels):
+        return None
+    if all(isinstance(v, int) for v in levels):
+        return pa.int64()
+    if all(isinstance(v, int | float) for v in levels):
+        return pa.float64()
+    if all(isinstance(v, str) for v in levels):
+        return pa.string()
+    try:
+        t = pa.array(list(levels)).type
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return None
+    return None if pa.types.is_null(t) else t
+
+
 def public_domains(
     table: pa.Table,
     roles: TableRoles,
@@ -205,8 +282,9 @@ def public_domains(
 ) -> dict:
     """``{column: ColumnDomain}`` in column order, from the roles' declared ``domain``, the
     numeric ``bins`` and the columns declared to hold a null level (``nulls``, or a null in
-    the declared ``domain``); ``InputError`` naming the column (or ``bins.<col>``,
-    ``nulls.<col>``) when one is missing or does not fit the column, or when the input has a
+    the declared ``domain``), each in its ``published_type``; ``InputError`` naming the column
+    (or ``bins.<col>``, ``nulls.<col>``) when one is missing, was read off the input (an
+    ordered Categorical's categories) or does not fit the column, or when the input has a
     null where no null level is declared (how many rows, never a value)."""
     for key, declared in (("bins", bins), ("nulls", nulls)):
         for col in declared:
@@ -221,6 +299,14 @@ def public_domains(
         vt = value_type(t)
         edges = bins.get(c.name)
         numeric = pa.types.is_integer(vt) or pa.types.is_floating(vt)
+        if c.domain is not None and c.domain_from_input:
+            raise InputError(
+                c.name,
+                "a synthesised column needs a public domain, not one read off the data: this "
+                "column's order comes from the input's categories (a pandas ordered "
+                "Categorical), which hold the values that occur",
+                "declare its levels as the column's 'domain' (dataset.columns)",
+            )
         levels = None if c.domain is None else tuple(v for v in c.domain if v is not None)
         missing = c.name in nulls or (c.domain is not None and len(levels) < len(c.domain))
         if edges is not None:
@@ -237,12 +323,15 @@ def public_domains(
                     "column's levels as its domain",
                     f"type {t}",
                 )
-            _fits(c.name, t, edges)
-            d = ColumnDomain(c.name, t, edges=tuple(float(e) for e in edges), missing=missing)
+            out_type = published_type(c, edges)
+            _fits(c.name, out_type, edges)
+            d = ColumnDomain(
+                c.name, out_type, edges=tuple(float(e) for e in edges), missing=missing
+            )
         elif levels is not None:
-            d = _levels(c.name, t, levels, missing)
+            d = _levels(c.name, t, levels, missing, published_type(c))
         elif c.kind is Kind.BINARY and (pa.types.is_integer(vt) or pa.types.is_boolean(vt)):
-            d = _levels(c.name, t, (False, True) if pa.types.is_boolean(vt) else (0, 1), missing)
+            d = ColumnDomain(c.name, published_type(c), levels=(0, 1), missing=missing)
         else:
             where = (
                 "declare its bins in component.params.bins"
@@ -312,9 +401,20 @@ def _fits(name: str, t: pa.DataType, edges: Sequence[float]) -> None:
         )
 
 
-def _levels(name: str, t: pa.DataType, levels: tuple, missing: bool) -> ColumnDomain:
+def _levels(
+    name: str, t: pa.DataType, levels: tuple, missing: bool, published: pa.DataType | None
+) -> ColumnDomain:
+    """The domain of declared ``levels`` for an input column of type ``t``, published in
+    ``published`` (the levels' own type): refused when the levels repeat a value, mix kinds, or
+    do not fit the input column's type."""
     if len(set(levels)) != len(levels):
         raise InputError(name, "the declared domain repeats a value")
+    if published is None:
+        raise InputError(
+            name,
+            "the declared domain needs values of one kind (strings, numbers or booleans)",
+            f"{len(levels)} levels",
+        )
     vt = value_type(t)
     try:
         pa.array(list(levels), type=vt)
@@ -322,16 +422,7 @@ def _levels(name: str, t: pa.DataType, levels: tuple, missing: bool) -> ColumnDo
         raise InputError(
             name, f"the declared domain does not fit the column type {t}", str(e)
         ) from None
-    if pa.types.is_dictionary(t):
-        most = np.iinfo(t.index_type.to_pandas_dtype()).max
-        if len(levels) > most + 1:
-            raise InputError(
-                name,
-                f"the declared domain has more levels than the column's dictionary index "
-                f"type {t.index_type} can number",
-                f"{len(levels)} levels, at most {most + 1}",
-            )
-    return ColumnDomain(name, t, levels=levels, missing=missing)
+    return ColumnDomain(name, published, levels=levels, missing=missing)
 
 
 def encode_table(
@@ -372,18 +463,19 @@ def encode_table(
 def decode_table(
     codes: np.ndarray, domains: Mapping[str, ColumnDomain], schema: pa.Schema, rng
 ) -> pa.Table:
-    """The synthetic table: each column decoded into its input type, in the input's order and
-    with the input's roles in its field metadata, and nothing else of the input's schema: its
-    schema-level metadata is a fact about the private file (a pandas-written Parquet file
-    records its RangeIndex, whose ``stop`` is the exact row count) and is not carried over.
+    """The synthetic table: each column decoded into its published type (``published_type``:
+    from the spec, not the input's type), in the input's order and with the input's roles in
+    its field metadata, and nothing else of the input's schema: its schema-level metadata is a
+    fact about the private file (a pandas-written Parquet file records its RangeIndex, whose
+    ``stop`` is the exact row count) and is not carried over.
 
     >>> import pyarrow as pa
-    >>> t = pa.table({"x": [1, 2, 3]}).replace_schema_metadata({"pandas": '{"stop": 3}'})
-    >>> d = {"x": ColumnDomain("x", pa.int64(), levels=(1, 2, 3))}
-    >>> out = decode_table(np.array([[0], [2]]), d, t.schema, np.random.default_rng(0))
-    >>> out.column("x").to_pylist(), out.schema.metadata
-    ([1, 3], None)
+    >>> t = pa.table({"x": [1.5, 2, 3]}).replace_schema_metadata({"pandas": '{"stop": 3}'})
+    >>> d = {"x": ColumnDomain("x", pa.int64(), edges=(0, 2, 4))}
+    >>> out = decode_table(np.array([[0], [1]]), d, t.schema, np.random.default_rng(0))
+    >>> out.schema.field("x").type, out.schema.metadata
+    (DataType(int64), None)
     """
     arrays = [d.decode(codes[:, i], rng) for i, d in enumerate(domains.values())]
-    fields = [pa.field(f.name, f.type, f.nullable) for f in schema]
+    fields = [pa.field(f.name, domains[f.name].arrow_type, f.nullable) for f in schema]
     return attach_roles(pa.Table.from_arrays(arrays, schema=pa.schema(fields)), read_roles(schema))

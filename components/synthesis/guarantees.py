@@ -118,8 +118,9 @@ class SyntheticIndependence(Guarantee):
 
 
 class SyntheticSchema(Guarantee):
-    """OUT-1, OUT-2: the synthetic table has the input's ``columns`` in order with the same
-    ``types``, every value lies in its declared public domain, and it has ``rows`` rows (None:
+    """OUT-1, OUT-2: the synthetic table has the input's ``columns`` in order with the
+    ``types`` the spec declares (``domain.published_type``: from the bins and declared domains,
+    never the input's Arrow types), every value lies in its declared public domain, and it has ``rows`` rows (None:
     the model's noisy total recomputed from the noisy measurements, rounded, at least 1 and at
     most ``max_rows``)."""
 
