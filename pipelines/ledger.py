@@ -108,7 +108,7 @@ def default_url() -> str:
 # --- composition -----------------------------------------------------------------------------
 def composed_epsilon(rho: float, delta: float) -> float:
     """epsilon of (epsilon, delta)-DP for a total of ``rho`` zCDP, by OpenDP's conversion."""
-    from components.synthesis.accounting import epsilon_of
+    from components.core.accounting import epsilon_of
 
     return epsilon_of(float(rho), float(delta))
 
@@ -118,7 +118,7 @@ def cap_rho(budget: dict) -> float:
     (epsilon, delta)."""
     if budget.get("rho") is not None:
         return float(budget["rho"])
-    from components.synthesis.accounting import rho_budget
+    from components.core.accounting import rho_budget
 
     return rho_budget(float(budget["epsilon"]), float(budget["delta"]))
 
