@@ -4,7 +4,10 @@ describe the algorithms' parameters.
 Exit codes: 0 success; 1 a guarantee failed (nothing published); 2 bad spec, input, data or
 store (the store path is a file, a folder cannot be written, an unknown URI scheme...), an option
 out of its range (``evaluate --folds 1``), a Spark master that is malformed or cannot be reached,
-and a checker that raised instead of giving a verdict (nothing published or quarantined).
+an optional package not installed (naming its ``pip install 'privfair[EXTRA]'``), and a checker
+that raised instead of giving a verdict (nothing published or quarantined); 3 an internal error
+(one line naming the phase and the log file with the traceback, ``pipelines.crashlog``; nothing
+published or quarantined).
 
 ``latest`` names the version the most recent run of a pipeline produced (a re-run moves it,
 also to a version that already existed); ``privfair promote`` points it at any complete release.
@@ -71,6 +74,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"{out.status}: {out.pipeline} {out.version}")
     print(f"  release: {out.path}")
     print(f"  shareable copy: {out.path}/shared (privfair export {out.path} DEST)")
+    if spec.target is not None:  # the lakehouse table, catalog and snapshot it published
+        from pipelines.release import Store
+        from pipelines.targets import published_lines
+
+        man = Store.open(args.store).read_text(out.pipeline, out.version, "manifest.json")
+        print("\n".join(published_lines(json.loads(man))) or "  target: not recorded")
     if out.validation is not None:
         print(_tally(out.validation))
     for m in out.headline:
@@ -664,11 +673,20 @@ def parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command: exit 0 done, 1 a guarantee failed, 2 bad input, spec, store or
+    environment (an optional package not installed included), 3 an internal error: one line
+    naming the phase and the log holding the traceback (``pipelines.crashlog``)."""
     from components.core.progress import reporting
+    from pipelines import crashlog
 
+    argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
+    trail = crashlog.Trail()
     try:
-        with reporting(sys.stderr, getattr(args, "progress", None)):
+        with (
+            reporting(sys.stderr, getattr(args, "progress", None)) as shown,
+            trail.watching(shown),
+        ):
             return args.fn(args)
     except ContractViolation as e:
         print(f"privfair: release not published: {e}", file=sys.stderr)
@@ -676,6 +694,13 @@ def main(argv: list[str] | None = None) -> int:
     except PrivfairError as e:
         print(f"privfair: error: {e}", file=sys.stderr)
         return 2
+    except Exception as e:  # noqa: BLE001  (not raised on purpose: never a traceback, exit 1)
+        missing = crashlog.missing_extra(e)
+        if missing is not None:
+            print(f"privfair: error: {missing}", file=sys.stderr)
+            return 2
+        print(crashlog.report(e, trail, args.command, argv), file=sys.stderr)
+        return 3
 
 
 def leave(code: int | None) -> NoReturn:

@@ -663,7 +663,7 @@ def publish_target(plan: ReleasePlan, cand: Candidate) -> dict:
     man = json.loads(cand.store.read_text(*cand.parts, "manifest.json"))
     outputs = {k: cand.read_table(output_file(k)) for k in man["outputs"]}
     contract = C.parse_contract(man["contract"])
-    return targets.publish(plan, outputs, man["shared"]["release"], contract)
+    return targets.publish(plan, outputs, man["shared"]["release"], contract, cand)
 
 
 def published_or_failed(staged: Staged) -> None:

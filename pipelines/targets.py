@@ -57,8 +57,10 @@ from schemas.spec import TargetSpec
 __all__ = [
     "PARTITION_COLUMN",
     "Written",
+    "catalog_name",
     "column_docs",
     "discard",
+    "published_lines",
     "publish",
     "release_of",
     "residues",
@@ -128,10 +130,21 @@ def _iceberg_names(target: TargetSpec, plan, outputs: list[str]) -> dict[str, st
     return {o: base if o == "data" else f"{base}_{o}" for o in outputs}
 
 
-def _catalog(target: TargetSpec, plan, create: bool = True):
-    """The target's Iceberg catalog; None when ``create`` is false and the default lakehouse
-    has not been created yet."""
-    from pipelines.connectors import _iceberg_catalog, connection_uri, expand
+def catalog_name(target: TargetSpec) -> str:
+    """The name the target's Iceberg catalog is opened under (``target.catalog_name``, default
+    ``privfair``). A SQL catalog keys every table it holds by that name: a reader opening the
+    same database under another name (pyiceberg's ``default``...) sees no table at all."""
+    from pipelines.connectors import ICEBERG_CATALOG
+
+    return target.catalog_name or ICEBERG_CATALOG
+
+
+def _catalog_location(
+    target: TargetSpec, plan, create: bool = True
+) -> tuple[str, str | None] | None:
+    """(catalog URI, warehouse) of an Iceberg target, both expanded; None when ``create`` is
+    false and the default lakehouse has not been created yet."""
+    from pipelines.connectors import connection_uri, expand
 
     if target.conn_id is not None:
         uri = connection_uri(target.conn_id, "target.conn_id")
@@ -145,6 +158,18 @@ def _catalog(target: TargetSpec, plan, create: bool = True):
     else:
         uri = expand(target.catalog, "target.catalog")
         warehouse = expand(target.warehouse, "target.warehouse") if target.warehouse else None
+    return uri, warehouse
+
+
+def _catalog(target: TargetSpec, plan, create: bool = True):
+    """The target's Iceberg catalog; None when ``create`` is false and the default lakehouse
+    has not been created yet."""
+    from pipelines.connectors import _iceberg_catalog
+
+    where = _catalog_location(target, plan, create)
+    if where is None:
+        return None
+    uri, warehouse = where
     try:
         return _iceberg_catalog(uri, warehouse, _base(plan), target.catalog_name)
     except Exception as e:
@@ -502,18 +527,105 @@ def discard(plan, written: Written) -> None:
 
 
 # --- publish ----------------------------------------------------------------------------------------
-def publish(plan, outputs: dict[str, pa.Table], release_id: str, contract: list) -> dict[str, Any]:
+def publish(
+    plan, outputs: dict[str, pa.Table], release_id: str, contract: list, cand=None
+) -> dict[str, Any]:
     """Make the audited release of ``outputs`` (the candidate's public outputs) what readers
     of the target see (module docstring), with each column's doc (``column_docs``) and the
     public ``contract`` in the same commit; returns ``{table: {"table", "snapshot" |
     "version", "tag"}}``. ``StoreError`` when another run published to the table since this
-    one wrote its branch (its branch is dropped: nothing of this release is published)."""
+    one wrote its branch (its branch is dropped: nothing of this release is published).
+    ``cand`` (the candidate being published): its owner manifest records where the release
+    went (``record``), before the candidate is moved into place."""
     target = plan.spec.target
     text = json.dumps(C.contract_to_data(contract), sort_keys=True)
     docs = {k: column_docs(t, contract) for k, t in outputs.items()}
     if target.kind == "iceberg":
-        return _iceberg_publish(target, plan, docs, release_id, text)
-    return _delta_publish(target, plan, list(outputs), release_id, text)
+        published = _iceberg_publish(target, plan, docs, release_id, text)
+    else:
+        published = _delta_publish(target, plan, list(outputs), release_id, text)
+    if cand is not None:
+        _record_in(cand, record(plan, published))
+    return published
+
+
+def record(plan, published: dict[str, Any]) -> dict[str, Any]:
+    """What the owner's manifest says of the release's target (``manifest["target"]``): its
+    kind, for Iceberg the catalog's name (``catalog_name``: a reader must open the catalog
+    under it), URI (password redacted) and warehouse, and each output's table with the
+    snapshot (Iceberg) or version (Delta) this release published and its tag. The owner's
+    only: the shareable copy names no table, catalog or location."""
+    from pipelines.connectors import redact
+
+    target = plan.spec.target
+    names = (
+        _iceberg_names(target, plan, list(plan.algo.outputs))
+        if target.kind == "iceberg"
+        else {o: _delta_url(target, plan, o) for o in plan.algo.outputs}
+    )
+    by_table = {v: k for k, v in names.items()}
+    tables = {}
+    for name, rec in published.items():
+        row = {"table": redact(str(rec["table"]))}
+        for key in ("snapshot", "version", "tag"):
+            if rec.get(key) is not None:
+                row[key] = rec[key]
+        tables[by_table.get(name, name)] = row
+    out: dict[str, Any] = {"kind": target.kind}
+    if target.kind == "iceberg":
+        uri, warehouse = _catalog_location(target, plan)
+        out["catalog_name"] = catalog_name(target)
+        out["catalog"] = redact(uri)
+        if target.conn_id is not None:
+            out["conn_id"] = target.conn_id
+        if warehouse is not None:
+            out["warehouse"] = redact(warehouse)
+    elif target.conn_id is not None:
+        out["conn_id"] = target.conn_id
+    if plan.partition is not None:
+        out["partition"] = {"column": PARTITION_COLUMN, "key": plan.partition}
+    out["tables"] = tables
+    return out
+
+
+def _record_in(cand, rec: dict[str, Any]) -> None:
+    """Add ``rec`` to the candidate's owner manifest as ``target`` (the manifest is not among
+    the checksums it lists: nothing else changes)."""
+    man = json.loads(cand.store.read_text(*cand.parts, "manifest.json"))
+    man["target"] = rec
+    cand.write("manifest.json", json.dumps(man, indent=2, sort_keys=True).encode())
+
+
+def published_lines(man: dict) -> list[str]:
+    """The lines ``privfair run`` prints of the release's target (its owner manifest's
+    ``target``): each table, with the snapshot or version it published, and for Iceberg the
+    catalog to open (its name, URI and warehouse). None without a target.
+
+    >>> published_lines({"target": {"kind": "iceberg", "catalog_name": "privfair",
+    ...     "catalog": "sqlite:///s/.lakehouse/catalog.db", "warehouse": "file:///s/wh",
+    ...     "tables": {"data": {"table": "privfair.p", "snapshot": 7, "tag": "privfair-ab"}}}})
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['  iceberg table: privfair.p, snapshot 7 (tag privfair-ab)',
+     "  iceberg catalog: 'privfair' at sqlite:///s/.lakehouse/catalog.db, warehouse file:///s/wh
+     (open it under the name 'privfair': another name sees no table)"]
+    """
+    rec = man.get("target") if isinstance(man, dict) else None
+    if not isinstance(rec, dict):
+        return []
+    kind = rec.get("kind")
+    lines = []
+    for t in (rec.get("tables") or {}).values():
+        at = f"snapshot {t['snapshot']}" if "snapshot" in t else f"version {t.get('version')}"
+        tag = f" (tag {t['tag']})" if t.get("tag") else ""
+        lines.append(f"  {kind} table: {t.get('table')}, {at}{tag}")
+    if kind == "iceberg":
+        name = rec.get("catalog_name")
+        wh = f", warehouse {rec['warehouse']}" if rec.get("warehouse") else ""
+        lines.append(
+            f"  iceberg catalog: '{name}' at {rec.get('catalog')}{wh} (open it under the "
+            f"name '{name}': another name sees no table)"
+        )
+    return lines
 
 
 def _iceberg_publish(target, plan, docs, release_id, contract):
