@@ -293,14 +293,22 @@ def test_bad_ledger_urls_exit_2_without_the_password(tmp_path, capsys, monkeypat
     assert not (tmp_path / "store" / "toy_dp").exists()
 
 
-def test_tasks_charge_once_and_reuse_charges_nothing(tmp_path, cost):
+@pytest.mark.parametrize("kind", ["local", "remote"])
+def test_tasks_charge_once_and_reuse_charges_nothing(tmp_path, cost, kind):
     """The orchestrators' tasks reserve in protect_task, mark published in publish_task; a
-    second run of the same version reuses it and charges nothing."""
+    second run of the same version reuses it and charges nothing, on a local store and on one
+    that is not a local folder (a ``pyarrow.fs`` store: it used to draw noise again)."""
+    import pyarrow.fs as pafs
+
     from pipelines import tasks
+    from pipelines.release import Store
 
     write_days(tmp_path, 1)
     spec = write_dp_spec(tmp_path, partitions=False, budget={"rho": 1.5 * cost.rho})
     store = tmp_path / "store"
+    if kind == "remote":
+        store.mkdir()
+        store = Store(pafs.SubTreeFileSystem(str(tmp_path), pafs.LocalFileSystem()), "store")
     for i in range(2):
         work = tmp_path / f"work{i}"
         ing = tasks.ingest_task(spec, work)
@@ -312,6 +320,40 @@ def test_tasks_charge_once_and_reuse_charges_nothing(tmp_path, cost):
         assert (prot.ledger is None) == (i == 1)
     entries = Ledger.open(default_url()).entries()
     assert [e.status for e in entries] == ["published"]
+
+
+def test_a_charge_is_given_back_only_when_no_noise_was_drawn(tmp_path, capsys, cost, monkeypatch):
+    """A DP run that fails before its mechanism reads a record gives its charge back
+    (``released``, saying so); one that fails after keeps it (``failed``): the noise may have
+    been drawn."""
+    from components.synthesis import accounting
+
+    write_days(tmp_path, 1)
+    spec = write_dp_spec(tmp_path, partitions=False, budget={"rho": 3 * cost.rho})
+    store = tmp_path / "store"
+    real = accounting.Compositor.__init__
+
+    def before_any_read(self, records, steps):
+        raise RuntimeError("the mechanism could not start")
+
+    monkeypatch.setattr(accounting.Compositor, "__init__", before_any_read)
+    code, _, _ = run_cli(capsys, "run", str(spec), "--store", str(store))
+    assert code != 0
+    monkeypatch.setattr(accounting.Compositor, "__init__", real)
+
+    def after_the_first_read(self, *args, **kwargs):
+        raise RuntimeError("the mechanism broke after a measurement")
+
+    monkeypatch.setattr(accounting.Compositor, "gaussian", after_the_first_read)
+    code, _, _ = run_cli(capsys, "run", str(spec), "--store", str(store))
+    assert code != 0
+    entries = Ledger.open(default_url()).entries()
+    assert [e.status for e in entries] == ["released", "failed"]
+    assert (
+        "no noise was drawn" in entries[0].note and "noise may have been drawn" in entries[1].note
+    )
+    acc = compose([e.rho for e in entries if e.counted], {"rho": 3 * cost.rho})
+    assert acc["spent"]["rho"] == pytest.approx(cost.rho)
 
 
 # --- the arithmetic -----------------------------------------------------------------------------
