@@ -144,9 +144,15 @@ def memory_atoms(src: SourceSpec) -> tuple[str, ...]:
 
 # --- files and URLs ------------------------------------------------------------------------------
 def _located(written: str, base: Path, data_dir: str | Path | None) -> Path:
+    """The file ``written`` names, as ingest finds it; where there is none (a YAML spec whose
+    rows are handed over in memory), the place beside the spec it names."""
     from pipelines.ingest import locate_file
+    from schemas.errors import DataSourceError
 
-    return locate_file(written, base, data_dir)
+    try:
+        return locate_file(written, base, data_dir)
+    except DataSourceError:
+        return base / Path(written).expanduser()
 
 
 def _file_atom(path: Path) -> str:

@@ -42,6 +42,7 @@ def frame(n: int = 40, seed: int = 0) -> pd.DataFrame:
 
 
 def toy(**more) -> object:
+    more.setdefault("dataset_name", "toy")
     return api.spec("toy", component="mdav", params={"k": 4}, columns=COLUMNS, **more)
 
 
@@ -121,14 +122,18 @@ def test_bad_specs_and_inputs_name_the_key_or_column(tmp_path):
     builtin = api.load_spec(ROOT / "pipelines" / "specs" / "german_fair_mdav.yaml")
     with pytest.raises(SpecError, match="'dataset.name'.*roles are not in the spec"):
         api.run(builtin, frame(), store=tmp_path)
-    no_roles = api.spec("bare", component="mdav", params={"k": 4})
+    no_roles = api.spec("bare", component="mdav", params={"k": 4}, dataset_name="toy")
     with pytest.raises(SpecError, match="'dataset.columns'"):
         api.run(no_roles, frame(), store=tmp_path)
 
 
 def test_roles_carried_by_the_table_need_no_columns(tmp_path):
     published = api.run(toy(), frame(), store=tmp_path).table()  # roles in its fields
-    again = api.run(api.spec("again", component="mdav", params={"k": 4}), published, store=tmp_path)
+    again = api.run(
+        api.spec("again", component="mdav", params={"k": 4}, dataset_name="published"),
+        published,
+        store=tmp_path,
+    )
     assert again.passed and read_roles(again.table()).names == ["x", "c", "PA", "y"]
 
 
@@ -193,7 +198,9 @@ def test_the_readme_example_runs_as_printed(tmp_path, monkeypatch):
     assert Path(namespace["copy"], "manifest.json").is_file()
 
 
-def test_a_dp_release_of_a_frame_is_charged_to_the_in_memory_dataset(tmp_path, capsys):
+def test_a_dp_release_of_a_frame_is_charged_to_the_dataset_it_names(tmp_path, capsys):
+    """A DP release of a frame is charged to the dataset its spec names; a frame naming none
+    is refused before anything is charged (the ledger could not tell whose rows it holds)."""
     rng = np.random.default_rng(1)
     n = 300
     df = pd.DataFrame(
@@ -213,11 +220,22 @@ def test_a_dp_release_of_a_frame_is_charged_to_the_in_memory_dataset(tmp_path, c
             "y": {"role": "label", "kind": "binary", "positive": 1},
         },
     )
-    rel = api.run(s, df, store=tmp_path)
+    with pytest.raises(SpecError, match="names no dataset"):
+        api.run(s, df, store=tmp_path)
+    code, out, _ = run_cli(capsys, "budget", "--store", str(tmp_path), "--json")
+    assert code == 0 and "no ledger yet" in out
+    named = api.spec(
+        "dp_toy",
+        component="mst",
+        params={"epsilon": 1.0},
+        columns=s.dataset.columns,
+        dataset_name="survey",
+    )
+    rel = api.run(named, df, store=tmp_path)
     assert rel.passed and set(rel.to_pandas().columns) == {"a", "sex", "y"}
     code, out, _ = run_cli(capsys, "budget", "--store", str(tmp_path), "--json")
     assert code == 0
-    assert [b["dataset"] for b in json.loads(out)["blocks"]] == ["memory"]
+    assert [b["dataset"] for b in json.loads(out)["blocks"]] == ["survey"]
 
 
 def test_a_release_opened_by_a_relative_path_stays_readable(tmp_path, monkeypatch):
