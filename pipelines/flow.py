@@ -55,6 +55,7 @@ from pipelines.release import (
     Candidate,
     Store,
     checksums,
+    not_intact,
     quarantine_release,
     resolve_release,
     set_latest,
@@ -913,6 +914,7 @@ def revalidate(
             "from the owner's release and the input (privfair validate <store>/<pipeline>/"
             "<version>); `privfair verify` checks the copy's files against its manifest"
         )
+    damaged = not_intact(release, man)  # the published bytes, or which file is not
     spec = parse_spec(man["spec"], source=str(mpath))
     partition = (man.get("input") or {}).get("partition")
     plan = ReleasePlan.of(spec, data_dir=data_dir, partition=partition, table=table)
@@ -940,4 +942,6 @@ def revalidate(
             plan.algo, spec.params, ing.table, outputs, sidecars, plan.required(ing.table), declared
         )
         ph.note(f"{sum(r.passed for r in v.guarantees)}/{len(v.guarantees)} hold")
+    if v.passed and damaged is not None:
+        raise damaged  # the guarantees hold on bytes that are not the release's
     return v

@@ -488,6 +488,55 @@ def verify_release(store: Store, pipeline: str, version: str) -> str | None:
     return None
 
 
+def not_intact(folder: Path, man: dict) -> StoreError | None:
+    """A ``StoreError`` naming the first file of the local release ``folder`` that is not the
+    one published (None: every file is): a file its manifest ``man`` lists (``checksums``)
+    missing, or of another size or sha256 (rewritten with other bytes, even when its values
+    read the same), or a file of the shareable copy the manifest does not list. What
+    ``privfair verify`` refuses in the copy is refused in the release: a release is its
+    published bytes, whatever its values (``pipelines.flow.revalidate`` raises it when every
+    guarantee holds: exit 2, bad data, not a broken guarantee). A manifest written before
+    checksums were recorded lists none: nothing to compare."""
+    sums = man.get("checksums")
+    if not isinstance(sums, dict) or not sums:
+        return None
+    fix = "re-run its spec to quarantine and rebuild it, or restore the file"
+    shared = folder / SHARED
+    if shared.is_dir():
+        for p in sorted(shared.rglob("*")):
+            name = p.relative_to(folder).as_posix()
+            if p.is_file() and name not in sums:
+                return StoreError(
+                    str(p),
+                    "this file of the shareable copy is not listed in the release's manifest "
+                    f"(privfair verify refuses the copy the same way): {fix}",
+                )
+    for name, want in sorted(sums.items()):
+        path = folder / name
+        if not path.is_file():
+            return StoreError(
+                str(path), f"the release's manifest lists this file; it is missing: {fix}"
+            )
+        h, size = hashlib.sha256(), 0
+        with store_io(str(path), "read it"), path.open("rb") as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+                size += len(chunk)
+        if (
+            not isinstance(want, dict)
+            or size != want.get("size")
+            or h.hexdigest() != want.get("sha256")
+        ):
+            copy = " (privfair verify of the shareable copy fails the same way)"
+            return StoreError(
+                str(path),
+                f"{name} is not the file that was published: its bytes differ from the size and "
+                "sha256 the release's manifest records (rewritten or damaged since, even if its "
+                f"values read the same){copy if name.startswith(SHARED + '/') else ''}: {fix}",
+            )
+    return None
+
+
 def checksums(store: Store, *parts: str) -> dict[str, dict]:
     """``{relative file: {"sha256", "size"}}`` for every file below ``parts`` but the
     manifest (the manifest records them)."""
