@@ -17,9 +17,10 @@ its own rows, so a partition's release is idempotent like any other. A time part
 runs on a data-interval timetable on the granularity's cron (``pipelines.partitions.CRON``:
 daily at 00:00 UTC, weekly on Mondays, monthly on the 1st), from ``partitions.start`` up to
 ``end``, with catchup; the spec's ``schedule`` may be omitted or name that cron, any other is an
-import error naming the spec file (``partitions.schedule_of``). A run's partition is the period
-holding its logical date (a scheduled run's logical date is its data interval's start;
-``airflow dags test toy_daily 2026-11-02`` releases the day 2026-11-02), or the run conf's
+import error naming the spec file (``partitions.schedule_of``, the rule Dagster's schedules
+read too; a key partitioning is never scheduled, whatever its ``schedule``). A run's partition
+is the period holding its logical date (a scheduled run's logical date is its data interval's
+start; ``airflow dags test toy_daily 2026-11-02`` releases the day 2026-11-02), or the run conf's
 ``partition`` (a key partitioning's only way: ``-c '{"partition": "b"}'``).
 
 Every ``publish`` task declares the outlet Asset ``privfair.<pipeline>`` (URI
@@ -134,7 +135,8 @@ def _timing(spec, source: Path) -> dict:
     cron (``partitions.schedule_of``; a contradicting ``schedule`` is refused at parse, naming the
     spec file), from ``partitions.start`` to the last period before ``partitions.end``, with
     catchup (every partition since ``start`` is released). Each scheduled run's logical date is
-    its period's start. With a key partitioning: no schedule (a run per key, by conf)."""
+    its period's start. With a key partitioning: no schedule (a run per key, by conf), whatever
+    the spec's ``schedule`` says (``partitions.schedule_note``): Dagster reads the same rule."""
     try:
         cron = partitions.schedule_of(spec)
     except SpecError as e:
@@ -216,6 +218,9 @@ def build_dag(spec_path: Path, spec):
         f"component `{spec.component.name}` {dict(spec.component.params)}; "
         f"schedule `{spec.schedule}`"
     )
+    note = partitions.schedule_note(spec)  # the rule Dagster reads too
+    if note is not None:
+        doc += f" ({note})"
     params = {
         "store": Param(None, type=["null", "string"], description="release store"),
         "data_dir": Param(None, type=["null", "string"], description="raw data folder"),

@@ -38,7 +38,10 @@ module is imported (a new YAML file adds a new asset graph, no code change):
   requests one run per changed or new partition (``run_key`` ``<key>:<fingerprint>``; under
   ``keys: dynamic`` it adds the new keys first), and the schedule of a time partitioning is
   built from the partitioned job (``build_schedule_from_partitioned_job``: each period once it
-  has ended; a key partitioning has none). Backfills: the UI's "Materialize" on the
+  has ended; a key partitioning has none, whatever its ``schedule``). Which spec gets a
+  schedule is ``pipelines.partitions.schedule_of``'s rule, the one Airflow's DAGs read: a
+  time partitioning always (its ``schedule`` omitted or its granularity's cron, any other is
+  a ``SpecError`` naming the spec file), a key partitioning never. Backfills: the UI's "Materialize" on the
   partitions, or ``dagster job backfill -j <spec>_job --from KEY --to KEY``. A partitioned
   spec stays out of ``privfair_releases`` (one job runs one partitioning);
 * on each ``release`` materialisation, catalogue metadata (``pipelines.catalog_metadata``):
@@ -75,7 +78,7 @@ from pydantic import Field, create_model
 
 from components.core.descriptor import Algorithm, Metric
 from pipelines.catalogue import algorithm_of, check_keys, load_specs, outline, with_params
-from pipelines.partitions import WHOLE
+from pipelines.partitions import WHOLE, schedule_note, schedule_of
 from pipelines.settings import cron_of, resolve_data_dir, resolve_store
 from schemas.errors import SpecError
 from schemas.spec import PipelineSpec
@@ -766,14 +769,21 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         )
         return out.as_dict()
 
+    note = schedule_note(spec)
     job = dg.define_asset_job(
         f"{name}_job",
         selection=dg.AssetSelection.groups(name),
-        description=f"Build, validate and publish {name}.",
+        description=f"Build, validate and publish {name}."
+        + (f" The spec's {note}." if note else ""),
         tags={"privfair/pipeline": name},
     )
     schedules: list = []
-    cron = cron_of(spec.schedule)
+    # the rule Airflow reads too (``partitions.schedule_of``): a time partitioning's cadence is
+    # its granularity's, a key partitioning has none, a contradicting schedule is refused
+    try:
+        cron = cron_of(schedule_of(spec))
+    except SpecError as e:
+        raise SpecError(e.key, e.rule, str(path)) from None
     if cron is not None and pdef is not None:
         if isinstance(pdef, dg.TimeWindowPartitionsDefinition):
             # the partitions set the cadence: each tick releases the period just ended

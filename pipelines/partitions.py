@@ -37,6 +37,7 @@ __all__ = [
     "key_column",
     "key_for",
     "keys_of",
+    "schedule_note",
     "schedule_of",
     "select",
     "window",
@@ -156,12 +157,17 @@ def window(part: PartitionSpec, key: str) -> tuple[date, date]:
 def schedule_of(spec: PipelineSpec) -> str | None:
     """The schedule an orchestrator runs ``spec`` on: its own ``schedule`` without partitions,
     the granularity's cron (``CRON``) for a time partitioning (one run per partition), none for
-    a key partitioning (a run is started per key).
+    a key partitioning (a run is started per key). The one rule both orchestrators read:
+    Dagster's schedule (``pipelines.definitions``) and Airflow's timetable
+    (``dags/privfair_dags.py``) come from here, never from ``spec.schedule`` itself.
 
     The granularity decides: a spec's ``schedule`` may be omitted or spell the same cron;
     any other schedule (``@weekly`` for weeks too: cron's week starts on Sunday) would cut
-    runs across partitions and is a ``SpecError`` naming ``schedule``. A key partitioning
-    with a schedule is refused too: a timed run would not know which key it releases.
+    runs across partitions and is a ``SpecError`` naming ``schedule`` (in both orchestrators).
+    A key partitioning has no calendar, so a timed run would not know which key it releases:
+    its ``schedule`` is accepted and not a timetable (``schedule_note`` says so; Dagster's
+    source sensor and a run per key, Airflow's runs with ``{"partition": KEY}``, start its
+    releases).
 
     >>> from schemas.spec import PipelineSpec
     >>> data = {"path": "x.csv", "columns": {"x": {"role": "quasi_identifier"}}}
@@ -178,12 +184,6 @@ def schedule_of(spec: PipelineSpec) -> str | None:
     if part is None:
         return spec.schedule
     if part.granularity is None:
-        if spec.schedule is not None:
-            raise SpecError(
-                "schedule",
-                f"'{spec.schedule}': a key partitioning has no time to schedule on; omit "
-                "'schedule' and start one run per key (its key as the run's partition)",
-            )
         return None
     cron = CRON[part.granularity]
     if spec.schedule is not None and spec.schedule not in _SAME_CRON[part.granularity]:
@@ -194,3 +194,28 @@ def schedule_of(spec: PipelineSpec) -> str | None:
             f"runs on '{cron}' ({first[part.granularity]}); omit 'schedule' or give that",
         )
     return cron
+
+
+def schedule_note(spec: PipelineSpec) -> str | None:
+    """Why the spec's own ``schedule`` is not what an orchestrator runs it on (None: it is,
+    or there is none): a key partitioning's runs are started per key (``schedule_of``).
+
+    >>> from schemas.spec import PipelineSpec
+    >>> data = {"path": "x.csv", "columns": {"x": {"role": "quasi_identifier"}}}
+    >>> keys = {"column": "x", "keys": ["a", "b"]}
+    >>> spec = PipelineSpec(name="s", dataset=data, component={"name": "mdav"},
+    ...                     partitions=keys, schedule="@daily")
+    >>> schedule_of(spec) is None
+    True
+    >>> print(schedule_note(spec))  # doctest: +ELLIPSIS
+    schedule '@daily' is not a timetable for a partitioning by the keys of 'x': ...
+    """
+    part = spec.partitions
+    if part is None or part.granularity is not None or spec.schedule is None:
+        return None
+    return (
+        f"schedule '{spec.schedule}' is not a timetable for a partitioning by the keys of "
+        f"'{part.column}': each key is released by a run of its own (Dagster: the source "
+        "sensor or a launch of the key's partition; Airflow: a run with conf "
+        '{"partition": KEY})'
+    )

@@ -9,7 +9,7 @@ import pytest
 import yaml
 from _partitioned import spec_text
 
-from pipelines.partitions import CRON, key_for, schedule_of
+from pipelines.partitions import CRON, key_for, schedule_note, schedule_of
 from schemas.errors import SpecError
 from schemas.spec import PipelineSpec
 
@@ -48,10 +48,13 @@ def test_a_schedule_across_the_partitions_is_refused(granularity, schedule):
 
 
 def test_key_partitions_have_no_schedule():
+    """Whatever the spec's schedule: both orchestrators start a run per key, and say why the
+    schedule is not a timetable (``schedule_note``)."""
     keys = {"column": "c", "keys": ["a", "b"]}
     assert schedule_of(spec(schedule=None, partitions=keys)) is None
-    with pytest.raises(SpecError, match="no time to schedule on"):
-        schedule_of(spec(schedule="@daily", partitions=keys))
+    assert schedule_note(spec(schedule=None, partitions=keys)) is None
+    assert schedule_of(spec(schedule="@daily", partitions=keys)) is None
+    assert "not a timetable" in schedule_note(spec(schedule="@daily", partitions=keys))
 
 
 def test_without_partitions_the_spec_schedule_stays():
