@@ -576,3 +576,21 @@ def describe(algorithm: str) -> str:
     from components.core import reference
 
     return reference.describe(reference.named(algorithm))
+
+
+def current(store: str | Path, pipeline: str, output: str = "data") -> pa.Table:
+    """The public ``output`` of ``pipeline``'s current releases as one table: for a
+    partitioned pipeline each partition's current release (``privfair releases --current``:
+    the version ``latest`` names when it is of that partition, else the newest), its
+    shareable ``shared/<output>.parquet`` in key order with the column ``privfair_partition``
+    first (as a lakehouse target holds it); for an unpartitioned one, ``latest``'s. ``latest``
+    alone is the last partition run.
+
+    Raises
+    ------
+    StoreError
+        The store cannot be opened, the pipeline has no release, or a file cannot be read.
+    """
+    from pipelines.release import Store, read_current
+
+    return read_current(Store.open(store), pipeline, output)

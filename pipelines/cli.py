@@ -273,10 +273,23 @@ def _tally(v) -> str:
 
 
 def cmd_releases(args: argparse.Namespace) -> int:
-    from pipelines.release import Store, list_releases
+    from pipelines.release import Store, current_releases, list_releases
 
     store = Store.open(args.store)
+    if args.current:  # each partition's current release (pipelines.api.current reads them)
+        cur = current_releases(store, args.pipeline)
+        if args.json or not cur:
+            print(json.dumps(cur, indent=2) if args.json else f"no releases in {args.store}")
+            return 0
+        print(f"{'pipeline':<24} {'partition':<14} {'version':<18} {'published_at':<22} rows")
+        for r in cur:
+            print(
+                f"{r['pipeline']:<24} {r['partition'] or '(all rows)':<14} {r['version']:<18} "
+                f"{r['published_at']:<22} {r['rows'] or 0}{'  (latest)' if r['latest'] else ''}"
+            )
+        return 0
     rows = list_releases(store, quarantined=True)
+    rows = [r for r in rows if args.pipeline in (None, r["pipeline"])]
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -618,8 +631,15 @@ def parser() -> argparse.ArgumentParser:
         "candidates (marked as such). A store that does not exist has no releases: the "
         "command says so and exits 0, creating nothing.",
     )
+    ls.add_argument("pipeline", nargs="?", default=None, help="only this pipeline's releases")
     ls.add_argument("--store", default=DEFAULT_STORE)
     ls.add_argument("--json", action="store_true")
+    ls.add_argument(
+        "--current",
+        action="store_true",
+        help="each partition's current release: the version `latest` names when it is of that "
+        "partition, else its newest (pipelines.api.current reads them as one table)",
+    )
     ls.set_defaults(fn=cmd_releases)
     pr = sub.add_parser(
         "promote",

@@ -763,3 +763,71 @@ def list_releases(store: Store, quarantined: bool = False) -> list[dict]:
         for k in ("_params", "_input", "_code"):
             r.pop(k, None)
     return sorted(rows, key=lambda r: (r["pipeline"], r["published_at"]), reverse=True)
+
+
+def current_releases(store: Store, pipeline: str | None = None) -> list[dict]:
+    """Each partition's current release: per pipeline (``pipeline``, else every one in the
+    store) and partition key, the version ``latest`` names when it is of that key (a re-run
+    or ``promote`` moves it there), else the newest published one (by ``published_at``). An
+    unpartitioned pipeline has one row, its ``latest``. Rows as ``list_releases``' (``partition``
+    None without partitions), sorted by pipeline and key; ``latest`` marks the one it names.
+    A store or pipeline without releases has none (nothing is created)."""
+    names = (
+        [pipeline]
+        if pipeline is not None
+        else [
+            i.base_name
+            for i in _entries(store)
+            if i.type == pafs.FileType.Directory and not i.base_name.startswith(".")
+        ]
+    )
+    rows = []
+    for name in sorted(names):
+        versions = list_versions(store, name)
+        cur = latest(store, name)
+        by_key: dict = {}
+        for r in sorted(versions, key=lambda r: r["published_at"]):
+            by_key[r.get("partition")] = r  # the newest of each key, unless latest names one
+        for r in versions:
+            if r["version"] == cur:
+                by_key[r.get("partition")] = r
+        if None in by_key and len(by_key) > 1:  # a pipeline partitioned since: its whole
+            by_key.pop(None)  # release is no partition's
+        for key in sorted(by_key, key=lambda k: "" if k is None else str(k)):
+            r = dict(by_key[key])
+            r["latest"] = r["version"] == cur
+            for k in ("_params", "_input", "_code"):
+                r.pop(k, None)
+            rows.append(r)
+    return rows
+
+
+def read_current(store: Store, pipeline: str, output: str = "data") -> pa.Table:
+    """The public ``output`` of ``pipeline``'s current releases (``current_releases``) as one
+    table: each partition's shareable ``shared/<output>.parquet``, in key order, with the
+    column ``privfair_partition`` (its key; as a lakehouse target holds it,
+    ``pipelines.targets.PARTITION_COLUMN``) first. The columns keep their roles (field
+    metadata); the schema's own metadata (each release's contract) is dropped: the table is no
+    single release. An unpartitioned pipeline gives its ``latest`` output as published.
+    ``StoreError`` when the pipeline has no release, or a file is missing or cannot be read."""
+    rows = current_releases(store, pipeline)
+    if not rows:
+        raise StoreError(store.path(pipeline), "no published release of this pipeline")
+    tables = []
+    for r in rows:
+        parts = (pipeline, r["version"], SHARED, f"{output}.parquet")
+        if store.kind(*parts) != pafs.FileType.File:
+            raise StoreError(store.path(*parts), f"the release has no output '{output}'")
+        with store_io(store.path(*parts), "read it"):
+            t = pq.read_table(store.path(*parts), filesystem=store.fs)
+        if r.get("partition") is None:
+            return t
+        t = t.replace_schema_metadata(None)
+        key = pa.array([str(r["partition"])] * t.num_rows, pa.string())
+        tables.append(t.add_column(0, "privfair_partition", key))
+    try:
+        return pa.concat_tables(tables, promote_options="permissive")
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+        raise StoreError(
+            store.path(pipeline), f"the partitions' {output} tables do not concatenate: {e}"
+        ) from None
