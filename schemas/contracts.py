@@ -21,7 +21,14 @@ from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_serializer,
+)
 
 from schemas.errors import PrivfairError
 from schemas.numbers import finite
@@ -155,7 +162,16 @@ class ParityGap(Guarantee):
     role declares it) or else not in ``favoured``; the favoured group is the rest. A release
     with no published row in one of the groups fails: its gap is undefined. Unset fields are
     taken from the input's roles (``completed``): the one ``protected`` column with its
-    favoured/unfavoured values, the one ``label`` with its positive values."""
+    favoured/unfavoured values, the one ``label`` with its positive values.
+
+    ``direction``: ``any`` (the default) bounds the gap's size alone; ``no_reversal`` also
+    fails a release whose signed gap, P(positive | protected) − P(positive | favoured), has
+    the opposite sign of the input's (a correction that overshoots turns the bias against
+    the other group: Fair-MDAV on a 10 % base rate can, and still meet ``max``). The input's
+    sign (``input_sign``: −1, 0 or +1) is recomputed from the input by ``completed`` each time
+    the contract is rebuilt, never read from a release; an input gap of 0 has no direction to
+    reverse. ``input_sign`` is set only under ``no_reversal`` (a release under ``any`` does
+    not carry it) and is published with the contract like the other completed fields."""
 
     kind: Literal["parity_gap"] = "parity_gap"
     column_fields: ClassVar[tuple[str, ...]] = ("protected", "label")
@@ -165,6 +181,19 @@ class ParityGap(Guarantee):
     favoured: tuple[str | int | float | bool, ...] = ()
     unfavoured: tuple[str | int | float | bool, ...] = ()
     positive: tuple[str | int | float | bool, ...] = ()
+    direction: Literal["any", "no_reversal"] = "any"
+    input_sign: int | None = Field(default=None, ge=-1, le=1)
+
+    @model_serializer(mode="wrap")
+    def _without_unset_direction(self, handler):
+        """A demand under the default ``direction: any`` dumps as it did before the field
+        existed (the contracts of releases that demand it keep their bytes)."""
+        data = handler(self)
+        if isinstance(data, dict) and data.get("direction") == "any":
+            data.pop("direction", None)
+            if data.get("input_sign") is None:
+                data.pop("input_sign", None)
+        return data
 
     def completed(self, table: pa.Table) -> ParityGap:
         roles = read_roles(table)
@@ -174,7 +203,7 @@ class ParityGap(Guarantee):
             return self  # the demand's column check names the missing column
         prot = roles[self.protected] if self.protected else _only(roles, Role.PROTECTED, self)
         label = roles[self.label] if self.label else _only(roles, Role.LABEL, self)
-        return self.model_copy(
+        done = self.model_copy(
             update={
                 "protected": prot.name,
                 "label": label.name,
@@ -183,6 +212,9 @@ class ParityGap(Guarantee):
                 "positive": self.positive or tuple(label.positive or (1,)),
             }
         )
+        if done.direction == "no_reversal":
+            done = done.model_copy(update={"input_sign": parity_sign(done, table)})
+        return done
 
 
 class Retention(Guarantee):
@@ -201,6 +233,49 @@ class Retention(Guarantee):
             return self
         roles = read_roles(table)
         return self.model_copy(update={"protected": _only(roles, Role.PROTECTED, self).name})
+
+
+def signed_gap(g: ParityGap, protected: pa.ChunkedArray, label: pa.ChunkedArray) -> float | None:
+    """P(label in ``g.positive`` | protected group) − P(... | favoured group) over the rows of
+    ``protected`` / ``label`` (the groups as ``ParityGap`` defines them; nulls in neither);
+    None when a group has no row.
+
+    >>> g = ParityGap(max=1, protected="s", label="y", favoured=("M",), positive=(1,))
+    >>> signed_gap(g, pa.chunked_array([["F", "F", "M", "M"]]), pa.chunked_array([[1, 0, 1, 1]]))
+    -0.5
+    """
+    valid = pc.is_valid(protected).fill_null(False)
+    held = _member(protected, g.unfavoured or g.favoured)
+    prot = pc.and_(valid, held if g.unfavoured else pc.invert(held))
+    fav = pc.and_(valid, _member(protected, g.favoured) if g.favoured else pc.invert(prot))
+    pos = _member(label, g.positive)
+    rates = []
+    for mask in (prot.fill_null(False), fav.fill_null(False)):
+        n = pc.sum(pc.cast(mask, pa.int64())).as_py() or 0
+        if n == 0:
+            return None
+        hits = pc.sum(pc.cast(pc.and_(mask, pos), pa.int64())).as_py() or 0
+        rates.append(hits / n)
+    return rates[0] - rates[1]
+
+
+def _member(column: pa.ChunkedArray, values: tuple) -> pa.ChunkedArray:
+    """Per row, whether its value is one of ``values`` (a value the column's type cannot hold
+    is in no row; a null in none)."""
+    try:
+        found = pc.is_in(column, value_set=pa.array(list(values), type=column.type))
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, OverflowError):
+        return pc.and_(pc.is_valid(column), pc.is_null(column))  # no row
+    return found.fill_null(False)
+
+
+def parity_sign(g: ParityGap, table: pa.Table) -> int:
+    """The sign (−1, 0, +1) of ``signed_gap`` on ``table`` (the input); 0 when a group has
+    no row or the gap is within 1e-12 of 0 (no direction to keep)."""
+    gap = signed_gap(g, table.column(g.protected), table.column(g.label))
+    if gap is None or abs(gap) <= 1e-12:
+        return 0
+    return 1 if gap > 0 else -1
 
 
 def _favoured(table: pa.Table, prot: ColumnRole, label: ColumnRole, positive: tuple) -> tuple:

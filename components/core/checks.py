@@ -475,7 +475,11 @@ def _groups(g: C.ParityGap, values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
 
 def check_parity_gap(g: C.ParityGap, published: pd.DataFrame) -> CheckResult:
     """|P(label in positive | protected group) - P(label in positive | favoured group)| <= max,
-    over the published rows; a group without published rows fails (its rate is undefined)."""
+    over the published rows; a group without published rows fails (its rate is undefined).
+    Under ``direction: no_reversal`` the signed published gap (protected minus favoured) must
+    also not have the opposite sign of the input's (``input_sign``, recomputed from the input
+    when the contract is rebuilt: ``ParityGap.completed``); a published gap within 1e-12 of 0
+    reverses nothing."""
     missing = [c for c in (g.protected, g.label) if c not in published.columns]
     if missing:
         return make_result(g, False, None, g.max, f"not published: {', '.join(missing)}")
@@ -488,16 +492,45 @@ def check_parity_gap(g: C.ParityGap, published: pd.DataFrame) -> CheckResult:
             g, False, None, g.max, f"no published row in the {' and '.join(empty)} group"
         )
     rates = {"protected": float(pos[prot].mean()), "favoured": float(pos[fav].mean())}
-    gap = abs(rates["protected"] - rates["favoured"])
-    ok = gap <= g.max + 1e-12
+    signed = rates["protected"] - rates["favoured"]
+    gap = abs(signed)
+    small = gap <= g.max + 1e-12
+    reversed_ = (
+        g.direction == "no_reversal"
+        and g.input_sign is not None
+        and g.input_sign != 0
+        and gap > 1e-12
+        and (signed > 0) != (g.input_sign > 0)
+    )
+    if g.direction == "no_reversal" and g.input_sign is None:
+        return make_result(
+            g, False, None, g.max, "direction: no_reversal, but the input's sign was not computed"
+        )
+    ok = small and not reversed_
+    message = (
+        f"positive rate of '{g.label}': {rates['protected']:.4f} (protected) vs "
+        f"{rates['favoured']:.4f} (favoured) on '{g.protected}': gap {gap:.4f} "
+        f"{'<=' if small else '>'} {g.max}"
+    )
+    if g.direction == "no_reversal":
+        before = {1: "above", -1: "below", 0: "level with"}[g.input_sign or 0]
+        message += (
+            f"; reversed: the input's protected group was {before} the favoured group, the "
+            f"published one is {'above' if signed > 0 else 'below'} it (signed gap "
+            f"{signed:+.4f})"
+            if reversed_
+            else f"; no reversal (the input's protected group was {before} the favoured one)"
+        )
     return make_result(
         g,
         ok,
-        {"gap": gap, **{f"rate_{k}": v for k, v in rates.items()}},
+        {
+            "gap": gap,
+            **({"signed_gap": signed, "reversed": reversed_} if g.direction != "any" else {}),
+            **{f"rate_{k}": v for k, v in rates.items()},
+        },
         g.max,
-        f"positive rate of '{g.label}': {rates['protected']:.4f} (protected) vs "
-        f"{rates['favoured']:.4f} (favoured) on '{g.protected}': gap {gap:.4f} "
-        f"{'<=' if ok else '>'} {g.max}",
+        message,
         []
         if ok
         else [{"group": k, "rows": sizes[k], "positive_rate": v} for k, v in rates.items()],

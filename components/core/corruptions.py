@@ -117,8 +117,10 @@ def break_columns_absent(g: C.ColumnsAbsent, input_table, outputs, sidecars, rng
 
 def break_parity_gap(g: C.ParityGap, input_table, outputs, sidecars, rng):
     """Give every protected-group row the positive label and every favoured row another one:
-    a gap of 1."""
-    if g.max >= 1 or not g.positive:
+    a gap of 1. Under ``direction: no_reversal`` the gap of 1 points against the input's
+    (so it breaks the direction even where ``max`` is 1)."""
+    against = g.direction == "no_reversal" and bool(g.input_sign)
+    if (g.max >= 1 and not against) or not g.positive:
         return None
     name, table = next(iter(outputs.items()))
     if g.protected not in table.column_names or g.label not in table.column_names:
@@ -129,8 +131,9 @@ def break_parity_gap(g: C.ParityGap, input_table, outputs, sidecars, rng):
     if not prot.any() or not fav.any():
         return None
     negative = _different(table, g.label, g.positive[0])
-    table = set_cells(table, g.label, np.flatnonzero(prot), g.positive[0])
-    table = set_cells(table, g.label, np.flatnonzero(fav), negative)
+    up, down = (fav, prot) if against and g.input_sign > 0 else (prot, fav)
+    table = set_cells(table, g.label, np.flatnonzero(up), g.positive[0])
+    table = set_cells(table, g.label, np.flatnonzero(down), negative)
     return {**outputs, name: table}, sidecars
 
 

@@ -232,3 +232,70 @@ def information_loss(
         "sse": sse,
         "per_attribute": {a: float(np.sqrt(v / n)) for a, v in per.items()},
     }
+
+
+#: the declared rule of a degenerate classifier (``degenerate_classifier``): a predicted
+#: positive rate below ``DEGENERATE_RATE`` or above 1 - ``DEGENERATE_RATE``, or an accuracy
+#: within ``DEGENERATE_ACCURACY`` (one point) of the majority-class rate
+DEGENERATE_RATE = 0.01
+DEGENERATE_ACCURACY = 0.01
+
+
+def majority_rate(metrics: dict) -> float | None:
+    """The test split's majority-class rate max(b, 1 - b), b its positive base rate: the
+    ``majority_rate`` or ``base_rate`` in ``metrics`` when given, else derived exactly from a
+    classifier's accuracy, precision and predicted positive rate (b = 1 - PR + 2 * precision
+    * PR - accuracy, since accuracy = TP/n + TN/n and TN/n = 1 - PR - b + TP/n); None when
+    they are missing.
+
+    >>> round(majority_rate({"accuracy": 0.8, "precision": 0.5, "positive_rate": 0.2}), 6)
+    0.8
+    """
+    if metrics.get("majority_rate") is not None:
+        return float(metrics["majority_rate"])
+    b = metrics.get("base_rate")
+    if b is None:
+        acc, prec, pr = (metrics.get(k) for k in ("accuracy", "precision", "positive_rate"))
+        if any(v is None or v != v for v in (acc, prec, pr)):
+            return None
+        b = 1.0 - pr + 2.0 * prec * pr - acc
+    b = min(max(float(b), 0.0), 1.0)
+    return max(b, 1.0 - b)
+
+
+def degenerate_classifier(metrics: dict) -> str | None:
+    """Why a classifier's scores on a test split must not be read as a cost of protection
+    (None when they may): it is **degenerate** when
+
+    - its predicted positive rate is below 1 % or above 99 % (``DEGENERATE_RATE``): it
+      (almost) always predicts one class, so its dPar near 0 says nothing about fairness; or
+    - its accuracy is within one point (``DEGENERATE_ACCURACY``) of the majority-class rate
+      (``majority_rate``): it does no better than predicting the majority class, so its
+      accuracy is a base rate, not what the features or the protection allow.
+
+    ``metrics``: the classifier's ``positive_rate`` and ``accuracy`` (with ``precision``, or
+    the split's ``base_rate`` / ``majority_rate``), as ``pipelines.evaluate`` scores them.
+
+    >>> degenerate_classifier({"positive_rate": 0.4, "accuracy": 0.85, "precision": 0.7})
+    >>> degenerate_classifier({"positive_rate": 0.004, "accuracy": 0.76, "precision": 1.0})[:46]
+    'the classifier predicts the positive class for'
+    >>> degenerate_classifier({"positive_rate": 0.2, "accuracy": 0.755, "majority_rate": 0.76})[:40]
+    'its accuracy 0.7550 is within one point '
+    """
+    rate = metrics.get("positive_rate")
+    if rate is not None and rate == rate and not DEGENERATE_RATE <= rate <= 1 - DEGENERATE_RATE:
+        which, share = ("positive", rate) if rate < 0.5 else ("negative", 1 - rate)
+        return (
+            f"the classifier predicts the {which} class for {share:.1%} of the test split "
+            f"(below {DEGENERATE_RATE:.0%}): it (almost) always predicts one class, so its "
+            "accuracy is about the base rate and its dPar near 0 says nothing about fairness"
+        )
+    acc, major = metrics.get("accuracy"), majority_rate(metrics)
+    near = acc is not None and acc == acc and major is not None
+    if near and abs(acc - major) <= DEGENERATE_ACCURACY + 1e-12:
+        return (
+            f"its accuracy {acc:.4f} is within one point of the majority-class rate "
+            f"{major:.4f}: it does no better than always predicting the majority class, "
+            "so neither its accuracy nor its dPar measures the cost of protection"
+        )
+    return None

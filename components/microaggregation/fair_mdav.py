@@ -256,9 +256,11 @@ def effect(
     notes = []
     if before * after < 0 and abs(after) > 1e-12:
         notes.append(
-            f"the gap reverses on '{column}': before, {_py(favoured)!r} had the higher positive "
+            f"the gap reverses on '{column}' (a reversal of the bias: signed gap "
+            f"{before:+.3f} -> {after:+.3f}): before, {_py(favoured)!r} had the higher positive "
             f"rate ({pr_in[fav]:.3f} vs {pr_in[unf]:.3f}); after, {_py(levels[unf])!r} has it "
-            f"({pr_out[unf]:.3f} vs {pr_out[fav]:.3f})"
+            f"({pr_out[unf]:.3f} vs {pr_out[fav]:.3f}); a parity_gap demand bounds only the "
+            "gap's size unless it says direction: no_reversal"
         )
     for i in groups:
         g = levels[i]
@@ -335,6 +337,8 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     """
     t0 = time.perf_counter()
     table, roles, warnings = prepare(table)
+    # the plainer rule first: fewer rows than k can form no group, whatever the roles say
+    require_rows(table, params.k if params.k is not None else params.m + params.n)
     prot, lab = binary_roles(table, roles)
     y = label_01(table, lab)
     pa01, favoured, declared = protected_01(table, prot, y)

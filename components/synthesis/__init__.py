@@ -38,8 +38,10 @@ _P = "components.synthesis"
 # "(owner)": computed on the private input, kept in the owner part of a release; every other
 # headline metric is public (``PUBLIC``).
 _FAIR_MISSING = (
-    "n/a: cdp and cdp_reference need an admissible attribute in the spec; a pair is n/a when "
-    "one of its protected groups is empty in the table"
+    "n/a: a pair is n/a when one of its two groups has no row in the table (a protected "
+    "column declaring neither favoured nor unfavoured values has only the value 0 as its "
+    "protected group: see the warnings); cdp and cdp_reference alone are n/a when the spec "
+    "declares no admissible attribute"
 )
 _HEADLINE = (
     Metric("rows", "synthetic rows"),

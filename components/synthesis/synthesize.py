@@ -221,13 +221,45 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
         params=params.model_dump(mode="json"),
         metrics=metrics,
         timings=timings,
-        warnings=[
-            f"exponential: more than {params.max_forests} forests; the greedy tree was used "
-            "(not the exact optimum)"
-        ]
-        if not exact
-        else [],
+        warnings=(
+            [
+                f"exponential: more than {params.max_forests} forests; the greedy tree was used "
+                "(not the exact optimum)"
+            ]
+            if not exact
+            else []
+        )
+        + groupless(roles, domains),
     ).stamped()
+
+
+def groupless(roles, domains: dict) -> list[str]:
+    """A warning for each protected column whose declared roles and public domain give it no
+    protected group: it declares neither ``favoured`` nor ``unfavoured`` values, and 0 (the
+    protected value when none is declared) is not one of its levels, so every pair of it is
+    n/a in the parity metrics, whatever the spec's admissible attributes. Read off the spec's
+    roles and domains alone.
+
+    >>> from schemas.roles import ColumnRole, Kind, Role, TableRoles
+    >>> from components.synthesis.domain import ColumnDomain
+    >>> r = TableRoles.of([ColumnRole("sex", Role.PROTECTED, Kind.BINARY, domain=("F", "M"))])
+    >>> groupless(r, {"sex": ColumnDomain("sex", pa.string(), levels=("F", "M"))})[0][:40]
+    "protected column 'sex' has no protected "
+    """
+    out = []
+    for c in roles.with_role(Role.PROTECTED):
+        if c.favoured is not None or c.unfavoured is not None:
+            continue
+        d = domains.get(c.name)
+        levels = d.levels if d is not None and d.levels is not None else None
+        if levels is not None and any(v == 0 and not isinstance(v, bool) for v in levels):
+            continue
+        out.append(
+            f"protected column '{c.name}' has no protected group: it declares neither "
+            "favoured nor unfavoured values and 0 is not one of its levels, so its parity is "
+            f"n/a; declare dataset.columns.{c.name}.favoured (or unfavoured)"
+        )
+    return out
 
 
 @dataclass(frozen=True)
