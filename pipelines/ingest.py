@@ -9,6 +9,7 @@ each family checks its own (binary protected attribute, at least one QI...) befo
 from __future__ import annotations
 
 import codecs
+import contextvars
 import dataclasses
 import hashlib
 import json
@@ -22,12 +23,13 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 
 from components.core import memory
+from components.core.inputs import META_DROPPED
 from pipelines.partitions import check_key, key_column, keys_of, select
 from pipelines.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
 from schemas.datasets import DATASETS
 from schemas.errors import DataSourceError, InputError, SpecError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from schemas.spec import ColumnSpec, DatasetSpec, Impute, PartitionSpec
+from schemas.spec import ColumnSpec, CsvSpec, DatasetSpec, Impute, PartitionSpec
 
 
 def load_dataset(
@@ -102,8 +104,13 @@ def load_dataset(
             raise InputError(
                 partitions.column, f"partition '{partition}' has no rows in dataset '{label}'"
             )
+    before = table.column_names
     table = _select(table, ds, label)
+    why = _selected_out(before, table.column_names, ds)
     table, dropped = _apply_policies(table, ds)
+    why |= {c: "dataset.private: drop" for c in dropped["private"]}
+    why |= {c: "dataset.unlabelled: drop (it has no role)" for c in dropped["unlabelled"]}
+    table = _record_dropped(table, why)
     table, nulls = apply_null_policy(table, ds)
     validate_table(table)
     record = {
@@ -311,7 +318,11 @@ def apply_null_policy(table: pa.Table, ds: DatasetSpec) -> tuple[pa.Table, dict[
             continue
         if policy == "refuse":
             raise InputError(
-                name, "has nulls and the spec refuses them (nulls: refuse)", f"{n} null rows"
+                name,
+                "has nulls and the spec refuses them (nulls: refuse)",
+                f"{n} null rows; to release it, set dataset.columns.{name}.nulls (or "
+                "dataset.nulls) to drop (the rows are not released), {impute: median | mean | "
+                "mode} or {impute: value, value: V}, or keep (the algorithm decides)",
             )
         if policy == "drop":
             nulls = pc.is_null(table.column(name))
@@ -437,10 +448,14 @@ def _load_file(
         raise SpecError(
             "dataset.format", f"cannot tell the format of '{path.name}'; give csv or parquet"
         )
+    if ds.csv is not None and fmt != "csv":
+        raise SpecError("dataset.csv", f"'{path.name}' is read as {fmt}, not as a CSV")
     try:
         if fmt == "csv":
-            _check_utf8(path)
-            table = read_csv(path)
+            csv = ds.csv
+            if csv is None or codecs.lookup(csv.encoding).name == "utf-8":
+                _check_utf8(path)
+            table = read_csv(path, csv)
         else:
             table = memory.mapped_parquet(str(path))
     except (pa.ArrowInvalid, OSError) as e:
@@ -451,11 +466,19 @@ def _load_file(
     return table, label, {path.name: sha256_file(path)}
 
 
-def read_csv(source: Path | pa.Buffer) -> pa.Table:
+#: the ``dataset.csv`` options of the source being read (``_load_source``): a ``source: {kind:
+#: file}`` CSV is parsed by ``read_csv`` inside ``pipelines.connectors``, which takes them here
+_SOURCE_CSV: contextvars.ContextVar[CsvSpec | None] = contextvars.ContextVar(
+    "privfair_source_csv", default=None
+)
+
+
+def read_csv(source: Path | pa.Buffer, options: CsvSpec | None = None) -> pa.Table:
     """The CSV file at ``source`` (a path, or the bytes of a remote file) as
     ``pyarrow.csv.read_csv`` reads it (empty cells are nulls), streamed into a memory map when
     it is large (``memory.mapped_batches``): a 10M-row input is never decoded whole in the
-    process's memory.
+    process's memory. ``options`` (``dataset.csv``): the delimiter, quote character and text
+    encoding, passed to pyarrow's parse and read options (default: ``,``, ``"``, UTF-8).
 
     A streaming reader takes each column's type from the file's first block; ``read_csv``
     widens it over the whole file (an integer column with a decimal value further down is a
@@ -469,15 +492,19 @@ def read_csv(source: Path | pa.Buffer) -> pa.Table:
     {'x': [1, 2], 's': ['a', None]}
     """
     convert = pacsv.ConvertOptions(strings_can_be_null=True)
+    o = options or _SOURCE_CSV.get() or CsvSpec()
+    parse = pacsv.ParseOptions(delimiter=o.delimiter, quote_char=o.quote)
+    read = pacsv.ReadOptions(encoding=o.encoding)
+    kw = {"convert_options": convert, "parse_options": parse, "read_options": read}
 
     def opened():  # a buffer is read from its start each time
         return pa.BufferReader(source) if isinstance(source, pa.Buffer) else source
 
     def whole() -> pa.Table:
-        return pacsv.read_csv(opened(), convert_options=convert)
+        return pacsv.read_csv(opened(), **kw)
 
     try:
-        with pacsv.open_csv(opened(), convert_options=convert) as reader:
+        with pacsv.open_csv(opened(), **kw) as reader:
             return memory.mapped_batches(reader.schema, iter(reader), whole)
     except pa.ArrowInvalid:
         return whole()  # a malformed file raises here again, with read_csv's message
@@ -531,7 +558,11 @@ def _load_source(
     from pipelines.connectors import read_source, roles_from_docs
 
     assert ds.source is not None
-    read = read_source(ds.source, base_dir)
+    token = _SOURCE_CSV.set(ds.csv)  # a file source's CSV is read by read_csv, with these
+    try:
+        read = read_source(ds.source, base_dir)
+    finally:
+        _SOURCE_CSV.reset(token)
     # roles the source's comments/docs declare, then the spec's, which win
     kept = {c: ColumnSpec.model_validate(v) for c, v in roles_from_docs(read.docs).items()}
     columns = {**kept, **(ds.columns or {})}
@@ -617,17 +648,61 @@ def private_columns(table: pa.Table) -> list[str]:
     return json.loads(raw) if raw else []
 
 
+def _selected_out(before: list[str], after: list[str], ds: DatasetSpec) -> dict[str, str]:
+    """Why each column ``_select`` removed is gone: ``dataset.exclude`` or not listed in
+    ``dataset.quasi_identifiers``."""
+    gone = [n for n in before if n not in set(after)]
+    return {
+        n: "dataset.exclude" if n in ds.exclude else "dataset.quasi_identifiers (not listed)"
+        for n in gone
+    }
+
+
+def _record_dropped(table: pa.Table, why: dict[str, str]) -> pa.Table:
+    """``table`` with the columns ingest dropped, and the spec key that dropped each, in its
+    schema metadata (``components.core.inputs.META_DROPPED``): a parameter naming one of
+    them is refused saying so (``components.core.inputs.absent_column``), not as a column
+    the table never had. Owner side only: no family copies its input's schema metadata into
+    what it publishes."""
+    meta = dict(table.schema.metadata or {})
+    meta.pop(META_DROPPED, None)
+    if why:
+        meta[META_DROPPED] = json.dumps(why, sort_keys=True).encode()
+    return table.replace_schema_metadata(meta or None)
+
+
+def _refused_private(ds: DatasetSpec, private: list[str]) -> list[str]:
+    """The ``private`` columns ``dataset.private`` refuses: none under ``drop``; under
+    ``refuse`` (the default) those whose role the spec's own ``dataset.columns`` does not
+    declare (a built-in dataset's, a family preset's, a source's documented or an in-memory
+    table's own role). A column the spec itself gives role ``private`` is dropped whatever
+    the policy, as its role says, and guaranteed absent like every private column."""
+    if ds.private == "drop":
+        return []
+    return [n for n in private if n not in declared_private(ds)]
+
+
+def declared_private(ds: DatasetSpec) -> set[str]:
+    """The columns the spec's ``dataset.columns`` gives role ``private``."""
+    return {n for n, c in (ds.columns or {}).items() if c.role is Role.PRIVATE}
+
+
 def _apply_policies(table: pa.Table, ds: DatasetSpec) -> tuple[pa.Table, dict[str, list[str]]]:
     """Refuse, drop or keep the ``private`` and unlabelled (``ignored``) columns as the spec's
-    ``dataset.private`` / ``dataset.unlabelled`` say; record the private ones in the metadata."""
+    ``dataset.private`` / ``dataset.unlabelled`` say (``_refused_private``: a column the spec's
+    ``columns`` gives role ``private`` is always dropped); record the private ones in the
+    metadata."""
     roles = read_roles(table)
     private = [c.name for c in roles.with_role(Role.PRIVATE)]
     unlabelled = [c.name for c in roles.with_role(Role.IGNORED)]
-    if private and ds.private == "refuse":
+    refused = _refused_private(ds, private)
+    if refused:
         raise SpecError(
             "dataset.private",
-            f"columns with role 'private' would reach the algorithm: {', '.join(private)}; "
-            "set 'private: drop' to release without them (they are never published)",
+            f"columns with role 'private' would reach the algorithm: {', '.join(refused)} "
+            "(their role comes from the dataset, not from this spec's columns); set "
+            "'private: drop' to release without them (they are never published), or give "
+            "them role 'private' under dataset.columns yourself",
         )
     if unlabelled and ds.unlabelled == "refuse":
         raise SpecError(

@@ -175,6 +175,54 @@ def _literal_password(url: str) -> bool:
     return _ENV.fullmatch(password) is None
 
 
+class CsvSpec(_Model):
+    """How a CSV input is written (``dataset.csv``): the field ``delimiter`` (one character,
+    default ``,``), the ``quote`` character (default ``"``; ``false``: no quoting) and the
+    text ``encoding`` (a Python codec name, default ``utf-8``). Read by pyarrow's CSV reader
+    for a ``path`` CSV and a ``source: {kind: file}`` one.
+
+    >>> CsvSpec(delimiter=";", encoding="latin-1").delimiter
+    ';'
+    """
+
+    delimiter: str = ","
+    quote: str | Literal[False] = '"'
+    encoding: str = "utf-8"
+
+    @field_validator("delimiter")
+    @classmethod
+    def _one_char(cls, v: str) -> str:
+        if len(v) != 1 or v in "\r\n":
+            raise ValueError(f"must be one character other than a line break, not {v!r}")
+        return v
+
+    @field_validator("quote")
+    @classmethod
+    def _quote(cls, v: str | bool) -> str | bool:
+        if v is not False and (len(v) != 1 or v in "\r\n"):
+            raise ValueError(f"must be one character (or false: no quoting), not {v!r}")
+        return v
+
+    @field_validator("encoding")
+    @classmethod
+    def _codec(cls, v: str) -> str:
+        import codecs
+
+        try:
+            codecs.lookup(v)
+        except LookupError:
+            raise ValueError(
+                f"'{v}' is not a known text encoding (utf-8, latin-1, cp1252...)"
+            ) from None
+        return v
+
+    @model_validator(mode="after")
+    def _distinct(self) -> CsvSpec:
+        if self.quote is not False and self.quote == self.delimiter:
+            raise ValueError("'quote' and 'delimiter' must be different characters")
+        return self
+
+
 class DatasetSpec(_Model):
     """Either a built-in dataset (``name``) or a user file (``path`` + ``columns`` roles).
 
@@ -198,6 +246,8 @@ class DatasetSpec(_Model):
     (rows with a null there are not released) or ``{impute: median|mean|mode}`` /
     ``{impute: value, value: V}``. What was done is recorded in the owner's manifest
     (``input.nulls``) and report.
+
+    ``csv`` says how a CSV file is written (``CsvSpec``: delimiter, quote, encoding).
     """
 
     name: str | None = None
@@ -210,6 +260,7 @@ class DatasetSpec(_Model):
     private: Literal["refuse", "drop"] = "refuse"
     unlabelled: Literal["refuse", "drop", "keep"] = "refuse"
     nulls: NullPolicy = "keep"
+    csv: CsvSpec | None = None
 
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSpec:
@@ -224,6 +275,12 @@ class DatasetSpec(_Model):
             )
         if self.source is not None and self.format is not None:
             raise ValueError("give a source's format as 'source.format'")
+        if self.csv is not None:
+            fmt = self.source.format if self.source is not None else self.format
+            if self.name is not None or (self.source is not None and self.source.kind != "file"):
+                raise ValueError("'csv' describes a CSV file: a 'path' or a file source")
+            if fmt == "parquet":
+                raise ValueError("'csv' describes a CSV file, and the format is parquet")
         return self
 
 
@@ -519,6 +576,8 @@ class PipelineSpec(_Model):
         data = self.model_dump(mode="json", exclude=skip)
         if data["dataset"].get("source") is None:  # specs written before sources keep theirs
             data["dataset"].pop("source", None)
+        if data["dataset"].get("csv") is None:  # and before CSV options
+            data["dataset"].pop("csv", None)
         canon = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canon.encode()).hexdigest()
 

@@ -14,6 +14,10 @@ from schemas.errors import InputError
 from schemas.roles import Role, TableRoles, read_roles
 
 __all__ = [
+    "META_DROPPED",
+    "dropped_columns",
+    "absent_column",
+    "null_options",
     "RERUN_ROWS",
     "uniform_sample",
     "table_roles",
@@ -24,6 +28,73 @@ __all__ = [
     "group_indicator",
     "outcome_indicator",
 ]
+
+
+#: schema metadata of an ingested table: ``{column: the spec key that dropped it}`` for every
+#: column ingest removed (``dataset.exclude``, ``dataset.unlabelled: drop``...), so that a
+#: parameter naming one is refused saying why it is gone (``absent_column``)
+META_DROPPED = b"privfair.dropped_columns"
+
+
+def dropped_columns(table: pa.Table) -> dict[str, str]:
+    """``{column: why}`` of the columns ingest dropped from ``table`` (``META_DROPPED``)."""
+    import json
+
+    raw = (table.schema.metadata or {}).get(META_DROPPED)
+    return json.loads(raw) if raw else {}
+
+
+def absent_column(key: str, column: str, table: pa.Table, what: str) -> InputError:
+    """The error for a parameter (``key``, e.g. ``bins.age``) declaring ``what`` for a column
+    the table lacks: when ingest dropped it, which policy did (``dropped_columns``), else the
+    columns it has.
+
+    >>> t = pa.table({"x": [1]}).replace_schema_metadata(
+    ...     {META_DROPPED: b'{"age": "dataset.unlabelled: drop (it has no role)"}'})
+    >>> str(absent_column("bins.age", "age", t, "bins"))  # doctest: +NORMALIZE_WHITESPACE
+    "column 'bins.age': bins are declared for column 'age', which the spec dropped before the
+    algorithm: dataset.unlabelled: drop (it has no role) (give it a role under dataset.columns
+    to keep it, or remove bins.age)"
+    """
+    why = dropped_columns(table).get(column)
+    if why is not None:
+        return InputError(
+            key,
+            f"{what} are declared for column '{column}', which the spec dropped before the "
+            f"algorithm: {why}",
+            f"{_keep_hint(why)}, or remove {key}",
+        )
+    return InputError(
+        key,
+        f"{what} are declared for a column the table does not have",
+        f"columns: {', '.join(table.column_names)}",
+    )
+
+
+def _keep_hint(why: str) -> str:
+    if why.startswith("dataset.unlabelled"):
+        return "give it a role under dataset.columns to keep it"
+    if why.startswith("dataset.exclude"):
+        return "take it out of dataset.exclude to keep it"
+    if why.startswith("dataset.quasi_identifiers"):
+        return "list it in dataset.quasi_identifiers to keep it"
+    return "a private column is never released"
+
+
+def null_options(column: str) -> str:
+    """What a spec can say about a column's nulls, for an error refusing them: the key
+    ``dataset.columns.<column>.nulls`` (or ``dataset.nulls`` for every column) and its
+    options.
+
+    >>> null_options("age").startswith("set dataset.columns.age.nulls (or dataset.nulls")
+    True
+    """
+    return (
+        f"set dataset.columns.{column}.nulls (or dataset.nulls for every column): drop (the "
+        "rows are not released), {impute: median | mean | mode} or {impute: value, value: V}, "
+        "refuse (stop here), or keep (the default: the algorithm decides, and this one "
+        "refuses them)"
+    )
 
 
 #: the most input rows a report's rerun of an algorithm reads (the cost of protection, the

@@ -43,6 +43,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.core.inputs import null_options
 from schemas.errors import InputError
 from schemas.roles import Kind
 
@@ -127,7 +128,7 @@ class Domain:
                     name,
                     "a numeric PND attribute must have no missing values",
                     f"{column.null_count} nulls; give it kind 'nominal' to generalise the "
-                    "missing value as a value of its own",
+                    f"missing value as a value of its own, or {null_options(name)}",
                 )
             arr = column.to_numpy()
             if np.issubdtype(arr.dtype, np.floating) and np.isnan(arr).any():
@@ -156,7 +157,7 @@ class Domain:
             raise InputError(
                 name,
                 "an ordinal PND attribute must have no missing values",
-                f"{column.null_count} nulls",
+                f"{column.null_count} nulls; {null_options(name)}",
             )
         ranks = _ranks(column, pa.array(order, type=t))
         return cls(name, kind, order, ranks, how, t)

@@ -40,7 +40,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from components.core.inputs import absent_value, member, require_role, table_roles
+from components.core.inputs import absent_value, member, null_options, require_role, table_roles
 from components.generalisation.domains import Domain, plain
 from components.generalisation.measures import cell_of, four_fold, t_max, tau
 from schemas.errors import InputError
@@ -147,7 +147,11 @@ def negative_values(c: ColumnRole, present: list) -> set:
 def _complete(table: pa.Table, name: str, what: str) -> list:
     col = table.column(name)
     if col.null_count:
-        raise InputError(name, f"the {what} must have no missing values", f"{col.null_count} nulls")
+        raise InputError(
+            name,
+            f"the {what} must have no missing values",
+            f"{col.null_count} nulls; {null_options(name)}",
+        )
     return sorted(pc.unique(plain(col)).to_pylist(), key=lambda v: (str(type(v)), v))
 
 

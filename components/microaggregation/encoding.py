@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from components.core.inputs import absent_value, member
+from components.core.inputs import absent_value, member, null_options
 from components.microaggregation.columns import plain
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Kind, Role, TableRoles
@@ -142,7 +142,9 @@ def _numeric_column(table: pa.Table, name: str) -> np.ndarray:
         )
     if col.null_count:
         raise InputError(
-            name, "a numeric quasi-identifier must not contain nulls", f"{col.null_count} nulls"
+            name,
+            "a numeric quasi-identifier must not contain nulls",
+            f"{col.null_count} nulls; {null_options(name)}",
         )
     arr = col.to_numpy(zero_copy_only=False).astype(np.float64)
     bad = ~np.isfinite(arr)
@@ -190,7 +192,11 @@ def encode_qis(
             if idx.null_count != col.null_count:
                 raise InputError(r.name, "ordinal value outside the declared domain")
             if col.null_count:
-                raise InputError(r.name, "an ordinal quasi-identifier must not contain nulls")
+                raise InputError(
+                    r.name,
+                    "an ordinal quasi-identifier must not contain nulls",
+                    f"{col.null_count} nulls; {null_options(r.name)}",
+                )
             numeric_names.append(r.name)
             numeric_cols.append(idx.to_numpy(zero_copy_only=False).astype(np.float64))
             domains[r.name] = tuple(domain)
@@ -252,7 +258,8 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[pa.ChunkedArra
         raise InputError(
             name,
             f"the {what} has missing values",
-            f"{col.null_count} of {len(col)} rows have no value; drop or fill them first",
+            f"{col.null_count} of {len(col)} rows have no value; drop or fill them first: "
+            f"{null_options(name)}",
         )
     distinct = pc.unique(col).to_pylist()
     if len(distinct) != 2:

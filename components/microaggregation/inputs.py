@@ -1,6 +1,7 @@
 """Input rules of the microaggregation family, each breach an ``InputError`` naming the column.
 
-- every column has a role; at least one quasi-identifier;
+- every column has a role; at least one quasi-identifier; no column named like a nominal
+  quasi-identifier's one-hot column (``<qi>=<level>``);
 - every column that is not a quasi-identifier passes through unchanged (sensitive, public,
   admissible, kept unlabelled ones...), a guarantee the algorithms declare (C6); a ``private``
   column is refused (the pipeline drops or refuses it first);
@@ -11,13 +12,15 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from components.core.inputs import absent_value, require_role, table_roles
+from components.microaggregation.columns import plain
 from components.microaggregation.encoding import binary_values
 from schemas.errors import InputError
-from schemas.roles import ColumnRole, Role, TableRoles
+from schemas.roles import ColumnRole, Kind, Role, TableRoles
 
-__all__ = ["prepare", "binary_roles", "AUTO"]
+__all__ = ["prepare", "binary_roles", "onehot_collisions", "AUTO"]
 
 AUTO = "auto"  # favoured: auto -- the favoured value is the one the data favour
 
@@ -30,7 +33,48 @@ def prepare(table: pa.Table) -> tuple[pa.Table, TableRoles, list[str]]:
     if private:
         raise InputError(private[0], "a private column must not reach a microaggregation algorithm")
     require_role(roles, Role.QUASI_IDENTIFIER, count=None)
+    onehot_collisions(table, roles)
     return table, roles, []
+
+
+def onehot_collisions(table: pa.Table, roles: TableRoles) -> None:
+    """``InputError`` when a column is named like the one-hot column of a nominal
+    quasi-identifier's level (``region=Nord`` beside a nominal ``region`` holding ``Nord``):
+    the encoding names each level's column ``<qi>=<level>``, and two columns of one name
+    cannot be told apart in the published table or its evidence.
+
+    Only the names are compared first; a nominal QI's levels (its declared ``domain``, else
+    its distinct values) are read only when some column's name starts with ``<qi>=``."""
+    names = table.column_names
+    for q in roles.with_role(Role.QUASI_IDENTIFIER):
+        numeric_type = _numeric(table.schema.field(q.name).type)
+        if q.kind is Kind.ORDINAL or q.kind is Kind.NUMERIC:
+            continue
+        if q.kind is Kind.BINARY and numeric_type:
+            continue  # encoded as a number, not one-hot
+        prefix = f"{q.name}="
+        near = [n for n in names if n.startswith(prefix)]
+        if not near:
+            continue
+        col = plain(table.column(q.name))
+        levels = (
+            [v for v in q.domain if v is not None]
+            if q.domain is not None
+            else pc.unique(col.drop_null()).to_pylist()
+        )
+        clash = sorted({f"{prefix}{lvl}" for lvl in levels} & set(near))
+        if clash:
+            raise InputError(
+                clash[0],
+                f"named like the one-hot column of level {clash[0][len(prefix) :]!r} of the "
+                f"nominal quasi-identifier '{q.name}' (its levels are published as "
+                f"'{q.name}=<level>')",
+                "rename it, or list it under dataset.exclude",
+            )
+
+
+def _numeric(t: pa.DataType) -> bool:
+    return pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
 
 
 def _single_value(c: ColumnRole, field: str) -> object:

@@ -58,6 +58,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from components.core.inputs import absent_column, null_options
 from schemas.errors import InputError
 from schemas.roles import ColumnRole, Kind, TableRoles, attach_roles, read_roles
 
@@ -289,9 +290,7 @@ def public_domains(
     for key, declared in (("bins", bins), ("nulls", nulls)):
         for col in declared:
             if col not in table.column_names:
-                raise InputError(
-                    f"{key}.{col}", f"{key} are declared for a column the table does not have"
-                )
+                raise absent_column(f"{key}.{col}", col, table, key)
     out = {}
     for c in roles:
         f = table.schema.field(c.name)
@@ -355,7 +354,7 @@ def public_domains(
                 c.name,
                 "a null where the declared public domain has no null level",
                 f"{n_null} rows; declare one (a null in the column's domain, or the column in "
-                "component.params.nulls) or fill them before the release",
+                f"component.params.nulls), or {null_options(c.name)}",
             )
         out[c.name] = d
     return out

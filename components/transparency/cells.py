@@ -44,7 +44,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from components.core.engine import current_engine
-from components.core.inputs import member, require_role, table_roles
+from components.core.inputs import member, null_options, require_role, table_roles
 from components.transparency.contract import RULE_FIELDS, SUMMARY_FIELDS
 from components.transparency.params import ATRParams
 from schemas.errors import InputError
@@ -94,7 +94,7 @@ def _discretise(table: pa.Table, name: str, cuts: tuple[float, ...]) -> np.ndarr
     """Per row, the index of its region of ``region_labels(cuts)``."""
     values = table.column(name).to_numpy(zero_copy_only=False).astype(np.float64)
     if np.isnan(values).any():
-        raise InputError(name, "a binned attribute must have no missing values")
+        raise InputError(name, "a binned attribute must have no missing values", null_options(name))
     if list(cuts) != sorted(set(cuts)):
         raise InputError(name, "bins must be strictly increasing", f"bins: {list(cuts)}")
     return np.searchsorted(np.asarray(cuts, dtype=np.float64), values, side="right")
@@ -248,7 +248,7 @@ def _numbers(table: pa.Table, name: str, what: str, lo: float, hi: float | None)
     if not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
         raise InputError(name, f"the {what} must be numeric", f"type {col.type}")
     if col.null_count:
-        raise InputError(name, f"the {what} must have no missing values")
+        raise InputError(name, f"the {what} must have no missing values", null_options(name))
     x = col.to_numpy(zero_copy_only=False).astype(np.float64)
     if np.isnan(x).any() or (x < lo).any() or (hi is not None and (x > hi).any()):
         bad = x[np.isnan(x) | (x < lo) | ((x > hi) if hi is not None else False)][:3]
@@ -260,7 +260,7 @@ def _numbers(table: pa.Table, name: str, what: str, lo: float, hi: float | None)
 def _binary_decisions(table: pa.Table, name: str, roles: TableRoles) -> np.ndarray:
     col = table.column(name)
     if col.null_count:
-        raise InputError(name, "the decision must have no missing values")
+        raise InputError(name, "the decision must have no missing values", null_options(name))
     distinct = sorted(set(pc.unique(col).to_pylist()), key=str)
     if len(distinct) > 2:
         raise InputError(name, "decisions must be binary", f"{len(distinct)} distinct values")

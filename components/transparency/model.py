@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from components.core.inputs import member
+from components.core.inputs import member, null_options
 from components.transparency.params import ATRParams
 from schemas.errors import InputError
 from schemas.roles import Role, TableRoles
@@ -31,7 +31,11 @@ def _features(table: pa.Table, roles: TableRoles) -> tuple[list[str], list[str]]
         t = table.column(c.name).type
         if (pa.types.is_integer(t) or pa.types.is_floating(t)) and c.kind.value == "numeric":
             if table.column(c.name).null_count:
-                raise InputError(c.name, "a numeric model feature must have no missing values")
+                raise InputError(
+                    c.name,
+                    "a numeric model feature must have no missing values",
+                    null_options(c.name),
+                )
             numeric.append(c.name)
         else:
             nominal.append(c.name)
@@ -53,7 +57,9 @@ def decide(
         raise InputError(None, "a model needs features (quasi_identifier, public, sensitive)")
     col = table.column(label)
     if col.null_count:
-        raise InputError(label, "the model's target must have no missing values")
+        raise InputError(
+            label, "the model's target must have no missing values", null_options(label)
+        )
     positive = roles[label].positive
     if positive is None:
         raise InputError(label, "the target needs its positive value ('positive')")

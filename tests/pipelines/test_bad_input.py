@@ -193,7 +193,8 @@ def test_table_rule_component_api(case, component):
     assert rule in e.value.rule, e.value.rule
     assert f"column '{column}'" in str(e.value)
     if case.startswith("null_"):  # how many rows, and what to do about them
-        assert e.value.detail == f"1 of {N} rows have no value; drop or fill them first"
+        assert e.value.detail.startswith(f"1 of {N} rows have no value; drop or fill them first")
+        assert f"dataset.columns.{column}.nulls" in e.value.detail
 
 
 @pytest.mark.parametrize("case", list(TABLE_CASES))

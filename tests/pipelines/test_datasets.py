@@ -424,7 +424,7 @@ def test_nulls_in_protected_or_label(bad: str) -> None:
         fair_mdav(table, FairMDAVParams(k=2))
     what = "protected attribute" if bad == "g" else "label"
     assert e.value.rule == f"the {what} has missing values"
-    assert e.value.detail == "1 of 3 rows have no value; drop or fill them first"
+    assert e.value.detail.startswith("1 of 3 rows have no value; drop or fill them first: set ")
     assert e.value.column == bad and f"'{bad}'" in str(e.value)
 
 

@@ -5,8 +5,9 @@ A loan-application CSV as an analyst would hand it over: an ``application_id`` (
 approved (label, "yes"/"no"), and free-text ``notes`` with missing values (role ``sensitive``,
 passed through). What the spec does not say about a column is refused, not guessed:
 
-* a private column is refused unless ``private: drop``; dropped, it is in no file of the
-  release and the release guarantees so (``roles.private columns_absent``);
+* a column the spec gives role ``private`` is dropped (one whose role comes from elsewhere is
+  refused unless ``private: drop``); dropped, it is in no file of the release and the release
+  guarantees so (``roles.private columns_absent``);
 * a column ``columns`` does not list is refused unless ``unlabelled: drop|keep``; kept, it is
   published unchanged (C6);
 * a declared value the data do not hold, a missing protected value or a favoured value the
@@ -167,11 +168,18 @@ def holds(path: Path, needle: str) -> bool:
 
 
 # --- (a) private columns ---------------------------------------------------------------------------
-def test_a_private_column_is_refused_by_default(tmp_path, capsys):
+def test_a_column_the_spec_declares_private_is_dropped_without_private_drop(tmp_path, capsys):
+    """``role: private`` in the spec's own ``columns`` is the drop (issue 43): the release
+    publishes without it and guarantees it absent; ``private: drop`` is not needed."""
     spec = project(tmp_path, applications(), spec_text())
-    assert_refused(
-        tmp_path, spec, capsys, "spec key 'dataset.private'", "application_id", "private: drop"
-    )
+    code, out, err = run(tmp_path, spec, capsys)
+    assert code == 0, err + out
+    folder = release_folder(tmp_path)
+    assert "application_id" not in pq.read_schema(folder / "shared" / "data.parquet").names
+    man = manifest(folder)
+    assert man["input"]["dropped_columns"]["private"] == ["application_id"]
+    absent = [g for g in man["contract"] if g["kind"] == "columns_absent"]
+    assert absent and absent[0]["columns"] == ["application_id"]
 
 
 def test_a_dropped_private_column_is_in_no_file_of_the_release(tmp_path, capsys):
