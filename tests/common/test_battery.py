@@ -254,3 +254,32 @@ def test_no_checker_raises_on_a_degenerate_input(algo, how):
         frames.setdefault("published", next(iter(result.outputs.values())).to_pandas())
         for r in check_contract(result.contract, frames):
             assert r.kind  # a verdict, pass or fail
+
+
+@pytest.mark.parametrize("algo", ALGORITHMS, ids=IDS)
+def test_the_new_user_hr_table(algo):
+    """The new-user trial's table (``tests/_hr.py``: 2,000 employees, gender M/F/X, 10 %
+    promoted with a bias against F and X, nulls in the department, weekly review dates, an
+    id), with the roles and parameters a spec would give each algorithm: a release whose
+    contract holds, or (``_hr.REFUSES``) a refusal naming the column it cannot take, never a
+    skip and never another error."""
+    from _hr import REFUSES, hr_input, hr_table
+
+    raw = hr_table()
+    assert raw.num_rows == 2000 and set(raw["gender"].to_pylist()) == {"M", "F", "X"}
+    assert raw["department"].null_count > 0
+    try:
+        table, params = hr_input(algo.name)
+    except KeyError:
+        pytest.fail(f"give {algo.name} the HR table's roles and parameters in tests/_hr.py")
+    refused = REFUSES.get(algo.name)
+    if refused is not None:
+        with pytest.raises(InputError) as e:
+            algo(table, params)
+        assert e.value.column == refused, str(e.value)
+        return
+    result = algo(table, params)
+    assert result.contract == algo.required_contract(params, table)
+    frames = _frames(algo, table, params, result.outputs, result.sidecars)
+    failed = [r.to_dict() for r in check_contract(result.contract, frames) if not r.passed]
+    assert not failed
