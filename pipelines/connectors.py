@@ -268,7 +268,7 @@ def _read_sql(src: SourceSpec, base: Path) -> Read:
         path = _sqlite_path(url, base)
         if not path.is_file():
             raise DataSourceError(f"dataset.source.url: no SQLite database at {path.name}")
-        import adbc_driver_sqlite.dbapi as driver
+        driver = optional("adbc_driver_sqlite.dbapi", "dataset.source")
 
         connect, shown = (
             (lambda: driver.connect(f"file:{path}?mode=ro", autocommit=True)),
@@ -276,7 +276,7 @@ def _read_sql(src: SourceSpec, base: Path) -> Read:
         )
         label = f"sqlite:{path.name}:{what}"
     elif url.startswith(("postgresql://", "postgres://")):
-        import adbc_driver_postgresql.dbapi as driver
+        driver = optional("adbc_driver_postgresql.dbapi", "dataset.source")
 
         parts = urlsplit(url)
         query = dict(parse_qsl(parts.query))
@@ -328,13 +328,31 @@ def _pg_comments(cur, table: str) -> dict[str, str]:
     return {r["attname"]: r["col_description"] for r in rows if r["col_description"]}
 
 
+def optional(module: str, key: str):
+    """Import ``module``, a package of one of privfair's extras (an ADBC driver, pyiceberg,
+    deltalake); ``DataSourceError`` naming ``key`` and the ``pip install 'privfair[EXTRA]'``
+    that installs it when it (or a package it needs) is not installed."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as e:
+        from pipelines.crashlog import EXTRAS
+
+        extra, what = EXTRAS[module.split(".")[0]]
+        raise DataSourceError(
+            f"{key}: {what} needs the '{extra}' extra, which is not installed (no module named "
+            f"'{e.name or module}'): pip install 'privfair[{extra}]'"
+        ) from None
+
+
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return text[0] if text else type(e).__name__
 
 
 def _iceberg_catalog(uri: str, warehouse: str | None, base: Path, name: str | None = None):
-    from pyiceberg.catalog.sql import SqlCatalog
+    SqlCatalog = optional("pyiceberg.catalog.sql", "target").SqlCatalog  # noqa: N806
 
     # SQLAlchemy 2.1 takes postgresql:// as psycopg 3; the iceberg extra installs psycopg2
     props = {"uri": re.sub(r"^postgres(ql)?://", "postgresql+psycopg2://", uri)}
@@ -355,7 +373,8 @@ def open_iceberg(
 ):
     """The Iceberg table ``name`` of the SQL catalog at ``catalog`` (``DataSourceError``
     naming the table when it is missing, the catalog when it cannot be opened)."""
-    from pyiceberg.exceptions import NoSuchTableError
+    NoSuchTableError = optional("pyiceberg.exceptions", key).NoSuchTableError  # noqa: N806
+    optional("pyiceberg.catalog.sql", key)  # before the catalog is opened: not its error
 
     uri = expand(catalog, f"{key}.catalog")
     wh = expand(warehouse, f"{key}.warehouse") if warehouse is not None else None
@@ -396,7 +415,7 @@ def _read_iceberg(src: SourceSpec, base: Path) -> Read:
 
 
 def _read_delta(src: SourceSpec, base: Path) -> Read:
-    from deltalake import DeltaTable
+    DeltaTable = optional("deltalake", "dataset.source").DeltaTable  # noqa: N806
 
     url = expand(src.url, "dataset.source.url")
     if "://" not in url and not Path(url).is_absolute():
