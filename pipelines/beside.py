@@ -52,6 +52,22 @@ def _measure(plan_spec, algo, table: pa.Table, sample: dict | None, what: str):
     return algo.measure_input(plan_spec.params, table)
 
 
+def failed_measurement(e: BaseException) -> dict:
+    """The record of a side measurement that raised: ``status: failed``, the ``error`` (its type
+    and first line) and the ``reason`` the report shows.
+
+    >>> failed_measurement(ValueError("bad\\nvalue"))["error"]
+    'ValueError: bad'
+    """
+    lines = str(e).strip().splitlines()
+    error = f"{type(e).__name__}: {lines[0]}" if lines else type(e).__name__
+    return {
+        "status": "failed",
+        "error": error,
+        "reason": f"the measurement failed ({error}); the release does not depend on it",
+    }
+
+
 class Beside:
     """The input-only measurements of one run: measuring in a second process, or to be
     measured here on demand.
@@ -168,11 +184,19 @@ class Beside:
 
     def cost_of_protection(self) -> dict:
         """The manifest's ``cost_of_protection`` record (``evaluate.cost_of_protection``'s) of a
-        replayable algorithm."""
+        replayable algorithm. A measurement beside the release, never a condition of it: one
+        that fails (here or in the second process) is recorded as ``status: failed`` with the
+        ``error``, and the release goes on."""
         from pipelines.evaluate import find_evaluation
 
-        out = dict(self._record("cost"))
-        out["grid"] = find_evaluation(self.plan.spec, self.fingerprint)
+        try:
+            out = dict(self._record("cost"))
+        except Exception as e:  # noqa: BLE001  (a side measurement never fails the release)
+            self._done["cost"] = out = failed_measurement(e)
+        try:
+            out["grid"] = find_evaluation(self.plan.spec, self.fingerprint)
+        except Exception:  # noqa: BLE001  (an unreadable evaluation: no trade-off plot)
+            out["grid"] = None
         return out
 
     def input_measures(self) -> dict | None:

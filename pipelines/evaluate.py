@@ -9,7 +9,10 @@ output, which must be a table holding the label (a table release or a synthetic 
 is refused). Features are every other column, encoded from the raw training fold: numeric
 columns standardised, nominal ones one-hot, a generalised ``struct<lo, hi>`` cell at its
 midpoint, a generalised ``list`` cell as equal shares of its values (the test fold's single
-values then hit the same one-hot columns).
+values then hit the same one-hot columns). A protected attribute the algorithm publishes as its
+groups (dMondrian and dSabre with more than two protected values: ``"protected"`` /
+``"unprotected"``) is compared on those groups: in both arms, and on the test fold, its feature
+is the row's group (1 protected, 0 not), read through each table's own role.
 
 Per grid point, protection and classifier: accuracy, precision, recall, dPar
 (|P(y^=1 | U) - P(y^=1 | F)|) and eOdds (|TPR_U - TPR_F| + |TNR_U - TNR_F|), its two parts TPRB
@@ -203,6 +206,8 @@ class Features:
     columns: list[str]
     numeric: dict[str, tuple[float, float]] = field(default_factory=dict)
     levels: dict[str, list] = field(default_factory=dict)
+    #: protected attributes encoded as their group (1 protected, 0 not), from each table's role
+    groups: frozenset[str] = frozenset()
 
     @classmethod
     def fit(cls, table: pa.Table, columns: Sequence[str]) -> Features:
@@ -218,6 +223,10 @@ class Features:
                 f.levels[c] = sorted({str(v) for v in values}, key=str)
         return f
 
+    def as_groups(self, columns: Iterable[str]) -> Features:
+        """This encoding with ``columns`` (protected attributes) encoded as their group."""
+        return Features(list(self.columns), self.numeric, self.levels, self.groups | set(columns))
+
     def transform(self, table: pa.Table) -> np.ndarray:
         """The feature matrix of ``table``: a raw or protected table with the fitted columns,
         or a table that publishes a nominal column as one-hot level shares (fields whose role
@@ -225,8 +234,11 @@ class Features:
         shares then fill that column's one-hot block."""
         shares = _level_columns(table)
         blocks = []
+        roles = read_roles(table) if self.groups else None
         for c in self.columns:
-            if c in self.numeric:
+            if c in self.groups and roles is not None and c in roles:
+                blocks.append(group_indicator(table.column(c), roles[c]).astype(float)[:, None])
+            elif c in self.numeric:
                 mean, sd = self.numeric[c]
                 x = _numbers(table.column(c))
                 blocks.append(((np.nan_to_num(x, nan=mean) - mean) / sd)[:, None])
@@ -250,6 +262,14 @@ def _level_columns(table: pa.Table) -> dict[str, dict[str, str]]:
         if c.source is not None and c.level is not None:
             out.setdefault(c.source, {})[str(c.level)] = c.name
     return out
+
+
+def published_groups(table: pa.Table) -> set[str]:
+    """The columns of a protected table that publish a protected attribute as its groups
+    (``components.generalisation.publish.group_field``: ``"protected"`` / ``"unprotected"``)."""
+    from components.generalisation.publish import GROUPS_META
+
+    return {f.name for f in table.schema if f.metadata and GROUPS_META in f.metadata}
 
 
 def _numbers(col: pa.ChunkedArray) -> np.ndarray:
@@ -447,15 +467,9 @@ def evaluate(
 
     # per fold, what no grid point changes: the split, the encoding fitted on the raw
     # training fold, and the unprotected arm's scores
-    splits = []
-    n_split = folds if fold_limit is None else min(folds, fold_limit)
-    fold_bar = pbar.bar(n_split, "folds encoded, unprotected arm scored")
-    for k, (train_idx, test_idx) in enumerate(_folds(y_all, s_all, folds, seed)):
-        if fold_limit is not None and k >= fold_limit:
-            break
-        train = table.take(pa.array(train_idx))
-        test = table.take(pa.array(test_idx))
-        enc = Features.fit(train, features)
+    def unprotected(k: int, idx: tuple, train: pa.Table, test: pa.Table, enc: Features):
+        """(the test fold encoded, its labels, groups and strata; the raw arm's scores)."""
+        train_idx, test_idx = idx
         a_test = None if a_all is None else a_all[test_idx]
         raw = (enc.transform(test), y_all[test_idx], s_all[test_idx], a_test)
         x_train = enc.transform(train)
@@ -464,9 +478,22 @@ def evaluate(
             c: _score(raw[1], fit_predict(c, k, x_train, y_train, raw[0]), raw[2], raw[3])
             for c in classifiers
         }
-        splits.append((train, test, enc, raw, none))
+        return raw, none
+
+    splits = []
+    n_split = folds if fold_limit is None else min(folds, fold_limit)
+    fold_bar = pbar.bar(n_split, "folds encoded, unprotected arm scored")
+    for k, idx in enumerate(_folds(y_all, s_all, folds, seed)):
+        if fold_limit is not None and k >= fold_limit:
+            break
+        train = table.take(pa.array(idx[0]))
+        test = table.take(pa.array(idx[1]))
+        enc = Features.fit(train, features)
+        raw, none = unprotected(k, idx, train, test, enc)
+        splits.append((idx, train, test, enc, raw, none))
         fold_bar.advance()
     fold_bar.close()
+    grouped: set[str] = set()  # protected attributes the algorithm published as their groups
 
     rows: list[dict] = []
 
@@ -489,8 +516,14 @@ def evaluate(
     for point, sp in zip(points, specs, strict=True):
         grid_key = json.dumps(point, sort_keys=True)
 
-        for k, (train, test, enc, raw, none) in enumerate(splits):
+        for k, (idx, train, test, enc, raw, none) in enumerate(splits):
             protected = run(train, sp.params)
+            new = (published_groups(protected) & set(features)) - enc.groups
+            if new:  # both arms and the test fold compared on the published groups
+                grouped |= new
+                enc = enc.as_groups(new)
+                raw, none = unprotected(k, idx, train, test, enc)
+                splits[k] = (idx, train, test, enc, raw, none)
             x_eval, y_eval, s_eval, a_eval = raw
             if protect_test:
                 res = algo(test, sp.params)
@@ -528,6 +561,8 @@ def evaluate(
         "protect_test": protect_test,
         "features": features,
     }
+    if grouped:
+        meta["compared_as_groups"] = sorted(grouped)
     return Evaluation(spec.name, per_fold, summary, time.perf_counter() - t0, features, meta)
 
 
@@ -651,6 +686,8 @@ def holdout_cost(
             "features": ev.features,
             "holdout": arms,
         }  # no wall time here: two runs of one version write the same manifest
+        if ev.meta.get("compared_as_groups"):
+            out["compared_as_groups"] = ev.meta["compared_as_groups"]
     return out
 
 
