@@ -42,7 +42,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from components.core import progress
-from components.microaggregation import kernel
 from components.microaggregation.encoding import EncodedQIs
 
 CELL = 32  # records per cell at most (see the module's docstring)
@@ -156,6 +155,14 @@ def _set_cells(
     return by, start, sc, lo, hi, sizes
 
 
+def compiled():
+    """The compiled rounds (``kernel``), imported when a grouping first runs, not with this
+    module: an input the algorithm refuses (``inputs``) never loads numba or its cache."""
+    from components.microaggregation import kernel
+
+    return kernel
+
+
 class _Sets:
     """What the compiled rounds read and update, for working sets ``setof`` (each row's set):
     the encoding, per set its cells (rows by cell, cell starts, nominal codes attribute by
@@ -180,6 +187,7 @@ class _Sets:
         self.sizes = np.bincount(self.setof, minlength=2).astype(np.int64)
         q = self.x.shape[1]
         self.sums, self.comp, self.counts = np.zeros(q), np.zeros(q), np.zeros(n_levels)
+        kernel = compiled()
         kernel.init_sums(
             self.x, self.codes, self.offsets, np.arange(n), self.sums, self.comp, self.counts
         )
@@ -193,7 +201,7 @@ class _Sets:
                 self.state, *self.out)  # fmt: skip
 
     def grouping(self, n_rows: int) -> Grouping:
-        g = int(self.state[kernel.N_GROUPS])
+        g = int(self.state[compiled().N_GROUPS])
         rows, sizes, seeds = self.out
         sizes = sizes[:g]
         out = Grouping(n_rows=n_rows)
@@ -215,7 +223,7 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
     >>> [m.tolist() for m in g.members], g.seeds
     ([[2, 3], [0, 1]], [3, 0])
     """
-    sets = _Sets(enc, np.asarray(pa01), 2)
+    sets, kernel = _Sets(enc, np.asarray(pa01), 2), compiled()
     with progress.bar(len(pa01), "rows in fairlets") as rows_bar:
         done = False
         while not done:
@@ -239,7 +247,7 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
     [[0, 1], [6, 5], [2, 3, 4]]
     """
     n_rows = enc.codes.shape[0] if enc.codes.size else enc.numeric.shape[0]
-    sets = _Sets(enc, np.zeros(n_rows, np.int64), 1)
+    sets, kernel = _Sets(enc, np.zeros(n_rows, np.int64), 1), compiled()
     with progress.bar(n_rows, "rows grouped") as rows_bar:
         done = False
         while not done:

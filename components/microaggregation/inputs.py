@@ -98,3 +98,23 @@ def binary_roles(table: pa.Table, roles: TableRoles) -> tuple[ColumnRole, Column
         if v is not None and v != AUTO and v not in distinct:
             raise absent_value(c.name, field, v, distinct)
     return prot, lab
+
+
+def binary_groups(table: pa.Table, roles: TableRoles) -> None:
+    """MDAV's rule for a label and a protected attribute it passes through: a single label is
+    binary (two distinct values, none missing; a declared positive value one of them), and so
+    is a single protected attribute beside it. MDAV's parity metrics and the family's audit
+    (``audit.audit_fit``) read them as two groups, so a third value is bad input, refused
+    naming the column and its values before any grouping runs (or its compiled rounds load),
+    never a release whose evidence cannot be built. (Fair-MDAV's ``binary_roles`` asks more.)
+    """
+    labels, protected = roles.with_role(Role.LABEL), roles.with_role(Role.PROTECTED)
+    if len(labels) != 1:
+        return
+    (lab,) = labels
+    _, distinct = binary_values(table, lab.name, "label")
+    declared = lab.positive[0] if lab.positive else None
+    if declared is not None and declared not in distinct:
+        raise absent_value(lab.name, "positive", declared, distinct)
+    if len(protected) == 1:
+        binary_values(table, protected[0].name, "protected attribute")

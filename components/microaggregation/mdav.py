@@ -20,7 +20,7 @@ from components.microaggregation import guarantees as G
 from components.microaggregation.blocking import group_rows
 from components.microaggregation.columns import in_input_order, publish_order_typed, take
 from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from components.microaggregation.inputs import prepare
+from components.microaggregation.inputs import binary_groups, prepare
 from components.microaggregation.lineage import lineage_table
 from components.microaggregation.microaggregate import publish_qis, qi_contract
 from components.microaggregation.params import MDAVParams
@@ -60,6 +60,7 @@ def contract(params: MDAVParams, table: pa.Table | None = None) -> list:
     if table is None:
         return _contract(params, qi_contract(params.publish, params.k, None, None), ("*",))
     table, roles, _ = prepare(table)
+    binary_groups(table, roles)
     enc = encode_qis(table, roles, params.scaling)
     qi = qi_contract(params.publish, params.k, table, enc, params.decimals)
     return _contract(
@@ -88,7 +89,8 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     Raises
     ------
     InputError
-        Fewer rows than k, a non-numeric numeric QI, a missing role...
+        Fewer rows than k, a non-numeric numeric QI, a missing role, a single label (or the
+        single protected attribute beside it) that is not binary (``inputs.binary_groups``)...
 
     Notes
     -----
@@ -110,6 +112,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     t0 = time.perf_counter()
     table, roles, warnings = prepare(table)
     require_rows(table, params.k)
+    binary_groups(table, roles)  # before the grouping's compiled rounds load
     enc = encode_qis(table, roles, params.scaling)
     t1 = time.perf_counter()
     no_pa = np.zeros(enc.n_rows, dtype=np.int8)
