@@ -168,7 +168,7 @@ def test_the_release_jobs_leave_the_evaluations_out(tmp_path: Path):
 def test_the_command_line_runs_as_printed(tmp_path: Path):
     from _partitioned import write_days, write_spec
 
-    store, store2, dest = tmp_path / "store", tmp_path / "store2", tmp_path / "copy"
+    store, dest = tmp_path / "store", tmp_path / "copy"
     toy = tmp_path / "toy"
     write_days(toy, days=2)
     spec = write_spec(toy)
@@ -176,7 +176,7 @@ def test_the_command_line_runs_as_printed(tmp_path: Path):
     commands = _commands("cli")
     assert commands[0] == ["privfair", "run", f"pipelines/specs/{PIPELINE}.yaml", "--store", "DIR"]
     outputs: dict[str, str] = {}  # the README line (as printed) -> its stdout
-    subst = {"DIR2": str(store2), "DIR": str(store), "DEST": str(dest), "SPEC": str(spec)}
+    subst = {"DIR": str(store), "DEST": str(dest), "SPEC": str(spec)}
     for argv in commands:
         # <version>: the version `latest` names once the first line has published
         subst["<version>"] = _latest(store / PIPELINE) if (store / PIPELINE).exists() else ""
@@ -187,8 +187,17 @@ def test_the_command_line_runs_as_printed(tmp_path: Path):
     (listed,) = [out for line, out in outputs.items() if line.startswith("privfair releases")]
     published = _manifest(store)
     assert published["validation"]["status"] == "passed"
-    assert _manifest(store2)["params"]["k"] == 20 and _manifest(store2)["params"]["tau"] == 0.7
+    versions = [
+        p.name
+        for p in (store / PIPELINE).iterdir()
+        if p.is_dir() and not p.is_symlink() and not p.name.startswith(".")
+    ]
+    params = [_manifest(store, v)["params"] for v in versions]
+    assert any(p["k"] == 20 and p["tau"] == 0.7 for p in params)
     assert published["params"]["k"] != 20
+    # another grouping of German's rows: published only because the shipped spec allows it
+    (second,) = [out for line, out in outputs.items() if "--set k=20" in line]
+    assert "republish: allow" in second
     assert (store / "toy_daily").is_dir()  # the partition's release
     # the Spark line publishes the same release: found already published
     assert spark.startswith(f"exists: {PIPELINE} {published['version']}")
