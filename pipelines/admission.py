@@ -231,9 +231,11 @@ class Admission:
                 else None,
             )
 
-    def record(self) -> dict:
+    def record(self, atoms: bool = False) -> dict:
         """``manifest["ledger"]``: the dataset, the blocks charged, the policy, this release's
-        charge, the declared budget, and spent/remaining after it on the most-spent block."""
+        charge, the declared budget, and spent/remaining after it on the most-spent block.
+        ``atoms``: also the dataset's identity, for the orchestrators' next task (the atoms
+        name local paths and hosts: a manifest never holds them)."""
         acc = self.charge.account if self.charge is not None else {}
         return {
             "dataset": self.dataset,
@@ -255,8 +257,8 @@ class Admission:
             "version": self.version,
             "intersects": self.intersects,
             "other_pipelines": self.others,
-            "atoms": list(self.atoms),
             "partitioning": self.partitioning.dumps(),
+            **({"atoms": list(self.atoms)} if atoms else {}),
         }
 
     @classmethod

@@ -354,7 +354,7 @@ def protect_task(
         reused=str(published) if published is not None else None,
         rebuilt=existing.message if existing is not None else None,
         partition=ing_rec.partition,
-        ledger=adm.record() if adm is not None else None,
+        ledger=adm.record(atoms=True) if adm is not None else None,
     )
 
 

@@ -55,11 +55,12 @@ def _iceberg(folder: Path, table: pa.Table):
     return tbl
 
 
-def _spec(folder: Path, source: dict, name: str = "toy_source") -> Path:
+def _spec(folder: Path, source: dict, name: str = "toy_source", **extra) -> Path:
     spec = {
         "name": name,
         "dataset": {"source": source, "columns": TOY_COLUMNS},
         "component": {"name": "mdav", "params": {"k": 5}},
+        **extra,
     }
     path = folder / f"{name}.yaml"
     path.write_text(yaml.safe_dump(spec, sort_keys=False))
@@ -153,7 +154,14 @@ def test_a_pinned_iceberg_source_keeps_its_version(tmp_path, capsys):
     tbl.append(ROWS.slice(0, 10))  # the table moves on
     code, out, _ = run_cli(capsys, "run", str(spec), "--store", str(tmp_path / "s"))
     assert out.startswith("exists:") and out.split()[2] == v1
-    unpinned = _spec(tmp_path, {k: v for k, v in src.items() if k != "snapshot"}, "toy_now")
+    # the table's current rows hold the pinned ones: by the table (its uuid, whatever the
+    # pipeline), another grouping of them is a re-publication
+    now = {k: v for k, v in src.items() if k != "snapshot"}
+    code, _, err = run_cli(
+        capsys, "run", str(_spec(tmp_path, now, "toy_now")), "--store", str(tmp_path / "s")
+    )
+    assert code == 2 and "republish: refuse" in err and "toy_source" in err
+    unpinned = _spec(tmp_path, now, "toy_now", republish="allow")
     man = json.loads((_release(capsys, unpinned, tmp_path / "s") / "manifest.json").read_text())
     assert man["input"]["rows"] == ROWS.num_rows + 10
     assert man["input"]["source"]["pin"]["snapshot"] != first
