@@ -692,22 +692,23 @@ def holdout_cost(
 
 
 def degenerate(arms: dict[str, dict]) -> dict[str, str]:
-    """``{arm: why}`` for each arm whose classifier predicts a single class on the test split
-    (``positive_rate`` 0 or 1): its accuracy is a base rate and its dPar 0 says nothing about
-    fairness, so the cost of protection must not be read from it.
+    """``{arm: why}`` for each arm whose classifier is degenerate on the test split
+    (``components.core.metrics.degenerate_classifier``: a predicted positive rate below 1 %
+    or above 99 %, or an accuracy within one point of the majority-class rate): its accuracy
+    is a base rate and its dPar says nothing about fairness, so the cost of protection must
+    not be read from it.
 
-    >>> degenerate({"none": {"positive_rate": 0.4}, "mst": {"positive_rate": 0.0}})
-    {'mst': 'the classifier predicts only the negative class on the test split: its accuracy is the base rate and its dPar of 0 says nothing about fairness'}
+    >>> degenerate({"none": {"positive_rate": 0.4, "accuracy": 0.85, "precision": 0.7},
+    ...             "mst": {"positive_rate": 0.0, "accuracy": 0.76}})["mst"][:46]
+    'the classifier predicts the positive class for'
     """
+    from components.core.metrics import degenerate_classifier
+
     out = {}
     for arm, m in arms.items():
-        rate = m.get("positive_rate")
-        if rate in (0.0, 1.0):
-            which = "positive" if rate == 1.0 else "negative"
-            out[arm] = (
-                f"the classifier predicts only the {which} class on the test split: its "
-                "accuracy is the base rate and its dPar of 0 says nothing about fairness"
-            )
+        why = degenerate_classifier(m)
+        if why is not None:
+            out[arm] = why
     return out
 
 

@@ -263,7 +263,17 @@ def test_a_classifier_that_predicts_one_class_is_flagged_degenerate():
     mixed = _score(y, y.copy(), s)
     assert const["positive_rate"] == 0.0 and const["dpar"] == 0.0
     flags = degenerate({"none": mixed, "mst": const})
-    assert list(flags) == ["mst"] and "only the negative class" in flags["mst"]
+    assert list(flags) == ["mst"] and "positive class for 0.0%" in flags["mst"]
+    # the declared rule, not only a constant: positive for 0.1 % of a 10 % base rate, at the
+    # majority rate's accuracy (an LR on an imbalanced label)
+    n = 1000
+    y = np.zeros(n, dtype=bool)
+    y[:100] = True
+    rare = np.zeros(n, dtype=bool)
+    rare[0] = True
+    near = _score(y, rare, np.arange(n) % 2)
+    assert 0 < near["positive_rate"] < 0.01
+    assert "positive class for 0.1%" in degenerate({"lr": near})["lr"]
 
 
 def test_cli_names_an_arm_that_predicts_one_class_in_every_fold(tmp_path, capsys, monkeypatch):
