@@ -91,6 +91,7 @@ __all__ = [
     "evaluate",
     "algorithms",
     "describe",
+    "current",
 ]
 
 

@@ -300,7 +300,15 @@ class Algorithm:
         return list(resolve(self.contract)(params, table))
 
     def __call__(self, table, params: Params):
-        return resolve(self.run)(table, params)
+        """Run the algorithm on ``table``; what ingest noted in the input's schema metadata for
+        the owner (``inputs.OWNER_ONLY_METADATA``: the dropped columns and why) is in none of
+        its outputs, whatever the family copied from its input."""
+        from components.core.inputs import without_owner_metadata
+
+        result = resolve(self.run)(table, params)
+        result.outputs = {k: without_owner_metadata(t) for k, t in result.outputs.items()}
+        result.sidecars = {k: without_owner_metadata(t) for k, t in result.sidecars.items()}
+        return result
 
 
 @dataclass(frozen=True)

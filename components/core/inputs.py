@@ -15,6 +15,8 @@ from schemas.roles import Role, TableRoles, read_roles
 
 __all__ = [
     "META_DROPPED",
+    "OWNER_ONLY_METADATA",
+    "without_owner_metadata",
     "dropped_columns",
     "absent_column",
     "null_options",
@@ -34,6 +36,25 @@ __all__ = [
 #: column ingest removed (``dataset.exclude``, ``dataset.unlabelled: drop``...), so that a
 #: parameter naming one is refused saying why it is gone (``absent_column``)
 META_DROPPED = b"privfair.dropped_columns"
+
+
+#: schema metadata keys ingest writes for the owner's messages only: never in an output
+OWNER_ONLY_METADATA = (META_DROPPED,)
+
+
+def without_owner_metadata(table: pa.Table) -> pa.Table:
+    """``table`` without ``OWNER_ONLY_METADATA`` (the input's dropped column names would
+    tell a recipient what else the input held).
+
+    >>> t = pa.table({"x": [1]}).replace_schema_metadata({META_DROPPED: b"{}", b"k": b"v"})
+    >>> without_owner_metadata(t).schema.metadata
+    {b'k': b'v'}
+    """
+    meta = table.schema.metadata
+    if not meta or not any(k in meta for k in OWNER_ONLY_METADATA):
+        return table
+    kept = {k: v for k, v in meta.items() if k not in OWNER_ONLY_METADATA}
+    return table.replace_schema_metadata(kept or None)
 
 
 def dropped_columns(table: pa.Table) -> dict[str, str]:

@@ -273,3 +273,31 @@ def test_no_reachable_ledger_refuses(first, capsys, monkeypatch):
     assert code == 2 and "PRIVFAIR_LEDGER" in err
     assert len(copies(store)) == 1
     assert os.environ["PRIVFAIR_LEDGER"].endswith("ledger.sqlite")
+
+
+def test_the_copy_names_no_column_the_spec_dropped(first):
+    """What ingest notes for the owner's messages (the dropped columns and the policy that
+    dropped them) stays out of the copy: the input's other column names would tell a
+    recipient what else the owner holds (the spec itself, published as written, names what
+    its author chose to name)."""
+    _, store = first
+    (copy,) = [p for p in store.glob("*/*/shared") if not p.parents[0].is_symlink()]
+    data = pq.read_table(copy / "data.parquet")
+    assert b"privfair.dropped_columns" not in (data.schema.metadata or {})
+    assert b"submitted" not in (copy / "data.parquet").read_bytes()
+
+
+def test_no_output_carries_what_ingest_noted_for_the_owner():
+    """adult_dsabre drops the quasi-identifiers it does not list; ingest notes which and why
+    in the input's schema metadata (for the owner's messages), and a family that builds its
+    output from its input's schema must not carry that note into what it publishes."""
+    from components.core.inputs import META_DROPPED
+    from pipelines.catalogue import algorithm_of, load_spec
+    from pipelines.flow import ingest
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "pipelines/specs/adult_dsabre.yaml")
+    table = ingest(spec).table
+    assert META_DROPPED in table.schema.metadata
+    result = algorithm_of(spec)(table, spec.params)
+    for t in [*result.outputs.values(), *result.sidecars.values()]:
+        assert META_DROPPED not in (t.schema.metadata or {})
