@@ -43,18 +43,34 @@ OWNER_ONLY_METADATA = (META_DROPPED,)
 
 
 def without_owner_metadata(table: pa.Table) -> pa.Table:
-    """``table`` without ``OWNER_ONLY_METADATA`` (the input's dropped column names would
-    tell a recipient what else the input held).
+    """``table`` without what only the owner may read of its input: ``OWNER_ONLY_METADATA``
+    (the input's dropped column names would tell a recipient what else the input held), and
+    a column's ``domain`` read off the input (an ordered Categorical's categories,
+    ``privfair.domain_from: input``) cut to the values the column publishes (a level only an
+    unpublished person held would otherwise be named).
 
     >>> t = pa.table({"x": [1]}).replace_schema_metadata({META_DROPPED: b"{}", b"k": b"v"})
     >>> without_owner_metadata(t).schema.metadata
     {b'k': b'v'}
     """
+    import json
+
+    from schemas.roles import DOMAIN_FROM_INPUT, META_DOMAIN, META_DOMAIN_FROM
+
     meta = table.schema.metadata
-    if not meta or not any(k in meta for k in OWNER_ONLY_METADATA):
-        return table
-    kept = {k: v for k, v in meta.items() if k not in OWNER_ONLY_METADATA}
-    return table.replace_schema_metadata(kept or None)
+    if meta and any(k in meta for k in OWNER_ONLY_METADATA):
+        kept = {k: v for k, v in meta.items() if k not in OWNER_ONLY_METADATA}
+        table = table.replace_schema_metadata(kept or None)
+    for i, f in enumerate(table.schema):
+        fm = f.metadata or {}
+        if fm.get(META_DOMAIN_FROM) != DOMAIN_FROM_INPUT.encode() or META_DOMAIN not in fm:
+            continue
+        shown = set(pc.unique(table.column(i).drop_null()).to_pylist())
+        domain = [v for v in json.loads(fm[META_DOMAIN]) if v in shown]
+        table = table.set_column(
+            i, f.with_metadata({**fm, META_DOMAIN: json.dumps(domain).encode()}), table.column(i)
+        )
+    return table
 
 
 def dropped_columns(table: pa.Table) -> dict[str, str]:

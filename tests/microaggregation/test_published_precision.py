@@ -161,3 +161,50 @@ def test_an_ordered_categorical_ordinal_qi_is_released_through_the_api(tmp_path)
     edu = release.table().column("edu").to_pylist()
     assert set(edu) <= {"low", "mid", "high"}
     assert api.validate(release, frame).passed
+
+
+def test_a_domain_read_off_the_input_names_only_published_levels(tmp_path):
+    """An ordered Categorical's categories are the levels the input holds: one person's rare
+    level ("phd", averaged away into its group's lower median) must not be named by the
+    published column's domain. The copy's ``privfair.domain`` lists only published levels,
+    and the release still validates."""
+    import json
+
+    import pyarrow.parquet as pq
+
+    from pipelines import api
+
+    rng = np.random.default_rng(0)
+    n = 60
+    levels = ["low", "mid", "high", "phd"]
+    edu = rng.choice(levels[:3], n).astype(object)
+    ages = rng.integers(18, 80, n)
+    edu[0], ages[0] = "phd", 40  # the only holder, in the middle of the ages
+    frame = pd.DataFrame(
+        {
+            "edu": pd.Categorical(edu, categories=levels, ordered=True),
+            "age": ages,
+            "sex": rng.choice(["F", "M"], n),
+            "y": rng.integers(0, 2, n),
+        }
+    )
+    spec = api.spec(
+        "ordinal_rare",
+        component="mdav",
+        params={"k": 5},
+        dataset_name="ordinal_rare",
+        columns={
+            "edu": {"role": "quasi_identifier", "kind": "ordinal"},
+            "age": {"role": "quasi_identifier"},
+            "sex": {"role": "protected", "kind": "nominal", "favoured": "M"},
+            "y": {"role": "label", "kind": "binary", "positive": 1},
+        },
+    )
+    release = api.run(spec, frame, store=tmp_path / "store")
+    assert release.passed
+    copy = pq.read_table(f"{release.shared}/data.parquet")
+    published = set(copy.column("edu").to_pylist())
+    assert "phd" not in published
+    domain = json.loads(copy.schema.field("edu").metadata[b"privfair.domain"])
+    assert "phd" not in domain and set(domain) == published
+    assert api.validate(release, frame).passed
