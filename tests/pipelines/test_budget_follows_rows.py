@@ -206,3 +206,29 @@ def test_a_cap_cannot_be_raised_by_a_spec(tmp_path):
     ledger.set_cap(["named:d"], {"rho": 2.0}, "partition", "test")
     ledger.reserve(pipeline="c", version="5", cost=_Cost(0.4), budget=None, **common)
     assert [c.budget for c in ledger.caps(["named:d"])] == [{"rho": 2.0}]
+
+
+def test_a_dp_spec_with_dynamic_keys_is_refused(tmp_path, capsys):
+    """Dynamic keys are values read off the private data (a key exists because someone holds
+    it): a DP spec lists its keys or cuts on time (exit 2 naming the key, nothing charged)."""
+    from _ledgered import write_dp_spec
+    from _partitioned import write_days
+    from _shared import run_cli
+
+    write_days(tmp_path, 1)
+    import yaml
+
+    spec = write_dp_spec(tmp_path, budget={"rho": 1.0})
+    raw = yaml.safe_load(spec.read_text())
+    raw["partitions"] = {"column": "c", "keys": "dynamic"}
+    raw.pop("schedule", None)
+    spec.write_text(yaml.safe_dump(raw))
+    code, _, err = run_cli(
+        capsys, "run", str(spec), "--store", str(tmp_path / "s"), "--partition", "a"
+    )
+    assert code == 2 and "partitions.keys" in err and "dynamic" in err
+    assert not Path(os.environ["XDG_STATE_HOME"], "privfair", "ledger.sqlite").exists() or not (
+        Ledger.open(
+            f"sqlite:///{Path(os.environ['XDG_STATE_HOME'], 'privfair', 'ledger.sqlite')}"
+        ).entries()
+    )
