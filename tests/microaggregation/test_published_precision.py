@@ -124,6 +124,25 @@ def test_decimals_out_of_range_are_refused():
         MDAVParams(k=4, decimals={"age": 10})
 
 
+def _ordinal_spec(name: str, k: int):
+    """MDAV over an ordinal ``edu`` (its order from the frame's ordered Categorical), ``age``,
+    ``sex`` protected and ``y`` the label, of the in-memory dataset ``name``."""
+    from pipelines import api
+
+    return api.spec(
+        name,
+        component="mdav",
+        params={"k": k},
+        dataset_name=name,
+        columns={
+            "edu": {"role": "quasi_identifier", "kind": "ordinal"},
+            "age": {"role": "quasi_identifier"},
+            "sex": {"role": "protected", "kind": "nominal", "favoured": "M"},
+            "y": {"role": "label", "kind": "binary", "positive": 1},
+        },
+    )
+
+
 def test_an_ordered_categorical_ordinal_qi_is_released_through_the_api(tmp_path):
     """A pandas DataFrame whose ordinal QI is an ordered Categorical (the order from its
     categories) releases with MDAV and validates: the evidence reads the published levels
@@ -144,18 +163,7 @@ def test_an_ordered_categorical_ordinal_qi_is_released_through_the_api(tmp_path)
             "y": rng.integers(0, 2, n),
         }
     )
-    spec = api.spec(
-        "ordinal_mdav",
-        component="mdav",
-        params={"k": 3},
-        dataset_name="ordinal_people",
-        columns={
-            "edu": {"role": "quasi_identifier", "kind": "ordinal"},
-            "age": {"role": "quasi_identifier"},
-            "sex": {"role": "protected", "kind": "nominal", "favoured": "M"},
-            "y": {"role": "label", "kind": "binary", "positive": 1},
-        },
-    )
+    spec = _ordinal_spec("ordinal_mdav", k=3)
     release = api.run(spec, frame, store=tmp_path / "store")
     assert release.status == "published" and release.passed
     edu = release.table().column("edu").to_pylist()
@@ -188,18 +196,7 @@ def test_a_domain_read_off_the_input_names_only_published_levels(tmp_path):
             "y": rng.integers(0, 2, n),
         }
     )
-    spec = api.spec(
-        "ordinal_rare",
-        component="mdav",
-        params={"k": 5},
-        dataset_name="ordinal_rare",
-        columns={
-            "edu": {"role": "quasi_identifier", "kind": "ordinal"},
-            "age": {"role": "quasi_identifier"},
-            "sex": {"role": "protected", "kind": "nominal", "favoured": "M"},
-            "y": {"role": "label", "kind": "binary", "positive": 1},
-        },
-    )
+    spec = _ordinal_spec("ordinal_rare", k=5)
     release = api.run(spec, frame, store=tmp_path / "store")
     assert release.passed
     copy = pq.read_table(f"{release.shared}/data.parquet")
