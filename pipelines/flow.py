@@ -191,6 +191,7 @@ class ReleasePlan:
             partitions=self.spec.partitions,
             partition=self.partition,
             table=self.table,
+            empty_partition=self.algo.cost is not None,  # a DP release exists for every key
         )
         held = memory.mapped(table)
         rows, table = table.num_rows, None

@@ -40,8 +40,11 @@ def load_dataset(
     partitions: PartitionSpec | None = None,
     partition: str | None = None,
     table: pa.Table | None = None,
+    empty_partition: bool = False,
 ) -> tuple[pa.Table, dict[str, Any]]:
     """The table a spec's ``dataset`` names, with roles attached, and its ``input`` record.
+    ``empty_partition``: a partition without rows is released like any other (a DP
+    synthesis's release must not exist only when someone has a row there), not refused.
 
     - built-in (``name``): every raw file is located and verified (``pipelines.sources.locate``,
       searching ``data_dir`` first), then prepared by its ``DatasetDefinition``; the family's
@@ -100,7 +103,7 @@ def load_dataset(
             "source_fingerprint": fingerprint,
         }
         fingerprint = partition_fingerprint(partition, table)
-        if table.num_rows == 0:
+        if table.num_rows == 0 and not empty_partition:
             raise InputError(
                 partitions.column, f"partition '{partition}' has no rows in dataset '{label}'"
             )
@@ -112,7 +115,7 @@ def load_dataset(
     why |= {c: "dataset.unlabelled: drop (it has no role)" for c in dropped["unlabelled"]}
     table = _record_dropped(table, why)
     table, nulls = apply_null_policy(table, ds)
-    validate_table(table)
+    validate_table(table, empty=empty_partition and partition is not None)
     record = {
         "dataset": label,
         "files": digests,
@@ -752,7 +755,7 @@ def _raise_duplicates(names: list[str]) -> None:
     raise InputError(dup[0], "column names must be unique", f"duplicated: {', '.join(dup)}")
 
 
-def validate_table(table: pa.Table) -> None:
+def validate_table(table: pa.Table, empty: bool = False) -> None:
     """Raise ``InputError(column, rule)`` for the first generic bad-input rule ``table`` breaks.
 
     - it has no rows or no columns (column ``None``, "table is empty");
@@ -762,7 +765,7 @@ def validate_table(table: pa.Table) -> None:
     Rules that only some algorithms need (a binary protected attribute or label, a minimum
     number of rows...) belong to the family, which checks them before it runs.
     """
-    if table.num_rows == 0 or table.num_columns == 0:
+    if (table.num_rows == 0 and not empty) or table.num_columns == 0:
         raise InputError(None, "table is empty")
     names = table.column_names
     if len(set(names)) != len(names):

@@ -180,14 +180,17 @@ def absent_value(column: str, field: str, value, values: list) -> InputError:
     )
 
 
-def table_roles(table: pa.Table, roles: TableRoles | None = None) -> TableRoles:
+def table_roles(
+    table: pa.Table, roles: TableRoles | None = None, empty: bool = False
+) -> TableRoles:
     """Roles from the argument or from the table's field metadata; every column must have one,
-    names must be unique and the table must have rows."""
+    names must be unique and the table must have rows (``empty``: may have none, for a family
+    whose release does not depend on a row existing, a DP synthesis)."""
     names = table.column_names
     if len(set(names)) != len(names):
         dup = sorted({n for n in names if names.count(n) > 1})
         raise InputError(dup[0], "column names must be unique", f"duplicated: {', '.join(dup)}")
-    if table.num_rows == 0:
+    if table.num_rows == 0 and not empty:
         raise InputError(None, "table is empty", "a release needs at least one row")
     roles = roles if roles is not None else read_roles(table)
     for c in roles:

@@ -26,7 +26,7 @@ _ALLOWED = (Role.PROTECTED, Role.ADMISSIBLE, Role.LABEL, Role.IGNORED)
 def synthesis_roles(table: pa.Table, fair: bool) -> TableRoles:
     """The table's roles, checked: every column has one of the four roles above; with ``fair``
     (PreFair) at least one protected, one admissible and one label column."""
-    roles = table_roles(table)
+    roles = table_roles(table, empty=True)  # an empty partition is released like any other
     for c in roles:
         if c.role not in _ALLOWED:
             raise InputError(

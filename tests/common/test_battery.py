@@ -113,7 +113,13 @@ def test_column_without_role_is_named(algo):
 
 @pytest.mark.parametrize("algo", ALGORITHMS, ids=IDS)
 def test_empty_table_is_refused(algo):
+    """A release of no rows is refused, except a DP synthesis's: whether it exists must not
+    depend on anyone having a row (an empty partition is released from the noisy counts)."""
     table, params = resolve(algo.example)(3)
+    if algo.cost is not None:
+        result = algo(table.slice(0, 0), params)
+        assert result.outputs["data"].schema.names == table.schema.names
+        return
     with pytest.raises(InputError, match="empty"):
         algo(table.slice(0, 0), params)
 

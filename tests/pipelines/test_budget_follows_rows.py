@@ -232,3 +232,28 @@ def test_a_dp_spec_with_dynamic_keys_is_refused(tmp_path, capsys):
             f"sqlite:///{Path(os.environ['XDG_STATE_HOME'], 'privfair', 'ledger.sqlite')}"
         ).entries()
     )
+
+
+def test_an_empty_partition_of_a_dp_spec_is_released_like_any_other(tmp_path, capsys):
+    """Whether a DP partition release exists must not depend on the partition having a row
+    (an empty day exited 2, a one-person day was released): a day with no rows is released
+    from the noisy counts and charged like a full one."""
+    from _ledgered import write_dp_spec
+    from _partitioned import write_days
+    from _shared import run_cli
+
+    write_days(tmp_path, 2)  # 2026-11-02 and -03
+    spec = write_dp_spec(tmp_path, budget={"rho": 1.0})
+    for day in ("2026-11-03", "2026-11-05"):  # the second has no row
+        code, out, err = run_cli(
+            capsys, "run", str(spec), "--store", str(tmp_path / "s"), "--partition", day
+        )
+        assert code == 0, err
+        assert out.startswith("published:") and "ledger: charged rho=" in out
+    entries = Ledger.open(
+        f"sqlite:///{Path(os.environ['XDG_STATE_HOME'], 'privfair', 'ledger.sqlite')}"
+    ).entries()
+    assert [(e.block, e.status) for e in entries] == [
+        ("2026-11-03", "published"),
+        ("2026-11-05", "published"),
+    ]
