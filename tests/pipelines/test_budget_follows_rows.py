@@ -250,6 +250,11 @@ def test_an_empty_partition_of_a_dp_spec_is_released_like_any_other(tmp_path, ca
         )
         assert code == 0, err
         assert out.startswith("published:") and "ledger: charged rho=" in out
+    code, out, _ = run_cli(
+        capsys, "run", str(spec), "--store", str(tmp_path / "s"), "--partition", "2026-11-05"
+    )
+    assert code == 0 and out.startswith("exists:")
+    assert "ledger: exists, nothing charged" in out and "charged rho=" not in out
     entries = Ledger.open(
         f"sqlite:///{Path(os.environ['XDG_STATE_HOME'], 'privfair', 'ledger.sqlite')}"
     ).entries()
