@@ -386,12 +386,14 @@ class BudgetSpec(_Model):
     ``per``: ``partition`` (the default for a partitioned spec) gives each partition the whole
     budget (parallel composition: the partitions are disjoint sets of records), ``dataset``
     one budget for all releases whatever rows they read (a privacy unit that spans
-    partitions). ``ledger`` is the ledger's URL (``sqlite:///PATH`` or ``postgresql://...``,
-    ``${VAR}`` taken from the environment; default: the store's own SQLite ledger) and
-    ``dataset`` the name the ledger keeps the budget under (default: the built-in dataset's
-    name or the file path as written), so that two specs of one dataset share one budget.
-    Neither the total nor the ledger is part of what a release publishes, so neither is part
-    of its version.
+    partitions). The first budgeted release of a dataset records its total and ``per`` as the
+    dataset's cap: a later spec may declare less, never more (``pipelines.ledger``).
+    ``ledger`` is the ledger's URL (``sqlite:///PATH`` or ``postgresql://...``, ``${VAR}``
+    taken from the environment; default: the data owner's own, ``$XDG_STATE_HOME/privfair/
+    ledger.sqlite``, whatever the store) and ``dataset`` a name the dataset is also known by
+    (``pipelines.identity``: an alias shared with frames in memory; the file, table or
+    lakehouse table it reads is its identity whatever the spec calls it). Neither the total
+    nor the ledger is part of what a release publishes, so neither is part of its version.
     """
 
     epsilon: float | None = None
@@ -417,10 +419,11 @@ class BudgetSpec(_Model):
 
 class RepublishSpec(_Model):
     """What happens when a release of a non-DP algorithm would publish rows an earlier release
-    of the same pipeline already published under another grouping (an intersection attack
-    compares the two): ``refuse`` (the default), ``new_partitions`` (only partitions never
+    of the same data already published under another grouping (two such copies differenced or
+    intersected give people away): ``refuse`` (the default), ``new_partitions`` (only partitions never
     released before are released) or ``allow`` (the owner accepts it; the ledger and the report
-    say so). ``ledger``: as ``BudgetSpec.ledger``."""
+    say so). Releases of any pipeline, store or spelling of the same data are compared
+    (``pipelines.identity``). ``ledger``: as ``BudgetSpec.ledger``."""
 
     policy: Literal["refuse", "new_partitions", "allow"] = "refuse"
     ledger: str | None = None
