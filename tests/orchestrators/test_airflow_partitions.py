@@ -107,7 +107,10 @@ def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
         bad_env, "dags", "list-import-errors", "--local", "-o", "json", PRIVFAIR_SPECS_DIR=str(bad)
     )
 
-    # a key partitioning: the run's key comes from the conf, and only from there
+    # a key partitioning: the run's key comes from the conf, and only from there. Its rows
+    # are the daily spec's, grouped otherwise: it runs as another owner (a ledger of its own),
+    # or the owner's ledger would refuse it as a re-publication of released days
+    keyed_owner = {"XDG_STATE_HOME": str(tmp / "state_keys")}
     by_key = {
         "keyed": Run(
             clone_home(airflow_home, tmp / "home_keyed"),
@@ -116,14 +119,14 @@ def daily(airflow_home, tmp_path_factory: pytest.TempPathFactory):
             "toy_keys",
             "-c",
             json.dumps({"partition": "b"}),
-            **{**settings, "PRIVFAIR_STORE": str(tmp / "store_keys")},
+            **{**settings, **keyed_owner, "PRIVFAIR_STORE": str(tmp / "store_keys")},
         ),
         "unkeyed": Run(
             clone_home(airflow_home, tmp / "home_unkeyed"),
             "dags",
             "test",
             "toy_keys",
-            **{**settings, "PRIVFAIR_STORE": str(tmp / "store_unkeyed")},
+            **{**settings, **keyed_owner, "PRIVFAIR_STORE": str(tmp / "store_unkeyed")},
         ),
     }
 
