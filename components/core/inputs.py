@@ -65,12 +65,25 @@ def without_owner_metadata(table: pa.Table) -> pa.Table:
         fm = f.metadata or {}
         if fm.get(META_DOMAIN_FROM) != DOMAIN_FROM_INPUT.encode() or META_DOMAIN not in fm:
             continue
-        shown = set(pc.unique(table.column(i).drop_null()).to_pylist())
+        shown = _published_values(table.column(i))
         domain = [v for v in json.loads(fm[META_DOMAIN]) if v in shown]
         table = table.set_column(
             i, f.with_metadata({**fm, META_DOMAIN: json.dumps(domain).encode()}), table.column(i)
         )
     return table
+
+
+def _published_values(col: pa.ChunkedArray) -> set:
+    """The values a published column shows: its own, a generalised label's ends
+    (``struct<lo, hi>``) or elements (``list<value>``)."""
+    col = col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col
+    if pa.types.is_struct(col.type):
+        parts = [col.field(j) for j in range(col.type.num_fields)]
+    elif pa.types.is_list(col.type) or pa.types.is_large_list(col.type):
+        parts = [pc.list_flatten(col)]
+    else:
+        parts = [col]
+    return {v for p in parts for v in pc.unique(p.drop_null()).to_pylist()}
 
 
 def dropped_columns(table: pa.Table) -> dict[str, str]:
