@@ -225,9 +225,12 @@ def check_group_representatives(g: G.GroupRepresentatives, audit: pd.DataFrame) 
             bad = first != want
             why = "not the lower median"
         elif name in g.decimals:
-            # exact sums in units of 10^-d, then half-to-even: independent of summation order
-            unit = 10.0 ** g.decimals[name]
-            want = np.round(np.bincount(gid, weights=np.rint(x * unit)) / sizes) / unit
+            # the mean of the values themselves (exact sums in units of 10^-(d+6): independent
+            # of summation order), then half-to-even at d: d is public and may be coarser than
+            # the values, so they are not rounded to d before they are averaged
+            unit, fine = 10.0 ** g.decimals[name], 1e6
+            units = np.bincount(gid, weights=np.rint(x * (unit * fine)))
+            want = np.round(units / sizes / fine) / unit
             bad = np.abs(first - want) > g.rtol * np.maximum(np.abs(want), 1.0)
             why = f"not the mean rounded to {g.decimals[name]} decimals"
         else:

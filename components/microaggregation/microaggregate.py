@@ -124,15 +124,26 @@ def qi_decimals(
     return out
 
 
+#: Extra decimals the group sums are taken at, beyond the published ones: the published
+#: ``decimals`` may be coarser than the values (a public parameter, not the input's own
+#: precision), and a mean must be that of the values, not of the values rounded first.
+_SUM_DECIMALS = 6
+
+
 def rounded_means(x: np.ndarray, sizes: np.ndarray, decimals: int) -> np.ndarray:
     """Each contiguous group's mean rounded to ``decimals`` (half to even), from exact integer
-    sums of the values in units of 10^-decimals, so the result does not depend on the order
-    of summation."""
+    sums of the values in units of 10^-(decimals + 6), so the result does not depend on the
+    order of summation and is the mean of the values themselves to within 10^-(decimals + 6).
+
+    >>> rounded_means(np.array([0.6404, -0.1321]), np.array([2]), 2)  # mean 0.25415
+    array([0.25])
+    """
     if not len(sizes):
         return np.zeros(0)
-    units = np.rint(x * 10.0**decimals)
+    scale = 10.0**_SUM_DECIMALS
+    units = np.rint(x * (10.0**decimals * scale))
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    return np.round(np.add.reduceat(units, starts) / sizes) / 10.0**decimals
+    return np.round(np.add.reduceat(units, starts) / sizes / scale) / 10.0**decimals
 
 
 def _mode_codes(codes: np.ndarray, gid: np.ndarray, n_groups: int, levels: int) -> np.ndarray:

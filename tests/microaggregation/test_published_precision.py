@@ -205,3 +205,30 @@ def test_a_domain_read_off_the_input_names_only_published_levels(tmp_path):
     domain = json.loads(copy.schema.field("edu").metadata[b"privfair.domain"])
     assert "phd" not in domain and set(domain) == published
     assert api.validate(release, frame).passed
+
+
+def test_decimals_coarser_than_the_values_round_the_mean_not_the_values():
+    """Two members 0.6404 and -0.1321 (mean 0.25415) at the default 2 decimals publish 0.25, and
+    the group's sum stays within half a unit per row (C13): the values were rounded to 0.64 and
+    -0.13 before averaging, which published 0.26 (found by the property test)."""
+    table = attach_roles(
+        pa.table(
+            {
+                "num0": [0.1257302210933933, -0.1321048632913019, 0.6404226504432821, 0.1049],
+                "PA": [0, 1, 0, 0],
+                "y": [0, 1, 1, 0],
+            }
+        ),
+        TableRoles.of(
+            [
+                ColumnRole("num0", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
+                ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured=1),
+                ColumnRole("y", Role.LABEL, Kind.BINARY, positive=1),
+            ]
+        ),
+    )
+    params = FairMDAVParams(k=2, tau=0.0, correction="positive", grouping="fairlet")
+    result = fair_mdav(table, params)
+    assert result.outputs["data"].column("num0").to_pylist() == [0.25, 0.25]
+    frames = evidence(table, result.outputs, result.sidecars, params)
+    assert [c.guarantee.id for c in check_contract(result.contract, frames) if not c.passed] == []
