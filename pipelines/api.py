@@ -36,6 +36,7 @@ Example (run by the test suite as a doctest):
 ...         "income": {"role": "label", "kind": "binary", "positive": 1},
 ...     },
 ...     demands=[{"kind": "k_anonymity", "k": 3}],
+...     dataset_name="people",
 ... )
 >>> work = tempfile.TemporaryDirectory()
 >>> store = work.name + "/releases"
