@@ -58,7 +58,6 @@ __all__ = [
     "check_republish",
     "ledger_for",
     "dataset_identity",
-    "digest_of",
     "grouping_of",
 ]
 
@@ -107,12 +106,6 @@ def dataset_identity(plan: ReleasePlan, ing: Ingested | None = None) -> Identity
         input_record=ing.input if ing is not None else None,
         alias=spec.budget.dataset if spec.budget is not None else None,
     )
-
-
-def dataset_key(plan: ReleasePlan) -> str:
-    """The name messages and manifests give the dataset (``Identity.name``): never the key
-    the ledger matches on."""
-    return dataset_identity(plan).name
 
 
 def source_key(src) -> str:
@@ -365,12 +358,6 @@ def admit(plan: ReleasePlan, ing: Ingested, version: str) -> Admission:
         opened=opened,
         **common,
     )
-
-
-def digest_of(output_bytes: dict[str, bytes]) -> str:
-    """sha256 over the sha256 of each public output's file bytes, by output name."""
-    files = {k: hashlib.sha256(v).hexdigest() for k, v in sorted(output_bytes.items())}
-    return hashlib.sha256(json.dumps(files, sort_keys=True).encode()).hexdigest()
 
 
 def grouping_of(outputs: dict[str, pa.Table]) -> str:

@@ -47,7 +47,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,11 +82,6 @@ class Identity:
     @property
     def anonymous(self) -> bool:
         return self.atoms == (ANONYMOUS,)
-
-    def overlaps(self, atoms: Iterable[str]) -> bool:
-        """Whether a release of ``atoms`` may hold rows of this dataset (an anonymous frame
-        overlaps nothing: nothing is known of it)."""
-        return not self.anonymous and bool(set(self.atoms) & set(atoms))
 
 
 def identity_of(

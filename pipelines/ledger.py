@@ -723,10 +723,12 @@ class Ledger:
         (the tightest of its atoms'), recorded from ``declared`` when none is; ``per: dataset``
         wins over ``partition`` (the larger privacy unit)."""
         caps = self._caps(cur, atoms)
-        if declared is not None:
-            new = {
-                k: declared[k] for k in ("rho", "epsilon", "delta") if declared.get(k) is not None
-            }
+        new = (
+            {k: declared[k] for k in ("rho", "epsilon", "delta") if declared.get(k) is not None}
+            if declared is not None
+            else None
+        )
+        if new is not None:
             for c in caps:
                 if cap_rho(new) > cap_rho(c.budget) * (1 + _SLACK):
                     raise SpecError(
@@ -744,12 +746,8 @@ class Ledger:
             return None, per or "partition"
         tight = min(caps, key=lambda c: cap_rho(c.budget))
         budget = tight.budget
-        if declared is not None:
-            new = {
-                k: declared[k] for k in ("rho", "epsilon", "delta") if declared.get(k) is not None
-            }
-            if cap_rho(new) < cap_rho(budget):
-                budget = new
+        if new is not None and cap_rho(new) < cap_rho(budget):
+            budget = new
         unit = (
             "dataset" if any(c.per == "dataset" for c in caps) or per == "dataset" else "partition"
         )
