@@ -152,8 +152,12 @@ def test_a_dp_export_leaves_no_trace_of_a_distinctive_input(algo, tmp_path: Path
     meta = pq.read_schema(dest / "data.parquet").metadata or {}
     meta_text = " ".join(v.decode(errors="replace") for v in meta.values())
     published_rows = pq.read_metadata(dest / "data.parquet").num_rows
+    # the model's noisy total is public (a function of the noisy measurements) and is shown
+    # rounded: within half a row of the input's count it prints as that count by chance
+    noisy = json.loads(man_text).get("metrics", {}).get("model", {}).get("total")
+    by_chance = noisy is not None and abs(noisy - DISTINCTIVE_ROWS) < 0.5
     for where, text in (("manifest", man_text), ("report", report), ("metadata", meta_text)):
-        if published_rows != DISTINCTIVE_ROWS:  # a noisy total may be any count
+        if published_rows != DISTINCTIVE_ROWS and not by_chance:  # a noisy count may be any
             assert str(DISTINCTIVE_ROWS) not in _numbers(text), f"the input's rows in the {where}"
     leaked = [
         x for x in _floats(json.loads(man_text)) for s in shares if math.isclose(x, s, abs_tol=1e-9)
