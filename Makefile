@@ -18,11 +18,11 @@ $(INSTALL_STAMP): pyproject.toml uv.lock .ci/deps
 	bash .ci/deps
 	uv sync --frozen --all-extras --compile-bytecode
 	uv run --no-sync python -m compileall -q components pipelines schemas dags >/dev/null
-	uv run --no-sync python -m components.microaggregation.grouping
+	uv run --no-sync python -m privfair.components.microaggregation.grouping
 	touch $@
 
 demo: install
-	uv run python -m pipelines.demo --store releases
+	uv run python -m privfair.demo --store releases
 
 test: install
 	uv run pytest -q
@@ -35,9 +35,9 @@ bench: install
 
 UI_PORT ?= 3000
 ui: install
-	uv run python -m pipelines.orchestrate dagster-dev -p $(UI_PORT)
+	uv run python -m privfair.orchestrate dagster-dev -p $(UI_PORT)
 
-# privfair-airflow: the airflow CLI with the repository's defaults (pipelines.orchestrate)
+# privfair-airflow: the airflow CLI with the repository's defaults (privfair.orchestrate)
 DAG ?= german_fair_mdav
 airflow-test: install
 	uv run privfair-airflow dags test $(DAG)

@@ -28,10 +28,10 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pipelines.catalogue import load_spec  # noqa: E402
-from pipelines.flow import ingest  # noqa: E402
-from pipelines.settings import specs_dir  # noqa: E402
-from schemas.roles import read_roles  # noqa: E402
+from privfair.run.flow import ingest  # noqa: E402
+from privfair.schemas.roles import read_roles  # noqa: E402
+from privfair.spec.catalogue import load_spec  # noqa: E402
+from privfair.spec.settings import specs_dir  # noqa: E402
 
 JITTER_INT = {"age": (17, 90), "hours-per-week": (1, 99)}
 

@@ -58,9 +58,9 @@ TARGETS = {"adult": 1.0, "adult_x6": 10.0}
 
 
 def load(name: str):
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import ingest
-    from pipelines.settings import DEFAULT_SPECS_DIR
+    from privfair.run.flow import ingest
+    from privfair.spec.catalogue import load_spec
+    from privfair.spec.settings import DEFAULT_SPECS_DIR
 
     return ingest(load_spec(DEFAULT_SPECS_DIR / f"{name}_dmondrian.yaml")).table
 
@@ -96,11 +96,11 @@ def time_run(algo, table, params, repeat: int) -> tuple[float, dict]:
 
 
 def ours(tables: dict, quick: bool) -> list[dict]:
-    from components.generalisation.dmondrian import dmondrian
-    from components.generalisation.dsabre import dsabre
-    from components.generalisation.inputs import prepare
-    from components.generalisation.measures import t_max
-    from components.generalisation.params import DMondrianParams, DSabreParams
+    from privfair.components.generalisation.dmondrian import dmondrian
+    from privfair.components.generalisation.dsabre import dsabre
+    from privfair.components.generalisation.inputs import prepare
+    from privfair.components.generalisation.measures import t_max
+    from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
     rows = []
     for name, table in tables.items():
@@ -129,9 +129,9 @@ def ours(tables: dict, quick: bool) -> list[dict]:
 
 
 def utility(tables: dict) -> list[dict]:
-    from components.generalisation.dmondrian import dmondrian
-    from components.generalisation.dsabre import dsabre
-    from components.generalisation.params import DMondrianParams, DSabreParams
+    from privfair.components.generalisation.dmondrian import dmondrian
+    from privfair.components.generalisation.dsabre import dsabre
+    from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
     out = []
     for name in ("german", "adult"):
@@ -202,16 +202,16 @@ def peers(data_dir: str, tmp: Path) -> dict:
 
 def pycanon(tables: dict, tmp: Path) -> list[dict]:
     """pycanon's k and t on our Adult releases against our own checkers."""
-    from components.generalisation.audit import build_audit
-    from components.generalisation.checks import (
+    from privfair.components.generalisation.audit import build_audit
+    from privfair.components.generalisation.checks import (
         check_class_size,
         check_decision_closeness,
         label_keys,
     )
-    from components.generalisation.dmondrian import dmondrian
-    from components.generalisation.dsabre import dsabre
-    from components.generalisation.guarantees import ClassSize, DecisionCloseness
-    from components.generalisation.params import DMondrianParams, DSabreParams
+    from privfair.components.generalisation.dmondrian import dmondrian
+    from privfair.components.generalisation.dsabre import dsabre
+    from privfair.components.generalisation.guarantees import ClassSize, DecisionCloseness
+    from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
     table = tables["adult"]
     qis = ["age", "workclass", "education", "marital-status", "occupation", "relationship", "race"]

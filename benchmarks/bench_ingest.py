@@ -5,7 +5,7 @@
         --spec adult_dmondrian --set block_rows=50000 --out scale
     uv run python benchmarks/bench_ingest.py scale/adult_dmondrian_10m.yaml --baseline ca39161
 
-Each measurement is a fresh interpreter running ``pipelines.flow.ingest`` of the spec (what
+Each measurement is a fresh interpreter running ``privfair.run.flow.ingest`` of the spec (what
 ``privfair run`` does before it protects: the file read, labelled, checked and held in a
 memory-mapped copy) on one tree, sampled by ``_harness.tracked``: the driver's private memory
 is its RSS less file-backed pages, so the mapped table it keeps is not counted, what it
@@ -36,8 +36,8 @@ from _harness import ROOT, export_code, machine, tracked  # noqa: E402
 CHILD = """
 import hashlib, json, sys, time
 sys.path.insert(0, {tree!r})
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
+from privfair.spec.catalogue import load_spec
+from privfair.run.flow import ingest
 t0 = time.perf_counter()
 ing = ingest(load_spec({spec!r}))
 wall = time.perf_counter() - t0
@@ -118,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- Command: `uv run python benchmarks/bench_ingest.py {args.spec} --baseline {args.baseline}`",
         f"- Date {info['date']}; {info['cpus']} cores ({info['cpu']}); Python {info['python']}, "
         f"pyarrow {info['pyarrow']}",
-        "- Each row a fresh interpreter running `pipelines.flow.ingest` of the spec; driver "
+        "- Each row a fresh interpreter running `privfair.run.flow.ingest` of the spec; driver "
         "private memory = its RSS less file-backed pages (the mapped table is not counted)",
         "",
         "| format | tree | rows | ingest (s) | wall with start-up (s) | driver private peak (GiB) "

@@ -8,7 +8,7 @@ Usage (from the repository root; PRIVFAIR_DATA_DIR must point at the Adult files
 
 What runs (each measurement in a fresh subprocess, so its peak RSS is its own):
 
-- ours: ``components.microaggregation.fair_mdav.fair_mdav`` / ``components.microaggregation.mdav.mdav`` on the prepared Arrow table,
+- ours: ``privfair.components.microaggregation.fair_mdav.fair_mdav`` / ``privfair.components.microaggregation.mdav.mdav`` on the prepared Arrow table,
   k = 10 and 100, on full Adult (48,842 rows), a seeded 10,000-row subsample, and Adult replicated
   4x with jittered numeric QIs (195,368 rows); wall clock of the component call, best of N;
 - the baseline (``benchmarks/naive.py``): dense one-hot NumPy, mean and distance vectors
@@ -107,8 +107,8 @@ def _status_mb(key: str) -> float:
 
 def load_adult(data_dir: str | None) -> pa.Table:
     """Full UCI Adult (adult.data + adult.test) with its column roles."""
-    from pipelines.ingest import load_dataset
-    from schemas.spec import DatasetSpec
+    from privfair.io.ingest import load_dataset
+    from privfair.schemas.spec import DatasetSpec
 
     table, _ = load_dataset(DatasetSpec(name="adult"), data_dir)
     return table
@@ -123,7 +123,7 @@ def subsample(table: pa.Table, rows: int, seed: int = SEED) -> pa.Table:
 def replicate(table: pa.Table, copies: int, seed: int = SEED) -> pa.Table:
     """``copies`` stacked copies; every numeric QI gets Gaussian noise (sd = JITTER x the
     column's sd, seeded), clipped at 0, so that copies are near-duplicates, not duplicates."""
-    from schemas.roles import Kind, Role, attach_roles, read_roles
+    from privfair.schemas.roles import Kind, Role, attach_roles, read_roles
 
     roles = read_roles(table)
     stacked = pa.concat_tables([table] * copies)
@@ -172,9 +172,9 @@ def groups_from_lineage(lineage: pa.Table) -> tuple[list[np.ndarray], list[int]]
 
 def run_ours(task: Task, table: pa.Table, res: Result) -> None:
     """Time the component call ``task.repeats`` times; keep the last grouping."""
-    from components.microaggregation.fair_mdav import fair_mdav
-    from components.microaggregation.mdav import mdav
-    from components.microaggregation.params import FairMDAVParams, MDAVParams
+    from privfair.components.microaggregation.fair_mdav import fair_mdav
+    from privfair.components.microaggregation.mdav import mdav
+    from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
 
     out = None
     for _ in range(task.repeats):

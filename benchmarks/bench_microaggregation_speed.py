@@ -12,7 +12,7 @@ Two implementations of ``components/microaggregation``: *old*, the committed ver
 issue 14 (``--old-rev``, default ``BASELINE_REV``; a later commit picked up a partial working
 copy of the new engine, so ``HEAD`` is not the baseline), exported with ``git archive`` into a
 temporary directory and imported in place of the working tree's package; and *new*, the
-working tree. Everything else (data loading, ``components.core``, ``schemas``) is the working
+working tree. Everything else (data loading, ``privfair.components.core``, ``schemas``) is the working
 tree's for both.
 
 - Configurations: MDAV and Fair-MDAV, k = 10, on UCI Adult (48,842 rows) and on Adult x4
@@ -84,17 +84,19 @@ def _status_mb(key: str) -> float:
 
 
 def _use_old(old_root: str) -> None:
-    """Import ``components.microaggregation`` from ``old_root`` (the exported old version)."""
+    """Import ``privfair.components.microaggregation`` from ``old_root`` (the exported old version)."""
     import importlib.util
 
-    import components  # noqa: F401  (the parent package stays the working tree's)
+    import privfair.components  # noqa: F401  (the parent package stays the working tree's)
 
     path = str(Path(old_root) / PACKAGE)
     spec = importlib.util.spec_from_file_location(
-        "components.microaggregation", path + "/__init__.py", submodule_search_locations=[path]
+        "privfair.components.microaggregation",
+        path + "/__init__.py",
+        submodule_search_locations=[path],
     )
     module = importlib.util.module_from_spec(spec)
-    sys.modules["components.microaggregation"] = module
+    sys.modules["privfair.components.microaggregation"] = module
     spec.loader.exec_module(module)
 
 
@@ -133,8 +135,8 @@ def _component(algo: str):
     """(call(table) -> ComponentResult, phase wrappers) for ``algo``."""
     phases = _Phases()
     if algo == "fair":
-        from components.microaggregation import fair_mdav as module
-        from components.microaggregation.params import FairMDAVParams
+        from privfair.components.microaggregation import fair_mdav as module
+        from privfair.components.microaggregation.params import FairMDAVParams
 
         # the component calls ``blocking.group_rows`` since the blocked variant; older ones
         # called the engine directly
@@ -145,8 +147,8 @@ def _component(algo: str):
             return module.fair_mdav(table, FairMDAVParams(k=K))
 
     else:
-        from components.microaggregation import mdav as module
-        from components.microaggregation.params import MDAVParams
+        from privfair.components.microaggregation import mdav as module
+        from privfair.components.microaggregation.params import MDAVParams
 
         phases.wrap(module, _grouping_name(module, "mdav_grouping"), "grouping")
 
@@ -163,10 +165,9 @@ def _component(algo: str):
 def _pass_cost(grouping, table: pa.Table) -> float:
     """Nanoseconds per row of one full distance pass (to a row, over every row of ``table``;
     best of 30, BLAS on one thread): the unit cost of the direct algorithm."""
+    from privfair.components.microaggregation.encoding import encode_qis
+    from privfair.components.microaggregation.inputs import prepare
     from threadpoolctl import threadpool_limits
-
-    from components.microaggregation.encoding import encode_qis
-    from components.microaggregation.inputs import prepare
 
     table, roles, _ = prepare(table)
     enc = encode_qis(table, roles, "minmax")
@@ -178,7 +179,7 @@ def _pass_cost(grouping, table: pa.Table) -> float:
         def one_pass() -> None:
             ws._dist2(v, tables, 0.0)
     else:
-        from components.microaggregation import kernel
+        from privfair.components.microaggregation import kernel
 
         x, codes = np.ascontiguousarray(enc.scaled), np.ascontiguousarray(enc.codes)
         kernel.distances_to_row(x, codes, 0)  # compiled before it is timed
@@ -200,9 +201,8 @@ def child_main(task: dict) -> dict:
     sys.path.insert(0, str(HERE))
     if task["impl"].startswith("old"):
         _use_old(task["old_root"])
+    import privfair.components.microaggregation.grouping as grouping
     from bench_microaggregation import build_data
-
-    import components.microaggregation.grouping as grouping
 
     expected = task["old_root"] if task["impl"].startswith("old") else str(ROOT)
     assert grouping.__file__.startswith(expected), grouping.__file__

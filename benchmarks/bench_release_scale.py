@@ -16,10 +16,10 @@ What runs
   (``block_rows`` 50,000, C11 replayed on 2,000 sampled fairlets), ``adult_dmondrian``
   (``block_rows`` 50,000) and (``--algorithms ...,dsabre``) ``adult_dsabre``, which has no
   blocked form and runs in the driver whatever the engine.
-- Each release is one ``python -m pipelines.cli run SPEC --engine E --progress`` in a fresh
+- Each release is one ``python -m privfair.cli run SPEC --engine E --progress`` in a fresh
   interpreter, on a fresh store, from a copy of the code under test (``git archive`` of
   ``--baseline`` for the previous code; the working tree for the current one; both on this
-  environment's packages), then ``python -m pipelines.cli export``. Wall clock of each, the
+  environment's packages), then ``python -m privfair.cli export``. Wall clock of each, the
   phases ``privfair run`` reports on stderr, and the peak of the summed RSS of the process tree
   (the driver, pool workers, Spark's JVM and its Python workers) sampled every 0.2 s, with the
   driver's own peak (``VmHWM``-like: the largest RSS of the top process) apart, and the
@@ -72,7 +72,7 @@ def release(code: Path, spec: Path, engine: str, work: Path) -> dict:
     """One ``privfair run`` and ``privfair export`` of ``spec`` with the code under ``code``."""
     env = dict(os.environ, PYTHONPATH=str(code), PRIVFAIR_PROGRESS="1")
     store = work / "store"
-    cmd = [sys.executable, "-m", "pipelines.cli", "run", str(spec), "--store", str(store)]
+    cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(store)]
     cmd += ["--progress"]
     if engine == "spark":
         cmd += ["--engine", "spark", "--master", "local[2]"]
@@ -87,7 +87,7 @@ def release(code: Path, spec: Path, engine: str, work: Path) -> dict:
     version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M)
     folder = store / spec.stem / (version.group(1) if version else "latest")
     exp = tracked(
-        [sys.executable, "-m", "pipelines.cli", "export", str(folder), str(work / "export")],
+        [sys.executable, "-m", "privfair.cli", "export", str(folder), str(work / "export")],
         code,
         env,
     )

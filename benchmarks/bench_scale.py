@@ -60,22 +60,21 @@ def one(cfg: dict) -> dict:
     sys.path.insert(0, str(ROOT))
     sys.path.insert(0, str(ROOT / "benchmarks"))
     from adult_like import adult_like
-
-    from components.core.engine import LocalEngine, SparkEngine, using
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import ingest
-    from pipelines.settings import specs_dir
+    from privfair.components.core.engine import LocalEngine, SparkEngine, using
+    from privfair.run.flow import ingest
+    from privfair.spec.catalogue import load_spec
+    from privfair.spec.settings import specs_dir
 
     spec = load_spec(specs_dir() / f"adult_{cfg['algo']}.yaml")
     table = adult_like(ingest(spec).table, cfg["rows"], seed=0)
     if cfg["algo"] == "fair_mdav":
-        from components.microaggregation.fair_mdav import fair_mdav as run
-        from components.microaggregation.params import FairMDAVParams
+        from privfair.components.microaggregation.fair_mdav import fair_mdav as run
+        from privfair.components.microaggregation.params import FairMDAVParams
 
         params = FairMDAVParams(k=10, tau=1.0, block_rows=cfg["block_rows"], publish="schema")
     else:
-        from components.generalisation.dmondrian import dmondrian as run
-        from components.generalisation.params import DMondrianParams
+        from privfair.components.generalisation.dmondrian import dmondrian as run
+        from privfair.components.generalisation.params import DMondrianParams
 
         params = DMondrianParams(t=0.15, utility_queries=0, block_rows=cfg["block_rows"])
     t0 = time.perf_counter()

@@ -26,8 +26,8 @@ environment's interpreter and packages; every measurement is a fresh interpreter
   start to exit, as a shell sees it without ``uv run``) minus the component call it makes
   (the first call of an algorithm in the process, timed inside it); the call and the wall are
   reported too. The child runs as the tree's ``privfair`` command does: its process declared
-  the command's own (``pipelines.gx_import.own_the_process``) and ended by
-  ``pipelines.cli.leave``, where the tree has them, else a plain exit. The report also
+  the command's own (``privfair.validation.gx_import.own_the_process``) and ended by
+  ``privfair.cli.leave``, where the tree has them, else a plain exit. The report also
   breaks each run's wall time down (best round of each tree): its progress phases, Great
   Expectations' import and every checker inside validation, and the time outside them.
 - ``--repeats`` rounds (default 3); in every round each measurement runs for both trees, the
@@ -74,7 +74,7 @@ COMPONENTS = {"fair_mdav": "Fair-MDAV", "mdav": "MDAV"}
 GRIDS = {"dsabre": "dSabre", "dmondrian": "dMondrian"}
 TREES = ("baseline", "new")
 WARM_IMPORTS = (
-    "import pipelines.cli, pipelines.flow, pipelines.evaluate, pipelines.report, "
+    "import privfair.cli, privfair.run.flow, privfair.evaluation.evaluate, privfair.release.report, "
     "great_expectations, sklearn.linear_model, scipy.spatial"
 )
 
@@ -116,11 +116,11 @@ def _child_component(task: dict) -> dict:
 
     table = build_data("adult", task["data_dir"])
     if task["algo"] == "fair_mdav":
-        from components.microaggregation.fair_mdav import fair_mdav as call
-        from components.microaggregation.params import FairMDAVParams as P
+        from privfair.components.microaggregation.fair_mdav import fair_mdav as call
+        from privfair.components.microaggregation.params import FairMDAVParams as P
     else:
-        from components.microaggregation.mdav import mdav as call
-        from components.microaggregation.params import MDAVParams as P
+        from privfair.components.microaggregation.mdav import mdav as call
+        from privfair.components.microaggregation.params import MDAVParams as P
     start = time.perf_counter()
     result = call(table, P(k=K))
     seconds = time.perf_counter() - start
@@ -130,16 +130,15 @@ def _child_component(task: dict) -> dict:
 def _child_grid(task: dict) -> dict:
     """dSabre or dMondrian on Adult (as the specs ingest it) at every t of the grid, once."""
     from bench_generalisation import grid, load
-
-    from components.generalisation.inputs import prepare
-    from components.generalisation.measures import t_max
+    from privfair.components.generalisation.inputs import prepare
+    from privfair.components.generalisation.measures import t_max
 
     if task["algo"] == "dsabre":
-        from components.generalisation.dsabre import dsabre as call
-        from components.generalisation.params import DSabreParams as P
+        from privfair.components.generalisation.dsabre import dsabre as call
+        from privfair.components.generalisation.params import DSabreParams as P
     else:
-        from components.generalisation.dmondrian import dmondrian as call
-        from components.generalisation.params import DMondrianParams as P
+        from privfair.components.generalisation.dmondrian import dmondrian as call
+        from privfair.components.generalisation.params import DMondrianParams as P
     table = load("adult")
     prep = prepare(table, None)
     out: dict = {"t": {}}
@@ -170,9 +169,9 @@ def _timed(owner, name: str, into: list) -> None:
 
 def _phases(record: list) -> bool:
     """Record every progress phase of the run as (order begun, path, seconds), its lines written
-    nowhere; False in a tree without ``components.core.progress``."""
+    nowhere; False in a tree without ``privfair.components.core.progress``."""
     try:
-        from components.core import progress
+        from privfair.components.core import progress
     except ImportError:
         return False
     begin, end = progress.Reporter.begin, progress.Reporter.end
@@ -200,7 +199,7 @@ def _child_run(task: dict) -> dict:
     time of each progress phase, of Great Expectations' import and of each checker (where the
     tree has them), for the breakdown of the time beyond the call."""
     started = time.perf_counter()
-    from components.core import descriptor
+    from privfair.components.core import descriptor
 
     calls: list[tuple] = []
     _timed(descriptor.Algorithm, "__call__", calls)
@@ -209,21 +208,21 @@ def _child_run(task: dict) -> dict:
     gx: list[tuple] | None = []
     checks: list[tuple] = []
     try:
-        import pipelines.gx_import as gx_import
+        import privfair.validation.gx_import as gx_import
     except ImportError:  # a tree from before it: the import is not timed apart
         gx = None
     else:
         _timed(gx_import, "import_great_expectations", gx)
-    from components.core import checks as core_checks
+    from privfair.components.core import checks as core_checks
 
     _timed(core_checks, "check_guarantee", checks)
-    try:  # the process is the command's own, as the tree's ``pipelines.cli.entry`` declares it
-        from pipelines.gx_import import own_the_process
+    try:  # the process is the command's own, as the tree's ``privfair.cli.entry`` declares it
+        from privfair.validation.gx_import import own_the_process
     except ImportError:  # a tree from before it
         pass
     else:
         own_the_process()
-    from pipelines.cli import main
+    from privfair.cli import main
 
     spec = str(Path("pipelines/specs") / f"{task['spec']}.yaml")
     code = main(["run", spec, "--store", task["store"], *progress_flag])
@@ -248,7 +247,6 @@ def child_main(task: dict) -> dict:
     load = os.getloadavg()[0]
     tree = Path.cwd().resolve()
     sys.path[:0] = [str(tree), str(tree / "benchmarks")]
-    import components
 
     where = Path(components.__file__).resolve()
     assert where.is_relative_to(tree), f"components imported from {where}, not {tree}"
@@ -285,7 +283,7 @@ def warm(tree: Path, data_dir: str | None) -> None:
     )
     if (tree / "components" / "microaggregation" / "kernel.py").exists():
         subprocess.run(
-            [sys.executable, "-m", "components.microaggregation.grouping"],
+            [sys.executable, "-m", "privfair.components.microaggregation.grouping"],
             cwd=tree,
             env=_env(tree, data_dir),
             check=True,
@@ -377,7 +375,7 @@ def _steps(run: dict) -> dict[str, str]:
         if path.endswith("> validate"):
             inside = sum(v for p, v in phases if p.startswith(path + " > "))
             gx = run.get("gx_import_s")
-            if gx is None:  # a tree from before ``pipelines.gx_import``: not timed apart
+            if gx is None:  # a tree from before ``privfair.validation.gx_import``: not timed apart
                 gx = 0.0
                 rest = "Great Expectations' import and its running the suites"
             else:
@@ -509,8 +507,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         Path(args.child_out).write_text(json.dumps(child_main(json.loads(args.child))))
-        if "pipelines.cli" in sys.modules:  # a run ends as the ``privfair`` command of its tree
-            cli = sys.modules["pipelines.cli"]
+        if "privfair.cli" in sys.modules:  # a run ends as the ``privfair`` command of its tree
+            cli = sys.modules["privfair.cli"]
             getattr(cli, "leave", sys.exit)(0)
         return
     data_dir = args.data_dir or os.environ.get("PRIVFAIR_DATA_DIR")

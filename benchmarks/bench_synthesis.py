@@ -8,7 +8,7 @@ Usage (from the repository root)::
 
 What runs, in one process and one run (spec 6; issue "PreFair and MST", item 6):
 
-- ours: ``components.synthesis.synthesize`` on the spec ``adult_prefair.yaml``'s domain and
+- ours: ``privfair.components.synthesis.synthesize`` on the spec ``adult_prefair.yaml``'s domain and
   roles (our Adult has 13 attributes: no fnlwgt, education left out as a copy of
   education-num; the authors' has 14, pre-bucketed by private-pgm), epsilon = 1,
   delta = 1e-9, ``--runs`` runs per method (each with fresh OpenDP noise): wall clock of the
@@ -49,13 +49,13 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from components.synthesis import metrics as M  # noqa: E402
-from components.synthesis.domain import encode_table, public_domains  # noqa: E402
-from components.synthesis.params import MSTParams, PreFairParams  # noqa: E402
-from components.synthesis.synthesize import synthesize  # noqa: E402
-from pipelines.catalogue import load_spec  # noqa: E402
-from pipelines.flow import ingest  # noqa: E402
-from schemas.roles import read_roles  # noqa: E402
+from privfair.components.synthesis import metrics as M  # noqa: E402
+from privfair.components.synthesis.domain import encode_table, public_domains  # noqa: E402
+from privfair.components.synthesis.params import MSTParams, PreFairParams  # noqa: E402
+from privfair.components.synthesis.synthesize import synthesize  # noqa: E402
+from privfair.run.flow import ingest  # noqa: E402
+from privfair.schemas.roles import read_roles  # noqa: E402
+from privfair.spec.catalogue import load_spec  # noqa: E402
 
 # the authors' published numbers (spec 6.5 and the issue): Adult, epsilon = 1, 10 runs
 PAPER = {
@@ -141,7 +141,7 @@ def _scaled(table: pa.Table, factor: int) -> pa.Table:
 
 def _mbi_comparison(table, base, iters: int) -> dict | None:
     """The same noisy measurements fitted by our tree fit and by mbi 2.0 (own environment)."""
-    from components.synthesis.model import fit_tree
+    from privfair.components.synthesis.model import fit_tree
 
     params = _params(base, "greedy", 0)
     result = synthesize(table, params, "greedy")
@@ -151,7 +151,7 @@ def _mbi_comparison(table, base, iters: int) -> dict | None:
     names = table.column_names
     csize = comp.groupby("attribute")["compressed"].max() + 1
     sizes = [int(csize[n]) for n in names]
-    from components.synthesis.model import Measurement
+    from privfair.components.synthesis.model import Measurement
 
     ms, arrays = [], {"sizes": json.dumps(dict(zip(names, sizes, strict=True)))}
     codes = _codes(table, params)

@@ -11,7 +11,7 @@ of ``--rows`` rows, then times, in the same run and on the same table:
   ``pandas.read_sql`` through SQLAlchemy/psycopg2 (the usual route); the column types each
   gives back;
 - **publish**: write-audit-publish of the same rows to an Iceberg table of a SQLite catalog
-  (``pipelines.targets``: write the audit branch, read it back and compare, fast-forward + tag)
+  (``privfair.release.targets``: write the audit branch, read it back and compare, fast-forward + tag)
   and a plain ``append`` to ``main`` for comparison.
 
 Best of ``--repeats`` wall-clock times; the report goes to stdout and
@@ -54,12 +54,11 @@ def main(argv: list[str] | None = None) -> int:
     import sqlalchemy
     from _postgres import postgres_server
     from adult_like import adult_like
-
-    from pipelines import targets
-    from pipelines.catalogue import load_spec
-    from pipelines.connectors import read_source
-    from pipelines.flow import ReleasePlan
-    from schemas.spec import SourceSpec, TargetSpec
+    from privfair.io.connectors import read_source
+    from privfair.release import targets
+    from privfair.run.flow import ReleasePlan
+    from privfair.schemas.spec import SourceSpec, TargetSpec
+    from privfair.spec.catalogue import load_spec
 
     base = ReleasePlan.of(load_spec(ROOT / "pipelines/specs/adult_mdav.yaml")).ingest().table
     table = adult_like(base, args.rows, seed=0).replace_schema_metadata(None)

@@ -7,7 +7,7 @@ Usage (from the repository root)::
 
 What runs, in one process and one run:
 
-- ours: ``components.transparency.scheme.solve`` (the corrected linear-time scheme, vectorised
+- ours: ``privfair.components.transparency.scheme.solve`` (the corrected linear-time scheme, vectorised
   across QID groups) on seeded random reports: groups of 2-16 cells, prior masses uniform,
   true rules uniform in [0, 1] with a fifth of them deterministic (0 or 1), delta = 0.9; wall
   clock of the call, best of 5 (the first call, which also pays the page faults of fresh memory, reported beside it); time per cell must stay flat (linear time);
@@ -34,8 +34,8 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from components.transparency.fidelity import fidelity_bounds  # noqa: E402
-from components.transparency.scheme import solve  # noqa: E402
+from privfair.components.transparency.fidelity import fidelity_bounds  # noqa: E402
+from privfair.components.transparency.scheme import solve  # noqa: E402
 
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 TARGET_10M_S = 5.0

@@ -39,10 +39,10 @@ def main() -> None:
     p.add_argument("--sample", type=int, default=200, help="groups replayed by the dense baseline")
     args = p.parse_args()
 
-    from components.core.descriptor import resolve
-    from components.core.registry import kind_checks
-    from pipelines import flow
-    from pipelines.catalogue import load_spec
+    from privfair.components.core.descriptor import resolve
+    from privfair.components.core.registry import kind_checks
+    from privfair.run import flow
+    from privfair.spec.catalogue import load_spec
 
     spec = load_spec("pipelines/specs/adult_fair_mdav.yaml")
     ing = flow.ingest(spec)

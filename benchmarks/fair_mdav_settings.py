@@ -15,7 +15,7 @@ The published label and the retained rows depend only on the grouping (grouping,
 n) and on (correction, tau): ``microaggregate`` changes the QIs only and ``relabel_order`` which
 candidates of a group are relabelled, never how many. So the grid is computed from one grouping
 per (grouping, k) and the component's own closed-form relabel counts
-(``components.microaggregation.correction``); a set of full component runs (``fair_mdav``, with
+(``privfair.components.microaggregation.correction``); a set of full component runs (``fair_mdav``, with
 microaggregation on and off, ``relabel_order`` nearest and random, and ``publish: schema``)
 is compared with the fast path and must agree exactly.
 
@@ -35,14 +35,14 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
-from components.microaggregation.blocking import group_rows
-from components.microaggregation.correction import group_counts, relabel_counts
-from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from components.microaggregation.fair_mdav import fair_mdav, fairlet_sizes
-from components.microaggregation.params import FairMDAVParams
-from pipelines.catalogue import load_spec, with_params
-from pipelines.flow import ingest
-from schemas.roles import Role, read_roles
+from privfair.components.microaggregation.blocking import group_rows
+from privfair.components.microaggregation.correction import group_counts, relabel_counts
+from privfair.components.microaggregation.encoding import encode_qis, label_01, protected_01
+from privfair.components.microaggregation.fair_mdav import fair_mdav, fairlet_sizes
+from privfair.components.microaggregation.params import FairMDAVParams
+from privfair.run.flow import ingest
+from privfair.schemas.roles import Role, read_roles
+from privfair.spec.catalogue import load_spec, with_params
 
 HERE = Path(__file__).resolve().parent
 SPECS = ("adult_fair_mdav", "german_fair_mdav", "compas_fair_mdav")

@@ -22,9 +22,8 @@ from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
-
-from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from schemas.roles import Role, read_roles
+from privfair.components.microaggregation.encoding import encode_qis, label_01, protected_01
+from privfair.schemas.roles import Role, read_roles
 
 
 def dense_inputs(table: pa.Table) -> tuple[np.ndarray, np.ndarray]:

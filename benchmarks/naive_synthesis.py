@@ -15,8 +15,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from privfair.components.synthesis import metrics as M  # noqa: E402
+
 from benchmarks.bench_synthesis import _codes, _load  # noqa: E402
-from components.synthesis import metrics as M  # noqa: E402
 
 
 def main() -> None:

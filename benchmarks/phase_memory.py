@@ -7,11 +7,11 @@ Usage (from the repository root)::
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/phase_memory.py \\
         scale/adult_fair_mdav_10m.yaml --store scale/store --engine local --workers 2
 
-Runs ``python -m pipelines.cli run SPEC --progress ARGS...`` in a fresh interpreter and samples
+Runs ``python -m privfair.cli run SPEC --progress ARGS...`` in a fresh interpreter and samples
 the RSS of that process (the driver; pool workers and a JVM are not counted) every 0.1 s, and
 its private part: the RSS less its file-backed pages (``memory_info().shared`` on Linux), which
 is what the driver holds itself; pages of a memory-mapped file are the kernel's page cache, dropped
-under pressure and read again from the file (``components.core.memory.mapped``; run with
+under pressure and read again from the file (``privfair.components.core.memory.mapped``; run with
 ``TMPDIR`` on a disk: a ``tmpfs`` holds its files in memory, as shared pages this does not
 count). Each sample is charged to the phase that was running when it was taken: the phase named by the next
 progress line the run printed (``✓ <phase>`` as a phase ends, ``stage › <phase>: <step>`` within
@@ -69,7 +69,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("spec")
     ap.add_argument("args", nargs=argparse.REMAINDER, help="more `privfair run` arguments")
     a = ap.parse_args(argv)
-    cmd = [sys.executable, "-m", "pipelines.cli", "run", a.spec, "--progress", *a.args]
+    cmd = [sys.executable, "-m", "privfair.cli", "run", a.spec, "--progress", *a.args]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     start = time.perf_counter()
     lines: list[tuple[float, str]] = []

@@ -81,17 +81,16 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(HERE))
 
 from bench_generalisation import grid, load  # noqa: E402
-
-from components.core import plots  # noqa: E402
-from components.generalisation.audit import build_audit, original_audit  # noqa: E402
-from components.generalisation.checks import labels_of, p_minus_of  # noqa: E402
-from components.generalisation.dmondrian import dmondrian  # noqa: E402
-from components.generalisation.dsabre import dichotomize, dsabre  # noqa: E402
-from components.generalisation.examples import toy_table  # noqa: E402
-from components.generalisation.inputs import Prepared, prepare  # noqa: E402
-from components.generalisation.itemsets import Labels, plain_counts  # noqa: E402
-from components.generalisation.measures import bound, measures, t_max, tau  # noqa: E402
-from components.generalisation.params import DMondrianParams, DSabreParams  # noqa: E402
+from privfair.components.core import plots  # noqa: E402
+from privfair.components.generalisation.audit import build_audit, original_audit  # noqa: E402
+from privfair.components.generalisation.checks import labels_of, p_minus_of  # noqa: E402
+from privfair.components.generalisation.dmondrian import dmondrian  # noqa: E402
+from privfair.components.generalisation.dsabre import dichotomize, dsabre  # noqa: E402
+from privfair.components.generalisation.examples import toy_table  # noqa: E402
+from privfair.components.generalisation.inputs import Prepared, prepare  # noqa: E402
+from privfair.components.generalisation.itemsets import Labels, plain_counts  # noqa: E402
+from privfair.components.generalisation.measures import bound, measures, t_max, tau  # noqa: E402
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams  # noqa: E402
 
 #: Table 1 of the paper, and the German figures of Ex. 21.
 PAPER_TABLE1: dict[str, dict[str, Any]] = {

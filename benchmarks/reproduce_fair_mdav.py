@@ -39,9 +39,9 @@ sys.path.insert(0, str(HERE.parent))
 
 import argparse  # noqa: E402
 
-from pipelines.catalogue import load_spec, with_params  # noqa: E402
-from pipelines.evaluate import evaluate  # noqa: E402
-from pipelines.flow import ingest  # noqa: E402
+from privfair.evaluation.evaluate import evaluate  # noqa: E402
+from privfair.run.flow import ingest  # noqa: E402
+from privfair.spec.catalogue import load_spec, with_params  # noqa: E402
 
 # (table, setting, overrides, classifier, paper fairness metric, paper value, paper accuracy)
 ROWS = [

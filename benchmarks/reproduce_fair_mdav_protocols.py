@@ -19,18 +19,18 @@ per-fold scores are cached in the system temporary folder.
 
 Notes
 -----
-Protocols (5 stratified folds, seed 0, the folds of ``pipelines.evaluate``):
+Protocols (5 stratified folds, seed 0, the folds of ``privfair.evaluation.evaluate``):
 
 ``A`` train-only
     Fair-MDAV on the training fold only, classifier scored on the untouched test fold against
-    its true labels (``pipelines.evaluate``'s protocol and the paper's section 4 wording).
+    its true labels (``privfair.evaluation.evaluate``'s protocol and the paper's section 4 wording).
 ``B`` whole table
     Fair-MDAV on the whole table before the split, so fairlets cross folds and the test rows
     are microaggregated and relabelled; output rows are assigned to folds through the
     ``lineage`` sidecar's ``row_id``. Scored against the corrected labels (``B/corrected``)
     and against the true labels (``B/true``).
 ``C`` protect-test
-    ``pipelines.evaluate``'s ``protect_test``: Fair-MDAV also run on the test fold alone,
+    ``privfair.evaluation.evaluate``'s ``protect_test``: Fair-MDAV also run on the test fold alone,
     each published test row scored against its input row's true label.
 
 Encodings and data (protocol A):
@@ -64,10 +64,10 @@ Encodings and data (protocol A):
 ``rawempty0``
     ``rawdist`` and ``empty0`` together.
 
-Classifiers: ``lr`` is ``pipelines.evaluate``'s (standardised numerics, one-hot nominals,
+Classifiers: ``lr`` is ``privfair.evaluation.evaluate``'s (standardised numerics, one-hot nominals,
 ``LogisticRegression(max_iter=1000)``); ``lr_raw`` is the authors' ParDS setting
 (``LogisticRegression(solver="liblinear")`` on unscaled features); ``dt`` and ``ada`` as in
-``pipelines.evaluate``. "PA in" / "PA out": the protected attribute among the features or not.
+``privfair.evaluation.evaluate``. "PA in" / "PA out": the protected attribute among the features or not.
 """
 
 from __future__ import annotations
@@ -96,13 +96,13 @@ import pyarrow as pa  # noqa: E402
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-import components.microaggregation.fair_mdav as fair_mdav_module  # noqa: E402
-from components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
-from components.microaggregation.correction import group_counts, relabel_counts  # noqa: E402
-from pipelines.catalogue import algorithm_of, load_spec, with_params  # noqa: E402
-from pipelines.evaluate import Features, _classifier, _folds, _interval, _score  # noqa: E402
-from pipelines.flow import ingest  # noqa: E402
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles  # noqa: E402
+import privfair.components.microaggregation.fair_mdav as fair_mdav_module  # noqa: E402
+from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
+from privfair.components.microaggregation.correction import group_counts, relabel_counts  # noqa: E402
+from privfair.evaluation.evaluate import Features, _classifier, _folds, _interval, _score  # noqa: E402
+from privfair.run.flow import ingest  # noqa: E402
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles  # noqa: E402
+from privfair.spec.catalogue import algorithm_of, load_spec, with_params  # noqa: E402
 
 SEED = 0
 FOLDS = 5

@@ -8,7 +8,7 @@ Usage (from the repository root)::
 Per dataset (the spec ``pipelines/specs/<dataset>_fair_mdav.yaml``, ingested as privfair
 ingests it):
 
-1. The folds of ``pipelines.evaluate.evaluate`` (``_folds``: stratified on label x protected
+1. The folds of ``privfair.evaluation.evaluate.evaluate`` (``_folds``: stratified on label x protected
    group, 5 folds, seed 0). Per fold, the features are ``Features.fit(raw training fold)``
    applied to both folds, protected attribute included (its columns are recorded, and the
    "PA dropped" matrix is the same matrix without them, checked equal to an encoding fitted
@@ -49,16 +49,16 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
-from pipelines.catalogue import load_spec, with_params  # noqa: E402
-from pipelines.evaluate import (  # noqa: E402
+from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
+from privfair.evaluation.evaluate import (  # noqa: E402
     Features,
     _folds,
     _groups,
     _interval,
     evaluate,
 )
-from pipelines.flow import ingest  # noqa: E402
+from privfair.run.flow import ingest  # noqa: E402
+from privfair.spec.catalogue import load_spec, with_params  # noqa: E402
 
 FOLDS = 5
 SEED = 0
@@ -285,7 +285,7 @@ def markdown(result: dict) -> str:
         "",
         f"Command: `{result['command']}`",
         "",
-        f"Folds: `pipelines.evaluate._folds` (stratified on label x protected group), {FOLDS} "
+        f"Folds: `privfair.evaluation.evaluate._folds` (stratified on label x protected group), {FOLDS} "
         f"folds, seed {SEED}; every method is trained on the training fold and scored on the "
         "untouched test fold (except the `protected` test-fold row: Fair-MDAV also applied to "
         "the test fold, rows scored against their true label and group). Features: "
@@ -295,7 +295,7 @@ def markdown(result: dict) -> str:
         "dPar = |P(y^=1 | protected) - P(y^=1 | unprotected)|, eOdds = |TPR diff| + |TNR diff|.",
         "",
         "Fair-MDAV: `pipelines/specs/<dataset>_fair_mdav.yaml` with k=10, tau=1 through "
-        "`pipelines.evaluate.evaluate` (classifier `lr`); `ma on` = `microaggregate: true`, "
+        "`privfair.evaluation.evaluate.evaluate` (classifier `lr`); `ma on` = `microaggregate: true`, "
         "`ma off` = `microaggregate: false` (QIs published as they are, labels corrected: the "
         "paper's fairness-only mode). Peers: `benchmarks/peers/run_fairness_peers.py` (fairlearn "
         "`CorrelationRemover(alpha=1)` on the PA columns, or on s appended when the PA is "

@@ -1,5 +1,5 @@
 """PreFair's Table 3 (Greedy-PreFair as a percentage of MST, epsilon = 1) re-run through
-``pipelines.evaluate.evaluate``, beside the paper's cells and the authors' notebook outputs.
+``privfair.evaluation.evaluate.evaluate``, beside the paper's cells and the authors' notebook outputs.
 
 Usage (from the repository root)::
 
@@ -79,18 +79,18 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
-from components.core.descriptor import Algorithm  # noqa: E402
-from components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
-from components.core.metrics import fairness_measures  # noqa: E402
-from components.synthesis.inputs import index_roles  # noqa: E402
-from components.synthesis.params import MSTParams  # noqa: E402
-from components.synthesis.selection import fair  # noqa: E402
-from pipelines.catalogue import algorithm_of, load_spec, parse_spec  # noqa: E402
-from pipelines.evaluate import evaluate  # noqa: E402
-from pipelines.flow import ingest  # noqa: E402
-from pipelines.settings import resolve_data_dir  # noqa: E402
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles  # noqa: E402
-from schemas.spec import PipelineSpec  # noqa: E402
+from privfair.components.core.descriptor import Algorithm  # noqa: E402
+from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
+from privfair.components.core.metrics import fairness_measures  # noqa: E402
+from privfair.components.synthesis.inputs import index_roles  # noqa: E402
+from privfair.components.synthesis.params import MSTParams  # noqa: E402
+from privfair.components.synthesis.selection import fair  # noqa: E402
+from privfair.evaluation.evaluate import evaluate  # noqa: E402
+from privfair.run.flow import ingest  # noqa: E402
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles  # noqa: E402
+from privfair.schemas.spec import PipelineSpec  # noqa: E402
+from privfair.spec.catalogue import algorithm_of, load_spec, parse_spec  # noqa: E402
+from privfair.spec.settings import resolve_data_dir  # noqa: E402
 
 SPECS = ROOT / "pipelines" / "specs"
 OUT = HERE / "results_reproduce_prefair.md"
@@ -564,7 +564,7 @@ def run_dataset(
 
 def t_interval(x: np.ndarray) -> tuple[float, float, float]:
     """Mean and 95 % t-interval of the finite values of ``x`` (``evaluate``'s interval)."""
-    from pipelines.evaluate import _interval
+    from privfair.evaluation.evaluate import _interval
 
     return _interval(x[np.isfinite(x)])
 
@@ -699,7 +699,7 @@ def adult_strata(ds: Dataset) -> dict[str, tuple[int, float]]:
     adm = [c.name for c in read_roles(ds.table).with_role(Role.ADMISSIBLE)]
     raw = ingest(ds.specs["greedy"]).table
     out = {"ours, bins snapped": strata_shares(ds.table, adm), "ours, raw": strata_shares(raw, adm)}
-    from schemas.datasets import ADULT_COLUMNS
+    from privfair.schemas.datasets import ADULT_COLUMNS
 
     cols = list(ADULT_COLUMNS)
     frames = [

@@ -46,13 +46,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 sys.path.insert(0, str(HERE))
 
+from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
+from privfair.components.core.metrics import fairness_measures  # noqa: E402
+from privfair.evaluation.evaluate import Features, _classifier, _folds, _strata  # noqa: E402
+from privfair.schemas.roles import read_roles  # noqa: E402
+from privfair.spec.catalogue import algorithm_of  # noqa: E402
 from reproduce_prefair import Recorder, datasets, ratio, snap_to_bins  # noqa: E402
-
-from components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
-from components.core.metrics import fairness_measures  # noqa: E402
-from pipelines.catalogue import algorithm_of  # noqa: E402
-from pipelines.evaluate import Features, _classifier, _folds, _strata  # noqa: E402
-from schemas.roles import read_roles  # noqa: E402
 
 OUT = HERE / "results_reproduce_prefair_dp.md"
 PAPER = {"dp": 64.4, "cdp_reference": 64.8}

@@ -57,7 +57,7 @@ ENGINE_PHASES = ("protect", "parts")
 
 def timed_run(spec: Path, engine: str, workers: int, work: Path) -> dict:
     """One ``privfair run`` of ``spec``: wall clock, engine phases, block count."""
-    cmd = [sys.executable, "-m", "pipelines.cli", "run", str(spec), "--store", str(work)]
+    cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(work)]
     cmd += ["--progress", "--engine", engine]
     cmd += ["--master", f"local[{workers}]"] if engine == "spark" else ["--workers", str(workers)]
     run = tracked(cmd, ROOT, dict(os.environ, PYTHONPATH=str(ROOT)))

@@ -6,7 +6,7 @@ memory (an Arrow table, a pandas or polars frame: no file needed) or the spec's 
 frames, a verdict per guarantee, the metrics and headline, the report and the shareable copy.
 ``validate`` re-checks a release, ``export`` writes its shareable copy, ``evaluate`` measures
 the cost of protection, ``describe`` shows an algorithm's parameters. Errors are the CLI's
-(``schemas.errors``): a bad spec or input raises a ``PrivfairError`` naming the key, column or
+(``privfair.schemas.errors``): a bad spec or input raises a ``PrivfairError`` naming the key, column or
 path and the rule; a broken guarantee raises ``ContractViolation`` and publishes nothing.
 
 An in-memory input is fingerprinted by its content (values, types and roles), so the same
@@ -73,9 +73,8 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-from schemas.errors import InputError, SpecError
-from schemas.spec import PipelineSpec
+from privfair.schemas.errors import InputError, SpecError
+from privfair.schemas.spec import PipelineSpec
 
 __all__ = [
     "Release",
@@ -274,7 +273,7 @@ def spec(
     SpecError
         Naming the first bad key, as for a YAML spec.
     """
-    from pipelines.catalogue import parse_spec
+    from privfair.spec.catalogue import parse_spec
 
     ds = dict(dataset) if dataset is not None else {"source": {"kind": "memory"}}
     if columns is not None:
@@ -291,7 +290,7 @@ def spec(
         "guarantees": [dict(d) for d in demands],
         **more,
     }
-    return parse_spec(raw, source="pipelines.api.spec")
+    return parse_spec(raw, source="privfair.api.spec")
 
 
 def _plain(v: Any) -> Any:
@@ -300,7 +299,7 @@ def _plain(v: Any) -> Any:
 
 def load_spec(path: str | Path) -> PipelineSpec:
     """A spec from its YAML file (``SpecError`` naming the first bad key)."""
-    from pipelines.catalogue import load_spec as _load
+    from privfair.spec.catalogue import load_spec as _load
 
     return _load(path)
 
@@ -313,7 +312,7 @@ def as_table(data: Any) -> pa.Table:
     >>> as_table({"a": [1]})
     Traceback (most recent call last):
     ...
-    schemas.errors.InputError: table: not a table privfair can read (dict; give an Arrow table, a pandas or a polars DataFrame)
+    privfair.schemas.errors.InputError: table: not a table privfair can read (dict; give an Arrow table, a pandas or a polars DataFrame)
     """
     if isinstance(data, pa.Table):
         return data
@@ -342,7 +341,7 @@ def in_memory(s: PipelineSpec) -> PipelineSpec:
     becomes ``source: {kind: memory}`` keeping ``columns`` and the column policies (a new
     spec, so a new version). A built-in dataset's roles are not in the spec: it is refused
     (``SpecError``) unless ``columns`` names every role the table needs."""
-    from pipelines.catalogue import parse_spec
+    from privfair.spec.catalogue import parse_spec
 
     ds = s.dataset
     if ds.source is not None and ds.source.kind == "memory":
@@ -359,8 +358,8 @@ def in_memory(s: PipelineSpec) -> PipelineSpec:
         k: v for k, v in raw["dataset"].items() if k not in ("name", "path", "source", "format")
     }
     # the frame holds the rows of the dataset the spec was written for: the ledger keeps
-    # accounting them there (pipelines.identity)
-    from pipelines.identity import atoms_of
+    # accounting them there (privfair.io.identity)
+    from privfair.io.identity import atoms_of
 
     atoms = list(atoms_of(s))
     raw["dataset"] = {**kept, "source": {"kind": "memory", **({"dataset": atoms} if atoms else {})}}
@@ -406,8 +405,8 @@ def run(
     PrivfairError
         A bad spec, input or store (``SpecError``, ``InputError``, ``StoreError``...).
     """
-    from pipelines.catalogue import with_params
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import with_params
 
     s = _spec_of(spec)
     if params:
@@ -428,8 +427,8 @@ def open_release(path: str | Path, status: str = "open") -> Release:
     StoreError
         Not a release folder, or its manifest cannot be read.
     """
-    from pipelines.release import Store, resolve_release
-    from schemas.errors import StoreError
+    from privfair.release.store import Store, resolve_release
+    from privfair.schemas.errors import StoreError
 
     text = str(path)
     local = "://" not in text or text.startswith("file://")
@@ -471,9 +470,9 @@ def open_release(path: str | Path, status: str = "open") -> Release:
 def _headline(man: dict) -> list:
     """The headline metrics in the algorithm's order (the manifest's JSON sorts its keys);
     the manifest's own list for an algorithm no longer registered."""
-    from components.core.descriptor import Metric
-    from components.core.registry import algorithm as _algorithm
-    from components.core.registry import known_names
+    from privfair.components.core.descriptor import Metric
+    from privfair.components.core.registry import algorithm as _algorithm
+    from privfair.components.core.registry import known_names
 
     recorded = man.get("headline") or {}
     if man.get("component") in known_names():
@@ -496,7 +495,7 @@ def validate(
     fingerprint must match the recorded one, else ``DataSourceError``); None for a release
     whose spec reads a file or a source, which is read again.
     """
-    from pipelines.flow import revalidate
+    from privfair.run.flow import revalidate
 
     arrow = as_table(table) if table is not None else None
     v = revalidate(_folder(release), data_dir, table=arrow)
@@ -510,7 +509,7 @@ def validate(
 def export(release: Release | str | Path, dest: str | Path) -> Path:
     """Write the release's shareable copy to ``dest`` (``privfair export``: it must not exist
     or be empty); returns the folder written."""
-    from pipelines.share import export as _export
+    from privfair.release.share import export as _export
 
     folder, _ = _export(_folder(release), dest)
     return folder
@@ -534,9 +533,9 @@ def evaluate(
     protected and on the raw fold and scored on the untouched test fold, for every combination
     of ``grid`` (``{"k": [5, 10]}``). With ``out``, its files are written to
     ``out/<spec>/``; nothing is written otherwise."""
-    from pipelines.evaluate import evaluate as _evaluate
-    from pipelines.evaluate import write
-    from pipelines.flow import ReleasePlan
+    from privfair.evaluation.evaluate import evaluate as _evaluate
+    from privfair.evaluation.evaluate import write
+    from privfair.run.flow import ReleasePlan
 
     s = _spec_of(spec)
     arrow = None
@@ -562,7 +561,7 @@ def evaluate(
 # --- the algorithms ------------------------------------------------------------------------------
 def algorithms() -> list[str]:
     """The names of every registered algorithm."""
-    from components.core.registry import known_names
+    from privfair.components.core.registry import known_names
 
     return known_names()
 
@@ -575,7 +574,7 @@ def describe(algorithm: str) -> str:
     SpecError
         An unknown algorithm (the known ones listed).
     """
-    from components.core import reference
+    from privfair.components.core import reference
 
     return reference.describe(reference.named(algorithm))
 
@@ -593,6 +592,6 @@ def current(store: str | Path, pipeline: str, output: str = "data") -> pa.Table:
     StoreError
         The store cannot be opened, the pipeline has no release, or a file cannot be read.
     """
-    from pipelines.release import Store, read_current
+    from privfair.release.store import Store, read_current
 
     return read_current(Store.open(store), pipeline, output)

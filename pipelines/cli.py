@@ -6,7 +6,7 @@ store (the store path is a file, a folder cannot be written, an unknown URI sche
 out of its range (``evaluate --folds 1``), a Spark master that is malformed or cannot be reached,
 an optional package not installed (naming its ``pip install 'privfair[EXTRA]'``), and a checker
 that raised instead of giving a verdict (nothing published or quarantined); 3 an internal error
-(one line naming the phase and the log file with the traceback, ``pipelines.crashlog``; nothing
+(one line naming the phase and the log file with the traceback, ``privfair.crashlog``; nothing
 published or quarantined).
 
 ``latest`` names the version the most recent run of a pipeline produced (a re-run moves it,
@@ -25,14 +25,13 @@ from pathlib import Path
 from typing import NoReturn
 
 import yaml
-
-from schemas.errors import ContractViolation, PrivfairError, SpecError
+from privfair.schemas.errors import ContractViolation, PrivfairError, SpecError
 
 DEFAULT_STORE = os.environ.get("PRIVFAIR_STORE", "releases")
 
 
 def _overrides(pairs: list[str]) -> dict:
-    from schemas.errors import SpecError
+    from privfair.schemas.errors import SpecError
 
     out = {}
     for p in pairs:
@@ -61,8 +60,8 @@ def _fmt(v) -> str:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from pipelines.catalogue import load_spec, with_execution, with_params
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec, with_execution, with_params
 
     spec = load_spec(args.spec)
     if args.set:
@@ -75,8 +74,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"  release: {out.path}")
     print(f"  shareable copy: {out.path}/shared (privfair export {out.path} DEST)")
     if spec.target is not None:  # the lakehouse table, catalog and snapshot it published
-        from pipelines.release import Store
-        from pipelines.targets import published_lines
+        from privfair.release.store import Store
+        from privfair.release.targets import published_lines
 
         man = Store.open(args.store).read_text(out.pipeline, out.version, "manifest.json")
         print("\n".join(published_lines(json.loads(man))) or "  target: not recorded")
@@ -104,7 +103,7 @@ def _headline_line(m, value) -> str | None:
     with the reason the metric declares (``Metric.missing``), never as a bare ``None``; a
     metric absent with no declared reason is not printed (it does not apply to the run).
 
-    >>> from components.core.descriptor import Metric
+    >>> from privfair.components.core.descriptor import Metric
     >>> _headline_line(Metric("a", "fair tree", missing="n/a: no admissible"), None)
     '  fair tree: n/a: no admissible'
     >>> _headline_line(Metric("a", "dp", missing="n/a: empty group"), {"x": None, "y": 0.5})
@@ -139,9 +138,9 @@ def _ledger_line(rec: dict) -> str:
 def _set_cap(args: argparse.Namespace) -> int:
     """``privfair budget --set-cap SPEC``: record a new cap for the spec's dataset (the only
     way a cap changes; a spec's ``budget`` cannot raise it)."""
-    from pipelines.admission import dataset_identity, ledger_for
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import ReleasePlan
+    from privfair.budget.admission import dataset_identity, ledger_for
+    from privfair.run.flow import ReleasePlan
+    from privfair.spec.catalogue import load_spec
 
     if (args.rho is None) == (args.epsilon is None) or (args.epsilon is None) != (
         args.delta is None
@@ -152,7 +151,7 @@ def _set_cap(args: argparse.Namespace) -> int:
         if args.rho is not None
         else {"epsilon": args.epsilon, "delta": args.delta}
     )
-    from schemas.spec import BudgetSpec
+    from privfair.schemas.spec import BudgetSpec
 
     try:
         BudgetSpec.model_validate(budget)
@@ -172,7 +171,7 @@ def _set_cap(args: argparse.Namespace) -> int:
 
 def cmd_budget(args: argparse.Namespace) -> int:
     """The ledger per dataset, unit and block: spent, entries by status, remaining."""
-    from pipelines.budget import ledger_summary, open_ledger
+    from privfair.budget.summary import ledger_summary, open_ledger
 
     if args.set_cap is not None:
         return _set_cap(args)
@@ -220,8 +219,8 @@ def _fmt_budget(b: dict | None) -> str:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """Write a release's shareable copy to a folder of its own."""
-    from components.core.progress import phase
-    from pipelines.share import export
+    from privfair.components.core.progress import phase
+    from privfair.release.share import export
 
     with phase("export (copy, then check against the manifest)"):
         dest, man = export(args.release, args.dest)
@@ -234,8 +233,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     """Check a shareable copy's files against its manifest and print the verdicts it carries."""
-    from pipelines.share import verify_copy
-    from schemas.errors import StoreError
+    from privfair.release.share import verify_copy
+    from privfair.schemas.errors import StoreError
 
     folder = Path(args.copy)
     man, problem = verify_copy(folder)
@@ -253,7 +252,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    from pipelines.flow import revalidate
+    from privfair.run.flow import revalidate
 
     v = revalidate(Path(args.release), args.data_dir)  # a `latest` pointer file is followed
     for r in v.guarantees:
@@ -274,10 +273,10 @@ def _tally(v) -> str:
 
 
 def cmd_releases(args: argparse.Namespace) -> int:
-    from pipelines.release import Store, current_releases, list_releases
+    from privfair.release.store import Store, current_releases, list_releases
 
     store = Store.open(args.store)
-    if args.current:  # each partition's current release (pipelines.api.current reads them)
+    if args.current:  # each partition's current release (privfair.api.current reads them)
         cur = current_releases(store, args.pipeline)
         if args.json or not cur:
             print(json.dumps(cur, indent=2) if args.json else f"no releases in {args.store}")
@@ -349,8 +348,8 @@ def _fmt_value(v) -> str:
 
 def cmd_promote(args: argparse.Namespace) -> int:
     """Point ``latest`` of a pipeline at an existing, complete release."""
-    from pipelines.release import Store, set_latest, verify_release
-    from schemas.errors import StoreError
+    from privfair.release.store import Store, set_latest, verify_release
+    from privfair.schemas.errors import StoreError
 
     if args.version is None:  # <store>/<pipeline>/<version>
         folder = Path(args.release)
@@ -377,7 +376,7 @@ def cmd_promote(args: argparse.Namespace) -> int:
 def _writable_folder(folder: Path, what: str) -> None:
     """``StoreError`` unless ``folder`` is a folder this process can write, or can be created
     (checked before a long run, not after it)."""
-    from schemas.errors import StoreError
+    from privfair.schemas.errors import StoreError
 
     probe = folder
     while not probe.exists() and probe.parent != probe:
@@ -389,12 +388,12 @@ def _writable_folder(folder: Path, what: str) -> None:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from components.core.progress import phase
-    from pipelines.catalogue import load_spec
-    from pipelines.evaluate import check_options, evaluate, parse_grid, write
-    from pipelines.flow import ingest
-    from pipelines.settings import resolve_evaluations
-    from schemas.errors import StoreError
+    from privfair.components.core.progress import phase
+    from privfair.evaluation.evaluate import check_options, evaluate, parse_grid, write
+    from privfair.run.flow import ingest
+    from privfair.schemas.errors import StoreError
+    from privfair.spec.catalogue import load_spec
+    from privfair.spec.settings import resolve_evaluations
 
     classifiers = [c.strip() for c in args.classifiers.split(",") if c.strip()]
     check_options(args.folds, args.seed, classifiers)  # before the input is read
@@ -443,9 +442,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     """An algorithm's parameters (type, default, range, meaning), the list of algorithms, or
-    the whole reference as Markdown (``components.core.reference``)."""
-    from components.core import reference
-    from components.core.registry import algorithms
+    the whole reference as Markdown (``privfair.components.core.reference``)."""
+    from privfair.components.core import reference
+    from privfair.components.core.registry import algorithms
 
     chosen = [reference.named(args.algorithm)] if args.algorithm else algorithms()
     if args.markdown:
@@ -458,7 +457,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def _progress_flags() -> argparse.ArgumentParser:
-    """``--progress`` / ``--quiet`` of the commands that may run long (``components.core.
+    """``--progress`` / ``--quiet`` of the commands that may run long (``privfair.components.core.
     progress``): phases and bars on stderr, by default only when stderr is a terminal."""
     f = argparse.ArgumentParser(add_help=False)
     g = f.add_mutually_exclusive_group()
@@ -639,7 +638,7 @@ def parser() -> argparse.ArgumentParser:
         "--current",
         action="store_true",
         help="each partition's current release: the version `latest` names when it is of that "
-        "partition, else its newest (pipelines.api.current reads them as one table)",
+        "partition, else its newest (privfair.api.current reads them as one table)",
     )
     ls.set_defaults(fn=cmd_releases)
     pr = sub.add_parser(
@@ -696,9 +695,9 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run one command: exit 0 done, 1 a guarantee failed, 2 bad input, spec, store or
     environment (an optional package not installed included), 3 an internal error: one line
-    naming the phase and the log holding the traceback (``pipelines.crashlog``)."""
-    from components.core.progress import reporting
-    from pipelines import crashlog
+    naming the phase and the log holding the traceback (``privfair.crashlog``)."""
+    from privfair import crashlog
+    from privfair.components.core.progress import reporting
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
@@ -745,10 +744,10 @@ def leave(code: int | None) -> NoReturn:
 
 def entry() -> NoReturn:
     """The ``privfair`` command: ``main`` on ``sys.argv``, then ``leave``, in a process that is
-    privfair's alone (``pipelines.gx_import.own_the_process``). Tests and scripts call
+    privfair's alone (``privfair.validation.gx_import.own_the_process``). Tests and scripts call
     ``main`` itself, which returns the exit code and leaves the collector and the imports
     alone."""
-    from pipelines.gx_import import own_the_process
+    from privfair.validation.gx_import import own_the_process
 
     own_the_process()
     leave(main())

@@ -3,12 +3,12 @@ optional package that is not installed (exit 2).
 
 An exception that is not a ``PrivfairError`` is a bug or a broken environment, never a verdict:
 the command prints one line naming the phase it happened in (``ingest``, ``protect (mdav)``,
-``stage › validate``, ``publish``..., the phases of ``components.core.progress``) and the log
+``stage › validate``, ``publish``..., the phases of ``privfair.components.core.progress``) and the log
 file that holds the full traceback, and exits 3. The log is the data owner's, beside the
 ledger: ``$XDG_STATE_HOME/privfair/logs/<UTC time>-<pid>.log`` (else
 ``~/.local/state/privfair/logs``; a temporary file when that cannot be written), mode 0600 in
 a 0700 folder, never inside a store or a shareable copy. A release flow that meets one removes
-its staging candidate (``pipelines.flow.stage``, ``publish``): nothing is published or
+its staging candidate (``privfair.run.flow.stage``, ``publish``): nothing is published or
 quarantined.
 
 An optional package that is missing (``ModuleNotFoundError`` of an ADBC driver, pyiceberg,
@@ -104,7 +104,7 @@ class _Discard:
 
 
 class Trail:
-    """Which phase an error left (``phase_of``): each ``components.core.progress`` phase an
+    """Which phase an error left (``phase_of``): each ``privfair.components.core.progress`` phase an
     exception passes through writes its path on the exception, the innermost first; ``last``
     is the path of the last phase begun (for an error between phases)."""
 
@@ -116,7 +116,7 @@ class Trail:
     def watching(self, reporter) -> Iterator[None]:
         """Track the phases of ``reporter`` (the command's, or None when progress is not
         shown: then a reporter writing nowhere is active while the block runs)."""
-        from components.core import progress
+        from privfair.components.core import progress
 
         with contextlib.ExitStack() as stack:
             if reporter is None:
@@ -169,7 +169,7 @@ class Trail:
 # --- the log ---------------------------------------------------------------------------------
 def log_dir() -> Path:
     """``$XDG_STATE_HOME/privfair/logs`` (else ``~/.local/state/privfair/logs``): the data
-    owner's, beside the ledger (``pipelines.ledger.default_url``), in no store."""
+    owner's, beside the ledger (``privfair.budget.ledger.default_url``), in no store."""
     state = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     return Path(state).expanduser() / "privfair" / "logs"
 
@@ -187,7 +187,7 @@ def _open_new(folder: Path, stem: str):
 
 
 def _redacted(argv: list[str]) -> list[str]:
-    from pipelines.ledger import redact
+    from privfair.budget.ledger import redact
 
     return [redact(a) if "://" in a else a for a in argv]
 
@@ -195,7 +195,7 @@ def _redacted(argv: list[str]) -> list[str]:
 def write_log(e: BaseException, where: str, argv: list[str]) -> Path | None:
     """Write the full traceback of ``e`` to a new log file (mode 0600); its path, or None when
     no file can be written."""
-    from pipelines import __version__
+    from privfair import __version__
 
     now = dt.datetime.now(dt.UTC)
     text = (

@@ -1,11 +1,11 @@
 """The main job: build, validate and publish every shipped release through Dagster, in process.
 
-    python -m pipelines.demo --store releases [--data-dir D]
+    python -m privfair.demo --store releases [--data-dir D]
 
-Materialises every asset of ``pipelines.definitions`` (raw table -> protected table -> blocking
+Materialises every asset of ``privfair.dagster.definitions`` (raw table -> protected table -> blocking
 contract checks -> release, for each spec) in one Dagster run recorded in ``$DAGSTER_HOME``
 (default ``<repo>/.dagster_home``), so the run, its checks and metadata show up in the UI
-afterwards (``python -m pipelines.orchestrate dagster-dev``). Prints where each release and its
+afterwards (``python -m privfair.orchestrate dagster-dev``). Prints where each release and its
 report are. Exit code 0 when every release is published (or already was), 1 otherwise.
 """
 
@@ -42,13 +42,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
 
-    from pipelines.orchestrate import ensure_dagster_home
+    from privfair.orchestrate import ensure_dagster_home
 
     home = ensure_dagster_home()
     import dagster as dg
-
-    from pipelines.catalogue import load_specs
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
+    from privfair.spec.catalogue import load_specs
 
     store = args.store if "://" in args.store else str(Path(args.store).resolve())
     data_dir = str(Path(args.data_dir).resolve()) if args.data_dir else None
@@ -81,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"{'':<10}   {reason}", file=sys.stderr)
     print(f"releases in {store}")
     print(f"Dagster run {result.run_id} recorded in {home}")
-    print("  open it with: python -m pipelines.orchestrate dagster-dev -p 3000")
+    print("  open it with: python -m privfair.orchestrate dagster-dev -p 3000")
     return 1 if failed else 0
 
 

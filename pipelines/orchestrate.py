@@ -1,18 +1,18 @@
-"""Development commands and embedded orchestrator homes (settings live in ``pipelines.settings``,
-the spec catalogue in ``pipelines.catalogue``).
+"""Development commands and embedded orchestrator homes (settings live in ``privfair.spec.settings``,
+the spec catalogue in ``privfair.spec.catalogue``).
 
 * embedded defaults for ``DAGSTER_HOME`` (``.dagster_home/``) and ``AIRFLOW_HOME``
   (``.airflow_home/``, SQLite, no examples, dags folder = ``dags/``);
 * a small command line::
 
-      python -m pipelines.orchestrate sigdfl CMD ARGS...   # exec CMD with SIGINT/SIGTERM reset
-      python -m pipelines.orchestrate dagster-dev [-p 3000] # the Dagster UI (webserver + daemon)
-      python -m pipelines.orchestrate airflow ARGS...       # airflow with the embedded defaults
+      python -m privfair.orchestrate sigdfl CMD ARGS...   # exec CMD with SIGINT/SIGTERM reset
+      python -m privfair.orchestrate dagster-dev [-p 3000] # the Dagster UI (webserver + daemon)
+      python -m privfair.orchestrate airflow ARGS...       # airflow with the embedded defaults
       privfair-airflow ARGS...                              # the same, as a console script
 
 A plain ``airflow`` reads ``$AIRFLOW_HOME/airflow.cfg`` (default ``~/airflow``) and finds
 no privfair DAG there; ``privfair-airflow`` (``uv run privfair-airflow dags test SPEC``) is
-``airflow`` with ``AIRFLOW_HOME`` defaulting to ``<repo>/.airflow_home``, the dags folder the
+``airflow`` with ``AIRFLOW_HOME`` defaulting to ``./.airflow_home``, the dags folder the
 repository's ``dags/`` and the SQLite metadata DB migrated on first use.
 """
 
@@ -23,14 +23,15 @@ import signal
 import sys
 from pathlib import Path
 
-from pipelines.settings import REPO_ROOT
+from privfair.spec.settings import pin_defaults
 
-DAGS_FOLDER = REPO_ROOT / "dags"
-DEFAULT_DAGSTER_HOME = REPO_ROOT / ".dagster_home"
-DEFAULT_AIRFLOW_HOME = REPO_ROOT / ".airflow_home"
+# relative to the directory the command starts in (a project's root), never the installation
+DAGS_FOLDER = Path(os.environ.get("PRIVFAIR_DAGS_FOLDER") or "dags").resolve()
+DEFAULT_DAGSTER_HOME = Path(".dagster_home")
+DEFAULT_AIRFLOW_HOME = Path(".airflow_home")
 
 DAGSTER_YAML = """\
-# Written by pipelines.orchestrate.ensure_dagster_home: local, private defaults.
+# Written by privfair.orchestrate.ensure_dagster_home: local, private defaults.
 # Storage is the default SQLite storage under this folder.
 telemetry:
   enabled: false
@@ -39,7 +40,7 @@ telemetry:
 
 # --- embedded homes ----------------------------------------------------------------------------
 def ensure_dagster_home(home: str | Path | None = None) -> Path:
-    """Make sure ``$DAGSTER_HOME`` is set (default ``<repo>/.dagster_home``), exists and holds a
+    """Make sure ``$DAGSTER_HOME`` is set (default ``./.dagster_home``), exists and holds a
     ``dagster.yaml`` with telemetry disabled (SQLite storage is Dagster's default)."""
     path = Path(home or os.environ.get("DAGSTER_HOME") or DEFAULT_DAGSTER_HOME).resolve()
     path.mkdir(parents=True, exist_ok=True)
@@ -51,7 +52,7 @@ def ensure_dagster_home(home: str | Path | None = None) -> Path:
 
 
 AIRFLOW_CFG = """\
-# Written by pipelines.orchestrate (privfair's embedded defaults); Airflow fills in the rest.
+# Written by privfair.orchestrate (privfair's embedded defaults); Airflow fills in the rest.
 # The metadata DB is the default SQLite file $AIRFLOW_HOME/airflow.db.
 [core]
 dags_folder = {dags}
@@ -64,9 +65,9 @@ host = 127.0.0.1
 
 
 def ensure_airflow_home(home: str | Path | None = None) -> Path:
-    """Create the Airflow home (default ``<repo>/.airflow_home``) with a minimal ``airflow.cfg``
+    """Create the Airflow home (default ``./.airflow_home``) with a minimal ``airflow.cfg``
     holding privfair's defaults, so a plain ``airflow`` with ``AIRFLOW_HOME`` set behaves like
-    ``python -m pipelines.orchestrate airflow``. An existing ``airflow.cfg`` is left alone."""
+    ``python -m privfair.orchestrate airflow``. An existing ``airflow.cfg`` is left alone."""
     path = Path(home or os.environ.get("AIRFLOW_HOME") or DEFAULT_AIRFLOW_HOME).resolve()
     path.mkdir(parents=True, exist_ok=True)
     cfg = path / "airflow.cfg"
@@ -77,7 +78,7 @@ def ensure_airflow_home(home: str | Path | None = None) -> Path:
 
 def airflow_env(home: str | Path | None = None, base: dict | None = None) -> dict[str, str]:
     """Environment for the ``airflow`` CLI with privfair's embedded defaults: ``AIRFLOW_HOME``
-    (default ``<repo>/.airflow_home``, SQLite metadata DB inside it), no example DAGs, the dags
+    (default ``./.airflow_home``, SQLite metadata DB inside it), no example DAGs, the dags
     folder = the repository's ``dags/``, the API bound to 127.0.0.1 and a small executor pool.
     Values already set in ``base`` (default ``os.environ``) win."""
     env = dict(os.environ if base is None else base)
@@ -87,6 +88,7 @@ def airflow_env(home: str | Path | None = None, base: dict | None = None) -> dic
     env.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(DAGS_FOLDER))
     env.setdefault("AIRFLOW__CORE__PARALLELISM", "2")
     env.setdefault("AIRFLOW__API__HOST", "127.0.0.1")
+    pin_defaults(env)
     bindir = str(Path(sys.executable).parent)
     if bindir not in env.get("PATH", "").split(os.pathsep):
         env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
@@ -121,14 +123,14 @@ def main(argv: list[str] | None = None) -> int:
     cmd, rest = args[0], args[1:]
     if cmd == "sigdfl":
         if not rest:
-            print("usage: python -m pipelines.orchestrate sigdfl CMD [ARGS...]", file=sys.stderr)
+            print("usage: python -m privfair.orchestrate sigdfl CMD [ARGS...]", file=sys.stderr)
             return 2
         _exec_sigdfl(rest)
     if cmd == "dagster-dev":
         ensure_dagster_home()
-        os.chdir(REPO_ROOT)
+        pin_defaults(os.environ)
         _exec_sigdfl(
-            [_bin("dagster"), "dev", "-m", "pipelines.definitions", "-h", "127.0.0.1", *rest]
+            [_bin("dagster"), "dev", "-m", "privfair.dagster.definitions", "-h", "127.0.0.1", *rest]
         )
     if cmd == "airflow":
         env = airflow_env()
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def airflow_main() -> int:
     """The ``privfair-airflow`` console script: ``airflow`` with privfair's embedded defaults
-    (``python -m pipelines.orchestrate airflow ARGS...``); values already in the environment
+    (``python -m privfair.orchestrate airflow ARGS...``); values already in the environment
     win, so a deployment's own ``AIRFLOW_HOME`` or ``AIRFLOW__CORE__DAGS_FOLDER`` is kept."""
     return main(["airflow", *sys.argv[1:]])
 

@@ -21,6 +21,9 @@ from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from privfair.schemas.errors import PrivfairError
+from privfair.schemas.numbers import finite
+from privfair.schemas.roles import ColumnRole, Role, TableRoles, read_roles
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -29,10 +32,6 @@ from pydantic import (
     field_validator,
     model_serializer,
 )
-
-from schemas.errors import PrivfairError
-from schemas.numbers import finite
-from schemas.roles import ColumnRole, Role, TableRoles, read_roles
 
 __all__ = [
     "Guarantee",

@@ -14,7 +14,7 @@ public source URL) and a ``prepare`` function that turns the local files into a 
   it give roles in their presets).
 
 Column order of every prepared table: quasi-identifiers in file order, then the protected
-attribute, then the label. Finding the files is ``pipelines.sources``' job, not this module's.
+attribute, then the label. Finding the files is ``privfair.io.sources``' job, not this module's.
 """
 
 from __future__ import annotations
@@ -25,9 +25,8 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
-
-from schemas.errors import DataSourceError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.schemas.errors import DataSourceError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,8 @@
 
 A budget of ``epsilon: .inf`` or a bound of ``t: nan`` is no setting a reader can check (an
 infinite budget spins the noise calibration forever; NaN compares false with everything, so a
-check against it can never fail). Parameter models (``components.core.descriptor.Params``) and
-guarantee models (``schemas.contracts.Guarantee``) run every field through ``finite``.
+check against it can never fail). Parameter models (``privfair.components.core.descriptor.Params``) and
+guarantee models (``privfair.schemas.contracts.Guarantee``) run every field through ``finite``.
 
 >>> finite(1.5), finite([1, 2.0]), finite({"a": (3.0,)})
 (1.5, [1, 2.0], {'a': (3.0,)})

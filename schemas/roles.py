@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import pyarrow as pa
-
-from schemas.errors import InputError
+from privfair.schemas.errors import InputError
 
 META_ROLE = b"privfair.role"
 META_KIND = b"privfair.kind"

@@ -2,7 +2,7 @@
 
 This module validates what every spec shares (name, dataset, schedule, the shape of the
 component and guarantee entries) and names no algorithm. The component's parameters and the
-demanded guarantees are typed by the algorithm's descriptor (``pipelines.catalogue.resolve``),
+demanded guarantees are typed by the algorithm's descriptor (``privfair.spec.catalogue.resolve``),
 which attaches them to the spec (``PipelineSpec.params`` / ``PipelineSpec.demands``).
 
 Every mistake becomes a ``SpecError`` naming the dotted key (``component.params.tau``).
@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
+from privfair.schemas.errors import SpecError
+from privfair.schemas.roles import Kind, Role
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -28,9 +30,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-
-from schemas.errors import SpecError
-from schemas.roles import Kind, Role
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _CRON_PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@yearly"}
@@ -78,7 +77,7 @@ _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class SourceSpec(_Model):
-    """A table read from a database or a lakehouse (``pipelines.connectors``).
+    """A table read from a database or a lakehouse (``privfair.io.connectors``).
 
     - ``sql``: ``url`` (``postgresql://USER@HOST:PORT/DB`` or ``sqlite:///PATH``, through ADBC)
       or ``conn_id`` (a connection's URI: Airflow's ``AIRFLOW_CONN_<ID>`` variable or
@@ -90,13 +89,13 @@ class SourceSpec(_Model):
     - ``delta``: ``url`` of the table, pinned by ``version``, else its latest;
     - ``file``: ``url`` of a CSV or Parquet file on any pyarrow filesystem (``file://``,
       ``s3://``, ``gs://``, ``hdfs://``...), ``format`` else inferred from the suffix;
-    - ``memory``: the table handed to the Python API (``pipelines.api.run``), an Arrow
+    - ``memory``: the table handed to the Python API (``privfair.api.run``), an Arrow
       table or a pandas or polars frame, fingerprinted by its content; ``dataset`` names the
-      private dataset it holds (a name, or the atoms of ``pipelines.identity``), which the
+      private dataset it holds (a name, or the atoms of ``privfair.io.identity``), which the
       ledger accounts it against: without it, a DP release or one under ``republish:
       refuse`` is refused. Its roles come from
       ``columns`` (else from the table's own field metadata). A release of it is re-checked by
-      passing the same table again (``pipelines.api.validate``): the CLI has no table to read.
+      passing the same table again (``privfair.api.validate``): the CLI has no table to read.
 
     ``${VAR}`` in a URL is taken from the environment when the source is read; a password
     written into a URL is refused: credentials come from the environment (``${VAR}``,
@@ -292,7 +291,7 @@ class ComponentSpec(_Model):
 
 
 class ExecutionSpec(_Model):
-    """Where the component's blocks run (``components.core.engine``): ``local`` (this machine,
+    """Where the component's blocks run (``privfair.components.core.engine``): ``local`` (this machine,
     ``workers`` processes, default its cores) or ``spark`` (a session on ``master``, default
     ``local[<workers or cores>]``). The engine changes where work runs, never what is
     published, so it is not part of a release's version; ``privfair run --engine`` overrides
@@ -378,7 +377,7 @@ def _positive(name: str, v: float | None) -> float | None:
 
 class BudgetSpec(_Model):
     """The privacy budget of every differentially private release of a dataset, kept in a
-    persistent ledger (``pipelines.ledger``) across runs.
+    persistent ledger (``privfair.budget.ledger``) across runs.
 
     Either ``rho`` (a zCDP budget: releases compose by adding their rho) or ``epsilon`` and
     ``delta`` (an (epsilon, delta)-DP budget: the releases' rhos are added, then converted
@@ -387,11 +386,11 @@ class BudgetSpec(_Model):
     budget (parallel composition: the partitions are disjoint sets of records), ``dataset``
     one budget for all releases whatever rows they read (a privacy unit that spans
     partitions). The first budgeted release of a dataset records its total and ``per`` as the
-    dataset's cap: a later spec may declare less, never more (``pipelines.ledger``).
+    dataset's cap: a later spec may declare less, never more (``privfair.budget.ledger``).
     ``ledger`` is the ledger's URL (``sqlite:///PATH`` or ``postgresql://...``, ``${VAR}``
     taken from the environment; default: the data owner's own, ``$XDG_STATE_HOME/privfair/
     ledger.sqlite``, whatever the store) and ``dataset`` a name the dataset is also known by
-    (``pipelines.identity``: an alias shared with frames in memory; the file, table or
+    (``privfair.io.identity``: an alias shared with frames in memory; the file, table or
     lakehouse table it reads is its identity whatever the spec calls it). Neither the total
     nor the ledger is part of what a release publishes, so neither is part of its version.
     """
@@ -423,14 +422,14 @@ class RepublishSpec(_Model):
     intersected give people away): ``refuse`` (the default), ``new_partitions`` (only partitions never
     released before are released) or ``allow`` (the owner accepts it; the ledger and the report
     say so). Releases of any pipeline, store or spelling of the same data are compared
-    (``pipelines.identity``). ``ledger``: as ``BudgetSpec.ledger``."""
+    (``privfair.io.identity``). ``ledger``: as ``BudgetSpec.ledger``."""
 
     policy: Literal["refuse", "new_partitions", "allow"] = "refuse"
     ledger: str | None = None
 
 
 class TargetSpec(_Model):
-    """Where a release is published beside the store (``pipelines.targets``): what goes there
+    """Where a release is published beside the store (``privfair.release.targets``): what goes there
     is the shareable copy's outputs, never the owner part.
 
     - ``iceberg``: a table of a SQL catalog (``catalog``: ``sqlite:///PATH`` or
@@ -513,14 +512,14 @@ class PipelineSpec(_Model):
 
     @property
     def params(self):
-        """The component's typed ``Params`` (set by ``pipelines.catalogue.resolve``)."""
+        """The component's typed ``Params`` (set by ``privfair.spec.catalogue.resolve``)."""
         if self._demands is None:
             raise SpecError("component", "spec not resolved against the component registry")
         return self._params
 
     @property
     def demands(self) -> list:
-        """The guarantees the spec demands, typed (set by ``pipelines.catalogue.resolve``)."""
+        """The guarantees the spec demands, typed (set by ``privfair.spec.catalogue.resolve``)."""
         if self._demands is None:
             raise SpecError("guarantees", "spec not resolved against the component registry")
         return list(self._demands)
@@ -604,7 +603,7 @@ def _first_error(e: ValidationError) -> dict:
 
 def parse_spec(raw: Any, source: str | None = None) -> PipelineSpec:
     """Validate a spec envelope given as plain data. Raises ``SpecError`` naming the first bad
-    key. The result is not yet resolved: ``pipelines.catalogue.parse_spec`` also types the
+    key. The result is not yet resolved: ``privfair.spec.catalogue.parse_spec`` also types the
     component's params and the demanded guarantees."""
     if not isinstance(raw, dict):
         raise SpecError("<root>", "the spec must be a mapping of keys to values", source)

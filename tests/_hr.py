@@ -12,8 +12,7 @@ from datetime import date, timedelta
 
 import numpy as np
 import pyarrow as pa
-
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 ROWS = 2000
 GENDERS = ("M", "F", "X")
@@ -73,20 +72,20 @@ QIS = (
 def _params(name: str):
     """(roles, parameters) a spec of ``name`` would give the HR table."""
     if name in ("mdav", "fair_mdav"):
-        from components.microaggregation.params import FairMDAVParams, MDAVParams
+        from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
 
         # microaggregation's protected attribute is binary: the three-valued gender is refused
         gender = ColumnRole("gender", Role.PROTECTED, Kind.NOMINAL, favoured="auto")
         params = MDAVParams(k=5) if name == "mdav" else FairMDAVParams(k=5, tau=1.0)
         return _roles(*QIS, gender, LABEL), params
     if name in ("dmondrian", "dsabre"):
-        from components.generalisation.params import DMondrianParams, DSabreParams
+        from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
         cls = DMondrianParams if name == "dmondrian" else DSabreParams
         params = cls(t=0.1, k=5, utility_queries=100, audit_random_itemsets=50)
         return _roles(*QIS, PROTECTED_NOMINAL, LABEL), params
     if name == "atr":
-        from components.transparency.params import ATRParams
+        from privfair.components.transparency.params import ATRParams
 
         roles = _roles(
             ColumnRole("gender", Role.PUBLIC, Kind.NOMINAL),
@@ -96,7 +95,7 @@ def _params(name: str):
         )
         return roles, ATRParams(delta=0.9)
     if name in ("mst", "prefair"):
-        from components.synthesis.params import MSTParams, PreFairParams
+        from privfair.components.synthesis.params import MSTParams, PreFairParams
 
         roles = _roles(
             ColumnRole("gender", Role.PROTECTED, Kind.NOMINAL, domain=GENDERS, favoured="M"),

@@ -27,9 +27,8 @@ def release_cost(folder: Path):
     """The cost of one release of the DP spec (MST over the four toy columns), as the flow
     computes it from the ingested table (written to ``folder``)."""
     from _partitioned import write_days
-
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import ReleasePlan
+    from privfair.run.flow import ReleasePlan
+    from privfair.spec.catalogue import load_spec
 
     write_days(folder, 1)
     plan = ReleasePlan.of(load_spec(write_dp_spec(folder, partitions=False)))

@@ -45,7 +45,7 @@ TOY_COLUMNS = {
 
 def run_cli(capsys, *argv: str) -> tuple[int, str, str]:
     """``privfair ARGV`` in-process: (exit code, stdout, stderr)."""
-    from pipelines.cli import main
+    from privfair.cli import main
 
     code = main(list(argv))
     cap = capsys.readouterr()
@@ -88,7 +88,7 @@ def pixel_stats(browser, png: bytes) -> dict:
 
 def columns_of(table) -> dict:
     """The spec ``columns`` that give ``table`` (an example with roles attached) its roles."""
-    from schemas.roles import read_roles
+    from privfair.schemas.roles import read_roles
 
     out = {}
     for c in read_roles(table):

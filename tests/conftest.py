@@ -20,7 +20,7 @@ os.environ.setdefault(
 )
 # release reports read the evaluations folder: never a developer's own evaluations/
 os.environ["PRIVFAIR_EVALUATIONS"] = tempfile.mkdtemp(prefix="privfair-evaluations-")
-# the data owner's ledger (``pipelines.ledger.default_url``) of the session's module fixtures:
+# the data owner's ledger (``privfair.budget.ledger.default_url``) of the session's module fixtures:
 # never the developer's own; each test gets a fresh one (``_isolated_cache``)
 os.environ["XDG_STATE_HOME"] = tempfile.mkdtemp(prefix="privfair-state-")
 os.environ.pop("PRIVFAIR_LEDGER", None)
@@ -37,13 +37,13 @@ def _isolated_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytes
 
 @pytest.fixture(scope="session")
 def builtin_table():
-    """Load a built-in dataset (``pipelines.ingest.load_dataset``) once per session.
+    """Load a built-in dataset (``privfair.io.ingest.load_dataset``) once per session.
 
     Returns a callable ``name -> pa.Table``; call it inside the test, so the isolated cache
     above is already in place.
     """
-    from pipelines.ingest import load_dataset
-    from schemas.spec import DatasetSpec
+    from privfair.io.ingest import load_dataset
+    from privfair.schemas.spec import DatasetSpec
 
     cache: dict = {}
 
@@ -66,7 +66,7 @@ def spark_engine():
         if os.environ.get("CI"):
             pytest.fail(msg)
         pytest.skip(msg)
-    from components.core.engine import SparkEngine
+    from privfair.components.core.engine import SparkEngine
 
     engine = SparkEngine("local[2]")
     engine.spark  # noqa: B018 - started here, so the first test does not pay for it

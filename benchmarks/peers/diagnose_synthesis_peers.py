@@ -6,7 +6,7 @@ For each run JSON given, it reads run 0's ``saved_synthetic`` (the peer's defaul
 mbi 1.1.0 ``method="round"``), ``saved_synthetic_iid`` (the same fitted model, i.i.d. draws)
 and ``diagnostic.model_cliques``, and compares both tables with the input codes and with a
 naive table (every column independently permuted: true 1-way marginals, no dependence; mean
-of 10 draws), using ``components.synthesis.metrics.one_way_tvd`` / ``two_way_tvd`` with
+of 10 draws), using ``privfair.components.synthesis.metrics.one_way_tvd`` / ``two_way_tvd`` with
 ``sizes`` = largest input code + 1 (widened by one for a column holding OpenDP's null)::
 
     uv run python benchmarks/peers/diagnose_synthesis_peers.py \
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from collections import deque
 from pathlib import Path
 
@@ -26,10 +25,8 @@ import numpy as np
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from components.synthesis import metrics as M  # noqa: E402
+from privfair.components.synthesis import metrics as M
 
 STRONG = [
     "marital-status|relationship",

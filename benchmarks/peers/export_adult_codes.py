@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -36,14 +35,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[2]
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))
 
-from components.synthesis import FAMILY  # noqa: E402
-from components.synthesis.domain import encode_table, public_domains  # noqa: E402
-from pipelines.catalogue import load_spec  # noqa: E402
-from pipelines.ingest import load_dataset  # noqa: E402
-from schemas.roles import read_roles  # noqa: E402
+from privfair.components.synthesis import FAMILY
+from privfair.components.synthesis.domain import encode_table, public_domains
+from privfair.io.ingest import load_dataset
+from privfair.schemas.roles import read_roles
+from privfair.spec.catalogue import load_spec
 
 
 def export(

@@ -2,8 +2,8 @@
 (epsilon, delta) conversion, the rho an (epsilon, delta) budget allows, and OpenDP's own
 sequential composition.
 
-The release flow composes charges across releases (``pipelines.ledger``) with these, and a
-family plans its steps with them (``components.synthesis.accounting``), so one conversion
+The release flow composes charges across releases (``privfair.budget.ledger``) with these, and a
+family plans its steps with them (``privfair.components.synthesis.accounting``), so one conversion
 serves both.
 
 >>> round(rho_budget(1.0, 1e-9), 9)
@@ -18,7 +18,7 @@ import functools
 import math
 from collections.abc import Sequence
 
-from schemas.errors import InputError
+from privfair.schemas.errors import InputError
 
 __all__ = ["epsilon_of", "rho_budget", "composed_total"]
 

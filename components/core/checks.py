@@ -8,7 +8,7 @@ these functions (``check_guarantee``).
 This module holds the result type and the checkers of the kinds every family shares
 (``SHARED_KINDS``); a family's own kinds carry their checkers in its package.
 
-Evidence columns the shared checkers read (see ``components.core.evidence``): ``__row_id``,
+Evidence columns the shared checkers read (see ``privfair.components.core.evidence``): ``__row_id``,
 ``__retained``, ``__out_count``, one ``__<field>`` per lineage field (``__group``...), and
 ``__in_col__<c>`` / ``__out_col__<c>`` for the audited columns.
 """
@@ -22,11 +22,10 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.descriptor import KindCheck, resolve
-from schemas import contracts as C
-from schemas.errors import PrivfairError
-from schemas.roles import GROUP_PROTECTED, GROUP_UNPROTECTED
+from privfair.components.core.descriptor import KindCheck, resolve
+from privfair.schemas import contracts as C
+from privfair.schemas.errors import PrivfairError
+from privfair.schemas.roles import GROUP_PROTECTED, GROUP_UNPROTECTED
 
 __all__ = [
     "CheckResult",
@@ -591,64 +590,64 @@ def check_retention(g: C.Retention, audit: pd.DataFrame) -> CheckResult:
 SHARED_KINDS: tuple[KindCheck, ...] = (
     KindCheck(
         C.KAnonymity,
-        "components.core.checks:check_k_anonymity",
+        "privfair.components.core.checks:check_k_anonymity",
         "published",
-        "components.core.corruptions:break_k_anonymity",
+        "privfair.components.core.corruptions:break_k_anonymity",
     ),
     KindCheck(
         C.ColumnsAbsent,
-        "components.core.checks:check_columns_absent",
+        "privfair.components.core.checks:check_columns_absent",
         "published",
-        "components.core.corruptions:break_columns_absent",
+        "privfair.components.core.corruptions:break_columns_absent",
     ),
     KindCheck(
         C.Partition,
-        "components.core.checks:check_partition",
+        "privfair.components.core.checks:check_partition",
         "audit",
-        "components.core.corruptions:break_partition",
-        summarise="components.core.checks:summarise_partition",
-        decide="components.core.checks:decide_partition",
+        "privfair.components.core.corruptions:break_partition",
+        summarise="privfair.components.core.checks:summarise_partition",
+        decide="privfair.components.core.checks:decide_partition",
     ),
     KindCheck(
         C.TCloseness,
-        "components.core.checks:check_t_closeness",
+        "privfair.components.core.checks:check_t_closeness",
         "audit",
-        "components.core.corruptions:break_t_closeness",
-        summarise="components.core.checks:summarise_t_closeness",
-        decide="components.core.checks:decide_t_closeness",
+        "privfair.components.core.corruptions:break_t_closeness",
+        summarise="privfair.components.core.checks:summarise_t_closeness",
+        decide="privfair.components.core.checks:decide_t_closeness",
     ),
     KindCheck(
         C.AttributesPreserved,
-        "components.core.checks:check_attributes_preserved",
+        "privfair.components.core.checks:check_attributes_preserved",
         "audit",
-        "components.core.corruptions:break_attributes_preserved",
+        "privfair.components.core.corruptions:break_attributes_preserved",
         by_group=True,  # a rule per published row
     ),
     KindCheck(
         C.ParityGap,
-        "components.core.checks:check_parity_gap",
+        "privfair.components.core.checks:check_parity_gap",
         "published",
-        "components.core.corruptions:break_parity_gap",
+        "privfair.components.core.corruptions:break_parity_gap",
     ),
     KindCheck(
         C.Retention,
-        "components.core.checks:check_retention",
+        "privfair.components.core.checks:check_retention",
         "audit",
-        "components.core.corruptions:break_retention",
-        summarise="components.core.checks:summarise_retention",
-        decide="components.core.checks:decide_retention",
+        "privfair.components.core.corruptions:break_retention",
+        summarise="privfair.components.core.checks:summarise_retention",
+        decide="privfair.components.core.checks:decide_retention",
     ),
 )
 
 
 def compose_parts(g: C.Guarantee, parts: list[dict]) -> CheckResult:
     """The verdict of a ``by_group`` guarantee from its results on the parts of a release
-    (``components.core.parts``): it holds iff it holds on every part holding published rows (a
+    (``privfair.components.core.parts``): it holds iff it holds on every part holding published rows (a
     part without any says nothing of a per-group rule; when no part holds any, every part
     counts, as the whole table's empty evidence would). ``parts``: per part, ``part``,
     ``retained`` and ``result`` (``CheckResult.to_dict()``).
 
-    >>> from schemas.contracts import KAnonymity
+    >>> from privfair.schemas.contracts import KAnonymity
     >>> g = KAnonymity(id="C4", k=2)
     >>> ok = {"passed": True, "observed": 1, "message": "fine", "n_offending": 0, "offending": []}
     >>> bad = ok | {"passed": False, "message": "2 groups", "n_offending": 2, "offending": [{"group": 7}]}
@@ -685,7 +684,7 @@ def compose_parts(g: C.Guarantee, parts: list[dict]) -> CheckResult:
 
 def summarise_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
     """``g``'s summary (``KindCheck.summarise``) of the evidence frame its kind reads."""
-    from components.core.registry import kind_check
+    from privfair.components.core.registry import kind_check
 
     kc = kind_check(g.kind)  # type: ignore[attr-defined]
     if kc is None or kc.summarise is None:
@@ -700,7 +699,7 @@ def compose_summaries(g: C.Guarantee, summaries: list[pd.DataFrame]) -> CheckRes
     """The verdict of a whole-table guarantee from the summaries of a release's parts: its
     ``decide`` over their rows concatenated (one unfit part makes the evidence unfit).
 
-    >>> from schemas.contracts import Retention
+    >>> from privfair.schemas.contracts import Retention
     >>> g = Retention(id="R", protected="sex", min_share=0.9)
     >>> parts = [pd.DataFrame({"value": ["F", "M"], "kept": [9, 5], "rows": [9, 5]}),
     ...          pd.DataFrame({"value": ["F"], "kept": [0], "rows": [2]})]
@@ -708,7 +707,7 @@ def compose_summaries(g: C.Guarantee, summaries: list[pd.DataFrame]) -> CheckRes
     >>> r.passed, r.offending
     (False, [{'value': 'F', 'kept': 9, 'rows': 11, 'share': 0.8181818181818182}])
     """
-    from components.core.registry import kind_check
+    from privfair.components.core.registry import kind_check
 
     if not summaries:
         return CheckResult.failed(g, "no part results for this guarantee")
@@ -719,11 +718,11 @@ def compose_summaries(g: C.Guarantee, summaries: list[pd.DataFrame]) -> CheckRes
 
 def compose(g: C.Guarantee, parts: list[dict]) -> CheckResult:
     """The verdict of a guarantee checked in parts (``KindCheck.in_parts``) from its parts'
-    results, each ``{"part", "retained", "result"}`` as ``components.core.parts.check_part``
+    results, each ``{"part", "retained", "result"}`` as ``privfair.components.core.parts.check_part``
     sends them: a by-group rule's ``CheckResult`` (``compose_parts``) or a whole-table rule's
     summary (``compose_summaries``)."""
-    from components.core.parts import summary_from_data
-    from components.core.registry import kind_check
+    from privfair.components.core.parts import summary_from_data
+    from privfair.components.core.registry import kind_check
 
     kc = kind_check(g.kind)  # type: ignore[attr-defined]
     if kc is not None and not kc.by_group and kc.summarise is not None:
@@ -734,7 +733,7 @@ def compose(g: C.Guarantee, parts: list[dict]) -> CheckResult:
 def check_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> CheckResult:
     """Run ``g``'s checker on the evidence frame its kind reads. A checker that raises is not a
     verdict: the exception propagates (validation turns it into ``CheckerError``)."""
-    from components.core.registry import kind_check
+    from privfair.components.core.registry import kind_check
 
     kc = kind_check(g.kind)  # type: ignore[attr-defined]
     if kc is None:

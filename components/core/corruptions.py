@@ -11,8 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from schemas import contracts as C
+from privfair.schemas import contracts as C
 
 __all__ = [
     "set_cells",
@@ -125,7 +124,7 @@ def break_parity_gap(g: C.ParityGap, input_table, outputs, sidecars, rng):
     name, table = next(iter(outputs.items()))
     if g.protected not in table.column_names or g.label not in table.column_names:
         return None
-    from components.core.checks import _groups
+    from privfair.components.core.checks import _groups
 
     prot, fav = _groups(g, table.column(g.protected).to_pandas())
     if not prot.any() or not fav.any():

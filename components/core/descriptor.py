@@ -5,7 +5,7 @@ Everything heavy is referenced by a ``"module:attribute"`` string and imported o
 (``resolve``), so discovering the families (which the Airflow DAG file does on every parse)
 imports only pydantic models.
 
->>> from components.core.registry import algorithm
+>>> from privfair.components.core.registry import algorithm
 >>> algo = algorithm("mdav")
 >>> algo.family, algo.outputs, algo.sidecars
 ('microaggregation', ('data',), ('lineage',))
@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
+from privfair.schemas.contracts import Guarantee, kind_of
+from privfair.schemas.numbers import finite
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -28,9 +30,6 @@ from pydantic import (
     field_validator,
     model_serializer,
 )
-
-from schemas.contracts import Guarantee, kind_of
-from schemas.numbers import finite
 
 __all__ = [
     "Params",
@@ -48,7 +47,7 @@ __all__ = [
 
 class Params(BaseModel):
     """Base of every algorithm's parameters: frozen, unknown keys refused, every number finite
-    (``schemas.numbers.finite``: NaN and ±inf are refused, naming the parameter)."""
+    (``privfair.schemas.numbers.finite``: NaN and ±inf are refused, naming the parameter)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -192,7 +191,7 @@ class KindCheck:
     checker reads only the parameters and the input).
     ``by_group``: the guarantee holds on a release iff it holds on each part of the release's
     evidence that keeps every group whole (a per-group or per-row rule), so it can be checked
-    part by part where the data is (``components.core.parts``).
+    part by part where the data is (``privfair.components.core.parts``).
     ``summarise`` and ``decide``, for a rule over the whole table (a count, a share, a sum):
     ``summarise(guarantee, frame) -> DataFrame`` reduces a part's evidence to a small frame of
     additive rows (counts or sums per key), and ``decide(guarantee, summary) -> CheckResult``
@@ -216,7 +215,7 @@ class KindCheck:
 
     @property
     def in_parts(self) -> bool:
-        """Whether a release cut into parts (``components.core.parts``) checks it there."""
+        """Whether a release cut into parts (``privfair.components.core.parts``) checks it there."""
         return self.by_group or self.summarise is not None
 
 
@@ -233,7 +232,7 @@ class Algorithm:
     - ``evidence``: ``fn(input_table, outputs, sidecars, params) -> {frame name: DataFrame}``,
       what its checkers read;
     - ``evidence_parts``: ``fn(input_table, outputs, sidecars, params, contract) ->
-      EvidenceParts | None`` (``components.core.parts``): the release's evidence cut into parts
+      EvidenceParts | None`` (``privfair.components.core.parts``): the release's evidence cut into parts
       that keep every group whole, for its ``by_group`` kinds to be checked part by part on the
       engine; None where the release cannot be cut so (the validator then builds the whole
       evidence on the driver);
@@ -242,8 +241,8 @@ class Algorithm:
       ``fn(manifest, outputs, input_table, sidecars) -> list[Figure]`` for the report;
     - ``input_measures``: ``fn(name, params as JSON data, input_table) -> dict``, what the
       owner's report reads from the params and the input alone (reruns of the algorithm, on at
-      most ``components.core.inputs.RERUN_ROWS`` rows): a run measures it beside the release
-      (``pipelines.beside``) and keeps it in the owner's manifest under ``input_measures``,
+      most ``privfair.components.core.inputs.RERUN_ROWS`` rows): a run measures it beside the release
+      (``privfair.release.beside``) and keeps it in the owner's manifest under ``input_measures``,
       where ``figures`` reads it (and measures it itself where it is missing);
     - ``outputs`` (published) and ``sidecars`` (internal, never distributed): table names;
     - ``row_level``: each row of the (first) public output is one input row, mapped back by the
@@ -303,7 +302,7 @@ class Algorithm:
         """Run the algorithm on ``table``; what ingest noted in the input's schema metadata for
         the owner (``inputs.OWNER_ONLY_METADATA``: the dropped columns and why) is in none of
         its outputs, whatever the family copied from its input."""
-        from components.core.inputs import without_owner_metadata
+        from privfair.components.core.inputs import without_owner_metadata
 
         result = resolve(self.run)(table, params)
         result.outputs = {k: without_owner_metadata(t) for k, t in result.outputs.items()}

@@ -9,9 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from schemas.errors import InputError
-from schemas.roles import Role, TableRoles, read_roles
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import Role, TableRoles, read_roles
 
 __all__ = [
     "META_DROPPED",
@@ -55,7 +54,7 @@ def without_owner_metadata(table: pa.Table) -> pa.Table:
     """
     import json
 
-    from schemas.roles import DOMAIN_FROM_INPUT, META_DOMAIN, META_DOMAIN_FROM
+    from privfair.schemas.roles import DOMAIN_FROM_INPUT, META_DOMAIN, META_DOMAIN_FROM
 
     meta = table.schema.metadata
     if meta and any(k in meta for k in OWNER_ONLY_METADATA):
@@ -266,7 +265,7 @@ def group_indicator(column: pa.ChunkedArray, role) -> np.ndarray:
     ``unfavoured`` values, or a (non-null) value outside ``favoured``; with neither declared,
     the value 0.
 
-    >>> from schemas.roles import ColumnRole, Role
+    >>> from privfair.schemas.roles import ColumnRole, Role
     >>> r = ColumnRole("race", Role.PROTECTED, favoured="White")
     >>> group_indicator(pa.chunked_array([["White", "Black", None]]), r).tolist()
     [False, True, False]

@@ -10,8 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
-
-from schemas.errors import InputError
+from privfair.schemas.errors import InputError
 
 
 def positive_ratio(y: np.ndarray, *, sensitive_features: np.ndarray) -> dict:
@@ -274,7 +273,7 @@ def degenerate_classifier(metrics: dict) -> str | None:
       accuracy is a base rate, not what the features or the protection allow.
 
     ``metrics``: the classifier's ``positive_rate`` and ``accuracy`` (with ``precision``, or
-    the split's ``base_rate`` / ``majority_rate``), as ``pipelines.evaluate`` scores them.
+    the split's ``base_rate`` / ``majority_rate``), as ``privfair.evaluation.evaluate`` scores them.
 
     >>> degenerate_classifier({"positive_rate": 0.4, "accuracy": 0.85, "precision": 0.7})
     >>> degenerate_classifier({"positive_rate": 0.004, "accuracy": 0.76, "precision": 1.0})[:46]

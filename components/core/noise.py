@@ -4,7 +4,7 @@ A DP release's charge is reserved before its mechanism runs and stays whatever h
 because noise may have been drawn. Only a run that failed *before* any mechanism read the
 records may give its charge back: the mechanism's one door to the records (the synthesis
 family's ``Compositor``) calls ``opened()`` before the first read, and the release flow
-compares ``count()`` before and after (``pipelines.admission``).
+compares ``count()`` before and after (``privfair.budget.admission``).
 
 >>> before = count()
 >>> opened()

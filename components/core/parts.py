@@ -23,7 +23,7 @@ process pool or Spark's workers). ``check_part`` runs there: it unpacks the part
 frames and runs each by-group guarantee's ordinary checker (each whole-table rule's summary),
 and returns one small row per part and guarantee (``RESULTS``: the ``CheckResult`` or the
 summary as JSON, or the checker's error). Those rows are the evidence Great Expectations
-validates; ``components.core.checks.compose`` gives the verdict.
+validates; ``privfair.components.core.checks.compose`` gives the verdict.
 
 >>> import numpy as np, pyarrow as pa
 >>> inp = pa.table({"x": [1, 2, 3]})
@@ -115,7 +115,7 @@ class PackedParts:
         return pack(self.input_table, self.published, self.lineage, self.part_of_row)
 
     def __iter__(self) -> Iterator[pa.Table]:
-        from components.core.engine import BatchTaker
+        from privfair.components.core.engine import BatchTaker
 
         row_id = _map_rows(self.lineage, self.input_table.num_rows, self.published.num_rows)
         part_out = self.part_of_row[row_id]
@@ -271,16 +271,16 @@ def check_part(
     """Check ``guarantees`` (their JSON; ``KindCheck.in_parts``) on one part (runs on an
     engine's worker): one ``RESULTS`` row per guarantee, holding a by-group rule's result or a
     whole-table rule's summary of the part."""
-    from components.core.checks import (
+    from privfair.components.core.checks import (
         CheckResult,
         check_guarantee,
         describe_error,
         summarise_guarantee,
         unfit,
     )
-    from components.core.registry import kind_checks
-    from schemas.contracts import parse_guarantee
-    from schemas.errors import InputError
+    from privfair.components.core.registry import kind_checks
+    from privfair.schemas.contracts import parse_guarantee
+    from privfair.schemas.errors import InputError
 
     kinds = kind_checks()  # every kind registered before parsing
     part = int(rows.column(PART)[0].as_py())

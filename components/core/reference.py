@@ -7,7 +7,7 @@ descriptions and the model's docstring), never written by hand.
 and fails on drift). A ``Params`` field without a ``description`` is an error here, so no
 parameter can be added without its meaning.
 
->>> from components.core.registry import algorithm
+>>> from privfair.components.core.registry import algorithm
 >>> [p for p in parameters(algorithm("mdav")) if p.name == "k"][0]
 Param(name='k', type='int', default='required', range='≥ 2', meaning='minimum group size (k-anonymity level)')
 """
@@ -21,11 +21,10 @@ import types
 import typing
 from dataclasses import dataclass
 
+from privfair.components.core.descriptor import Algorithm
+from privfair.schemas.errors import SpecError
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-
-from components.core.descriptor import Algorithm
-from schemas.errors import SpecError
 
 __all__ = ["Param", "named", "parameters", "type_name", "describe", "listing", "markdown"]
 
@@ -44,7 +43,7 @@ class Param:
 def named(name: str) -> Algorithm:
     """The registered algorithm ``name``; ``SpecError`` (key ``component.name``) listing the
     known ones otherwise."""
-    from components.core.registry import algorithm, known_names
+    from privfair.components.core.registry import algorithm, known_names
 
     if name not in known_names():
         known = ", ".join(sorted(known_names()))

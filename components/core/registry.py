@@ -1,14 +1,14 @@
 """Discovery of algorithm families: nothing here names one.
 
 A family is found in two ways, and both end in the same ``FAMILY`` object
-(``components.core.descriptor.Family``):
+(``privfair.components.core.descriptor.Family``):
 
 - a sub-package of ``components`` (other than ``core``) that exports ``FAMILY``: adding a folder
   is enough for privfair's own families;
 - an entry point in the group ``privfair.families`` (``name = "package.module:FAMILY"``): how a
   user's own component plugs in, from any installed distribution.
 
-Discovering a family registers its guarantee kinds (``schemas.contracts.register_kind``), so
+Discovering a family registers its guarantee kinds (``privfair.schemas.contracts.register_kind``), so
 specs and manifests can name them.
 
 >>> {"mdav", "fair_mdav"} <= {a.name for a in algorithms()}
@@ -23,9 +23,9 @@ from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
 
-from components.core.descriptor import Algorithm, Family, KindCheck
-from schemas.contracts import register_kind
-from schemas.errors import PrivfairError
+from privfair.components.core.descriptor import Algorithm, Family, KindCheck
+from privfair.schemas.contracts import register_kind
+from privfair.schemas.errors import PrivfairError
 
 __all__ = ["ENTRY_POINT_GROUP", "families", "algorithms", "algorithm", "kind_check", "kind_checks"]
 
@@ -35,7 +35,7 @@ _COMPONENTS = Path(__file__).resolve().parents[1]
 
 def _own_packages() -> list[str]:
     return sorted(
-        f"components.{m.name}"
+        f"privfair.components.{m.name}"
         for m in pkgutil.iter_modules([str(_COMPONENTS)])
         if m.ispkg and m.name != "core" and not m.name.startswith("_")
     )
@@ -45,7 +45,9 @@ def _load(ref: str, where: str) -> Family:
     module, _, attr = ref.partition(":")
     fam = getattr(importlib.import_module(module), attr or "FAMILY", None)
     if not isinstance(fam, Family):
-        raise PrivfairError(f"{where}: {ref} does not export a components.core Family as FAMILY")
+        raise PrivfairError(
+            f"{where}: {ref} does not export a privfair.components.core Family as FAMILY"
+        )
     return fam
 
 
@@ -63,7 +65,7 @@ def families() -> tuple[Family, ...]:
         if fam.name in found and found[fam.name] is not fam:
             raise PrivfairError(f"two families are called '{fam.name}' ({where})")
         found[fam.name] = fam
-    from components.core.checks import SHARED_KINDS
+    from privfair.components.core.checks import SHARED_KINDS
 
     seen_algos: dict[str, str] = {}
     seen_kinds = {k.kind: "core" for k in SHARED_KINDS}
@@ -119,7 +121,7 @@ def family_of(algo: Algorithm) -> Family:
 
 def kind_checks() -> dict[str, KindCheck]:
     """Every guarantee kind with a checker: the shared ones and each family's."""
-    from components.core.checks import SHARED_KINDS
+    from privfair.components.core.checks import SHARED_KINDS
 
     out = {k.kind: k for k in SHARED_KINDS}
     for fam in families():

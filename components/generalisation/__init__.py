@@ -15,13 +15,13 @@ unless the spec accepts it (``single_class: allow``).
 ('generalisation', ['dmondrian', 'dsabre'])
 """
 
-from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
-from components.generalisation import guarantees as G
-from components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
+from privfair.components.generalisation import guarantees as G
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
 __all__ = ["FAMILY", "DMONDRIAN", "DSABRE", "DMondrianParams", "DSabreParams"]
 
-_P = "components.generalisation"
+_P = "privfair.components.generalisation"
 
 _HEADLINE = (
     Metric("rows", "rows (all published)"),

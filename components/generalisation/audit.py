@@ -32,10 +32,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.evidence import lineage_audit, published_positions
-from components.generalisation.domains import plain
-from components.generalisation.inputs import (
+from privfair.components.core.evidence import lineage_audit, published_positions
+from privfair.components.generalisation.domains import plain
+from privfair.components.generalisation.inputs import (
     PROTECTED,
     UNPROTECTED,
     is_member,
@@ -44,9 +43,9 @@ from components.generalisation.inputs import (
     prepare,
     protected_values,
 )
-from components.generalisation.itemsets import Labels
-from components.generalisation.measures import cell_of
-from components.generalisation.publish import group_column, group_field
+from privfair.components.generalisation.itemsets import Labels
+from privfair.components.generalisation.measures import cell_of
+from privfair.components.generalisation.publish import group_column, group_field
 
 __all__ = [
     "as_labels",

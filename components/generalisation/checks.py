@@ -1,5 +1,5 @@
 """Pure checkers of the generalisation kinds (spec section 3), each reading the audit frame
-(``components.generalisation.audit``) and naming its offenders.
+(``privfair.components.generalisation.audit``) and naming its offenders.
 
 p- and tau(R) are recomputed here from the input's decision and PD columns of the frame; the
 class structure comes from the ``lineage`` sidecar (row_id, class), the labels from the published table.
@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from components.core.checks import CheckResult, make_result, retained
-from components.generalisation import guarantees as G
-from components.generalisation.audit import pnd_columns
-from components.generalisation.dsabre import dichotomize
-from components.generalisation.itemsets import Labels, audit_itemsets, row_codes
-from components.generalisation.measures import bounds, cell_of, four_fold, tau
+from privfair.components.core.checks import CheckResult, make_result, retained
+from privfair.components.generalisation import guarantees as G
+from privfair.components.generalisation.audit import pnd_columns
+from privfair.components.generalisation.dsabre import dichotomize
+from privfair.components.generalisation.itemsets import Labels, audit_itemsets, row_codes
+from privfair.components.generalisation.measures import bounds, cell_of, four_fold, tau
 
 __all__ = [
     "labels_of",

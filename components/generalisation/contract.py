@@ -9,10 +9,9 @@ and kinds).
 from __future__ import annotations
 
 import pyarrow as pa
-
-from components.generalisation import guarantees as G
-from components.generalisation.params import GeneralisationParams
-from schemas import contracts as C
+from privfair.components.generalisation import guarantees as G
+from privfair.components.generalisation.params import GeneralisationParams
+from privfair.schemas import contracts as C
 
 __all__ = ["contract", "dmondrian_contract", "dsabre_contract"]
 
@@ -25,7 +24,7 @@ def contract(params: GeneralisationParams, table: pa.Table | None, algorithm: st
     if table is None:
         pnd, pd, dec, t_eff, groups = ("*",), "*", "*", params.t, True
     else:
-        from components.generalisation.inputs import prepare_for
+        from privfair.components.generalisation.inputs import prepare_for
 
         prep = prepare_for(table, params)
         pnd, pd, dec = tuple(prep.pnd), prep.pd, prep.decision

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.generalisation import guarantees as G
-from components.generalisation.inputs import prepare
-from components.generalisation.measures import t_max
+from privfair.components.generalisation import guarantees as G
+from privfair.components.generalisation.inputs import prepare
+from privfair.components.generalisation.measures import t_max
 
 __all__ = [
     "break_pd_groups",

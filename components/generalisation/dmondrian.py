@@ -10,7 +10,7 @@ one with the smallest max{tau(P1), tau(P2)} is taken (ties: the first PND attrib
 a partition with none becomes an equivalence class. Theorem 20: the release is
 bd_f(max{t, tau(R)})-protective for every measure f.
 
->>> from components.generalisation.examples import toy_table
+>>> from privfair.components.generalisation.examples import toy_table
 >>> result = dmondrian(toy_table(), DMondrianParams(t=0.25, utility_queries=0))
 >>> result.metrics["classes"], result.table.column("purpose").to_pylist()[0]
 (2, {'lo': 'housing', 'hi': 'car'})
@@ -24,11 +24,10 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
-
-from components.generalisation.contract import dmondrian_contract
-from components.generalisation.inputs import prepare_for
-from components.generalisation.params import DMondrianParams
-from components.generalisation.publish import release
+from privfair.components.generalisation.contract import dmondrian_contract
+from privfair.components.generalisation.inputs import prepare_for
+from privfair.components.generalisation.params import DMondrianParams
+from privfair.components.generalisation.publish import release
 
 __all__ = ["dmondrian", "dmondrian_classes", "find_median"]
 
@@ -93,7 +92,7 @@ def dmondrian_classes(
 
     With ``block_rows``, the top of the tree is cut here until the parts have at most
     ``block_rows`` rows; each part's subtree is then grown on the current engine
-    (``components.core.engine``), one block per part. A node's cut depends only on its own
+    (``privfair.components.core.engine``), one block per part. A node's cut depends only on its own
     rows and the *global* p- (every class is still measured against the whole table), so the
     classes are exactly the unblocked ones, numbered the same way.
     """
@@ -448,7 +447,7 @@ def _grow_blocks(
 ) -> list[np.ndarray]:
     """The classes of each block's rows (in the block's row order), grown on the current
     engine."""
-    from components.core.engine import current_engine
+    from privfair.components.core.engine import current_engine
 
     order = np.concatenate(blocks)
     ids = np.repeat(np.arange(len(blocks)), [len(b) for b in blocks])

@@ -42,10 +42,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.inputs import null_options
-from schemas.errors import InputError
-from schemas.roles import Kind
+from privfair.components.core.inputs import null_options
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import Kind
 
 __all__ = ["Domain", "LABEL_META", "plain"]
 

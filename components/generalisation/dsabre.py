@@ -20,7 +20,7 @@ nearest neighbours.
 
 Theorem 23: the release is bd_f(max{t, tau(R)})-protective for every measure f.
 
->>> from components.generalisation.examples import toy_table
+>>> from privfair.components.generalisation.examples import toy_table
 >>> dichotomize((4, 4, 4, 5), 0.25, 1, 8 / 17)
 [(1, 1, 1, 2), (0, 0, 1, 1), (1, 1, 0, 0), (0, 0, 1, 1), (1, 1, 0, 0), (0, 0, 1, 1), (1, 1, 0, 0)]
 >>> result = dsabre(toy_table(), DSabreParams(t=0.25, utility_queries=0))
@@ -35,13 +35,12 @@ import time
 
 import numpy as np
 import pyarrow as pa
+from privfair.components.generalisation.contract import dsabre_contract
+from privfair.components.generalisation.dmondrian import TOL, _tau, k_allows
+from privfair.components.generalisation.inputs import prepare_for
+from privfair.components.generalisation.params import DSabreParams
+from privfair.components.generalisation.publish import release
 from scipy.spatial import cKDTree
-
-from components.generalisation.contract import dsabre_contract
-from components.generalisation.dmondrian import TOL, _tau, k_allows
-from components.generalisation.inputs import prepare_for
-from components.generalisation.params import DSabreParams
-from components.generalisation.publish import release
 
 __all__ = ["dsabre", "dichotomize", "take_out", "normalised_ranks"]
 

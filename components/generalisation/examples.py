@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.generalisation.params import DMondrianParams, DSabreParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 __all__ = ["toy_table", "table", "dmondrian_example", "dsabre_example", "TOY_ROWS"]
 
@@ -92,8 +91,8 @@ def table(seed: int, n_rows: int | None = None) -> pa.Table:
 
 
 def _params(example_seed: int, tab: pa.Table, cls, **extra):
-    from components.generalisation.inputs import prepare
-    from components.generalisation.measures import t_max
+    from privfair.components.generalisation.inputs import prepare
+    from privfair.components.generalisation.measures import t_max
 
     rng = np.random.default_rng(example_seed + 11)
     prep = prepare(tab, None)

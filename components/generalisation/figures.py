@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.core import plots
-from components.core.descriptor import Figure
-from components.core.inputs import RERUN_ROWS, uniform_sample
-from components.core.plots import esc, fmt_num
-from components.generalisation.audit import original_labels, release_labels
-from components.generalisation.itemsets import Labels, audit_itemsets
-from components.generalisation.measures import bounds, t_max
+from privfair.components.core import plots
+from privfair.components.core.descriptor import Figure
+from privfair.components.core.inputs import RERUN_ROWS, uniform_sample
+from privfair.components.core.plots import esc, fmt_num
+from privfair.components.generalisation.audit import original_labels, release_labels
+from privfair.components.generalisation.itemsets import Labels, audit_itemsets
+from privfair.components.generalisation.measures import bounds, t_max
 
 __all__ = ["figures", "input_measures", "discrimination_extremes", "sweep", "sweep_grid"]
 
@@ -100,8 +99,8 @@ def sweep(algorithm: str, params: dict, input_table: pa.Table, points: int = 4) 
     """LM and median query error of the algorithm rerun at ``points`` values of t between
     tau(R) and t_max (plus the release's own t), on at most ``SWEEP_ROWS`` input rows (a
     seeded uniform sample of a larger input: ``uniform_sample``)."""
-    from components.core.registry import algorithm as get
-    from components.generalisation.inputs import prepare
+    from privfair.components.core.registry import algorithm as get
+    from privfair.components.generalisation.inputs import prepare
 
     algo = get(algorithm)
     input_table, _ = uniform_sample(input_table, SWEEP_ROWS)
@@ -133,7 +132,7 @@ def _fig_sweep(man: dict, published, input_table, classes) -> list[Figure]:
     algo, params = man.get("component"), man.get("params")
     if input_table is None or not algo or not params:
         return []
-    # measured beside the release when the run could (``pipelines.beside``), else here
+    # measured beside the release when the run could (``privfair.release.beside``), else here
     rows = (man.get("input_measures") or {}).get("utility_against_t")
     if rows is None:
         rows = sweep(algo, params, input_table)

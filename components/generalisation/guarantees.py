@@ -1,9 +1,9 @@
 """The guarantee kinds only the generalisation family declares (dMondrian/dSabre spec section 3).
 
-Data only; their checkers are in ``components.generalisation.checks``. Conservation (C1) uses
+Data only; their checkers are in ``privfair.components.generalisation.checks``. Conservation (C1) uses
 the shared ``partition`` and ``attributes_preserved`` kinds (rows, decision) and ``pd_groups``
 (the PD attribute, at the granularity of the bound). Every kind here reads the audit frame
-(``components.generalisation.audit``): one row per input row with the input's ranks, the
+(``privfair.components.generalisation.audit``): one row per input row with the input's ranks, the
 published labels read back into ranks, the PD group and the published PD value, the decision
 and the class sidecar.
 
@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from privfair.components.core.descriptor import OptIn
+from privfair.schemas.contracts import Guarantee
 from pydantic import Field
-
-from components.core.descriptor import OptIn
-from schemas.contracts import Guarantee
 
 __all__ = [
     "PublishedGroups",

@@ -39,12 +39,17 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.inputs import absent_value, member, null_options, require_role, table_roles
-from components.generalisation.domains import Domain, plain
-from components.generalisation.measures import cell_of, four_fold, t_max, tau
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Role, TableRoles
+from privfair.components.core.inputs import (
+    absent_value,
+    member,
+    null_options,
+    require_role,
+    table_roles,
+)
+from privfair.components.generalisation.domains import Domain, plain
+from privfair.components.generalisation.measures import cell_of, four_fold, t_max, tau
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Role, TableRoles
 
 __all__ = [
     "PROTECTED",

@@ -6,7 +6,7 @@ value where the class holds one); the decision is copied unchanged and no row is
 dropped. The PD attribute is published at the granularity of the bound: unchanged when its two
 values are the two groups, otherwise as each row's group (``group_column``), so that every
 q-block a reader forms from the published columns is one the guarantees cover. The rows are
-published in canonical order (``components.core.order.published_order``: sorted by their
+published in canonical order (``privfair.components.core.order.published_order``: sorted by their
 published values), never in input order: whoever knows where a person sits in the input would
 read their decision and PD group at that position. The lineage's ``row_id`` maps each published
 row back to its input row.
@@ -20,16 +20,15 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core import memory
-from components.core.order import published_form, published_order
-from components.core.result import ComponentResult
-from components.generalisation.domains import LABEL_META, plain
-from components.generalisation.inputs import PROTECTED, UNPROTECTED, Prepared
-from components.generalisation.itemsets import dense_codes
-from components.generalisation.measures import MEASURES, bounds
-from components.generalisation.utility import information_loss, query_error
-from schemas.roles import META_FAVOURED, META_UNFAVOURED, ColumnRole, Kind, Role
+from privfair.components.core import memory
+from privfair.components.core.order import published_form, published_order
+from privfair.components.core.result import ComponentResult
+from privfair.components.generalisation.domains import LABEL_META, plain
+from privfair.components.generalisation.inputs import PROTECTED, UNPROTECTED, Prepared
+from privfair.components.generalisation.itemsets import dense_codes
+from privfair.components.generalisation.measures import MEASURES, bounds
+from privfair.components.generalisation.utility import information_loss, query_error
+from privfair.schemas.roles import META_FAVOURED, META_UNFAVOURED, ColumnRole, Kind, Role
 
 __all__ = [
     "GROUPS_META",

@@ -7,13 +7,13 @@ knows about it; the algorithms themselves are imported when first run.
 ('microaggregation', ['mdav', 'fair_mdav'])
 """
 
-from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
-from components.microaggregation import guarantees as G
-from components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
+from privfair.components.microaggregation import guarantees as G
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
 
 __all__ = ["FAMILY", "MDAV", "FAIR_MDAV", "MDAVParams", "FairMDAVParams"]
 
-_P = "components.microaggregation"
+_P = "privfair.components.microaggregation"
 
 _HEADLINE = (
     Metric("input_rows", "input rows"),

@@ -1,6 +1,6 @@
 """Evidence for the microaggregation checkers: the published table and the audit frame.
 
-The audit frame is the shared one of ``components.core.evidence`` (one row per INPUT row:
+The audit frame is the shared one of ``privfair.components.core.evidence`` (one row per INPUT row:
 ``__row_id``, ``__retained``, ``__out_count``, the lineage fields ``__group``, ``__rank``,
 ``__is_seed``, raw ``__in_col__`` / ``__out_col__`` values of every non-QI column) plus:
 
@@ -29,11 +29,10 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from components.core.checks import published_frame
-from components.core.evidence import lineage_audit, published_positions
-from components.core.parts import EvidenceParts, PackedParts
-from components.microaggregation.encoding import (
+from privfair.components.core.checks import published_frame
+from privfair.components.core.evidence import lineage_audit, published_positions
+from privfair.components.core.parts import EvidenceParts, PackedParts
+from privfair.components.microaggregation.encoding import (
     SCALINGS,
     EncodedQIs,
     as_held,
@@ -44,8 +43,8 @@ from components.microaggregation.encoding import (
     positive_value,
     scale_of,
 )
-from schemas.errors import InputError
-from schemas.roles import Kind, Role, read_roles
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import Kind, Role, read_roles
 
 __all__ = ["AuditFit", "build_audit", "evidence", "evidence_parts"]
 
@@ -229,7 +228,7 @@ def part_evidence(
     fit: AuditFit,
     whole: dict,
 ) -> dict[str, pd.DataFrame]:
-    """The ``audit`` frame of one part (``components.core.parts``), equal to the whole table's
+    """The ``audit`` frame of one part (``privfair.components.core.parts``), equal to the whole table's
     restricted to the part's rows: ``__row_id`` the whole table's positions, ``attrs["whole"]``
     the facts of the whole table C11 reads."""
     audit = build_audit(input_part, outputs["data"], sidecars["lineage"], params.scaling, fit=fit)
@@ -251,8 +250,8 @@ def evidence_parts(
     columns unless the QIs are published one-hot). None (audit the whole table) for an unblocked
     release, or where some group does not lie in one block or groups are not numbered in block
     order: C11 reports that on the whole table."""
-    from components.core.registry import kind_checks
-    from components.microaggregation.blocking import split_blocks
+    from privfair.components.core.registry import kind_checks
+    from privfair.components.microaggregation.blocking import split_blocks
 
     seed = next((g for g in contract if g.kind == "seed_nearest" and g.block_rows), None)
     lineage = sidecars.get("lineage")

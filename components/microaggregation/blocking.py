@@ -2,7 +2,7 @@
 
 MDAV-style grouping costs O(N^2 p / k). Past a few hundred thousand rows, the table is split into
 blocks of at most ``block_rows`` rows and the greedy grouping runs in each block independently
-(``components.core.engine``: in this process, a process pool or Spark); everything else (the
+(``privfair.components.core.engine``: in this process, a process pool or Spark); everything else (the
 encoding and its scaling, m and n, label correction, the published QIs, the metrics) is still
 computed on the whole table, so only the grouping differs from the unblocked run.
 
@@ -37,10 +37,9 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
-
-from components.core.engine import current_engine
-from components.microaggregation.encoding import EncodedQIs
-from components.microaggregation.grouping import Grouping, make_fairlets, mdav
+from privfair.components.core.engine import current_engine
+from privfair.components.microaggregation.encoding import EncodedQIs
+from privfair.components.microaggregation.grouping import Grouping, make_fairlets, mdav
 
 __all__ = ["split_blocks", "group_rows", "block_sizes"]
 

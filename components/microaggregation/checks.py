@@ -1,5 +1,5 @@
 """Checkers of the microaggregation guarantee kinds, each recomputing its guarantee from the
-audit frame of ``components.microaggregation.audit`` (one row per input row: the input, the
+audit frame of ``privfair.components.microaggregation.audit`` (one row per input row: the input, the
 published table and the lineage joined) and naming the offending groups.
 
 Comparisons of ratios are exact (integers / fractions); float comparisons use the tolerance the
@@ -13,8 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
-
-from components.core.checks import (
+from privfair.components.core.checks import (
     CheckResult,
     make_result,
     retained,
@@ -22,8 +21,8 @@ from components.core.checks import (
     unfit,
     unfit_result,
 )
-from components.microaggregation import guarantees as G
-from components.microaggregation.encoding import scale_of
+from privfair.components.microaggregation import guarantees as G
+from privfair.components.microaggregation.encoding import scale_of
 
 __all__ = [
     "check_group_size_range",
@@ -478,7 +477,7 @@ def _mixed_input(audit: pd.DataFrame, scaling: str) -> tuple[np.ndarray, np.ndar
     columns, grouped by attribute; distances computed on them equal one-hot distances."""
     num = [c for c in audit.columns if c.startswith("__in_num__")]
     x = audit[num].to_numpy(dtype=np.float64)
-    # a part of a table is replayed in the whole table's scaling (components.core.parts)
+    # a part of a table is replayed in the whole table's scaling (privfair.components.core.parts)
     whole = _whole(audit).get("scale", {}).get(scaling)
     off, sc = whole if whole is not None else scale_of(x, scaling)
     x = (x - off) / sc
@@ -626,7 +625,7 @@ def _replay_blocks(
     g: G.SeedNearest, audit: pd.DataFrame, num, codes, levels, ids: np.ndarray, atol: float
 ) -> tuple[list[dict], str]:
     """``_replay`` per block of the split recomputed from the input (see ``check_seed_nearest``)."""
-    from components.microaggregation.blocking import split_blocks
+    from privfair.components.microaggregation.blocking import split_blocks
 
     row_id = audit["__row_id"].to_numpy()
     raw = audit[[c for c in audit.columns if c.startswith("__in_num__")]].to_numpy(np.float64)

@@ -77,7 +77,7 @@ def levels_as(
     """``[levels[c] if c >= 0 else None for c in codes]`` as an array of type ``t``.
 
     An *ordered* dictionary ``t`` keeps ``source``'s dictionary (its declared category order,
-    which publication keeps, ``components.core.order``); any other type is built in its plain
+    which publication keeps, ``privfair.components.core.order``); any other type is built in its plain
     form and cast (an unordered dictionary is re-encoded on publication anyway).
     """
     missing = codes < 0
@@ -96,9 +96,9 @@ def levels_as(
 
 
 def publish_order_typed(data: pa.Table, lineage: pa.Table) -> tuple[pa.Table, pa.Table]:
-    """``components.core.order.publish_in_order`` for a table with view columns: they are
+    """``privfair.components.core.order.publish_in_order`` for a table with view columns: they are
     ordered by their values in their plain form, then published in their own type."""
-    from components.core.order import publish_in_order
+    from privfair.components.core.order import publish_in_order
 
     views = [(i, f) for i, f in enumerate(data.schema) if has_view(f.type)]
     for i, f in views:

@@ -1,6 +1,6 @@
 """Releases that break one microaggregation guarantee each, for the test battery.
 
-Same signature as ``components.core.corruptions``: ``(guarantee, input_table, outputs,
+Same signature as ``privfair.components.core.corruptions``: ``(guarantee, input_table, outputs,
 sidecars, rng) -> (outputs, sidecars)`` or None when no release can break the guarantee.
 """
 
@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.core.corruptions import set_cells
-from components.microaggregation import guarantees as G
-from schemas.roles import Role, read_roles
+from privfair.components.core.corruptions import set_cells
+from privfair.components.microaggregation import guarantees as G
+from privfair.schemas.roles import Role, read_roles
 
 __all__ = [
     "break_group_size_range",

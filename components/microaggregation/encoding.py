@@ -23,11 +23,10 @@ from typing import Literal, get_args
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.inputs import absent_value, member, null_options
-from components.microaggregation.columns import plain
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles
+from privfair.components.core.inputs import absent_value, member, null_options
+from privfair.components.microaggregation.columns import plain
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles
 
 #: The distance scalings of the numeric QIs (``scale_of``): the type of the params' and of
 #: C11's ``scaling``.

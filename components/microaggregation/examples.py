@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 __all__ = ["table", "fair_mdav_example", "mdav_example"]
 

@@ -19,33 +19,32 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core import memory
-from components.core.inputs import require_rows
-from components.core.metrics import (
+from privfair.components.core import memory
+from privfair.components.core.inputs import require_rows
+from privfair.components.core.metrics import (
     demographic_parity_difference,
     positive_ratio,
     t_closeness_binary,
 )
-from components.core.result import ComponentResult
-from components.microaggregation import guarantees as G
-from components.microaggregation.blocking import block_sizes, group_rows
-from components.microaggregation.columns import (
+from privfair.components.core.result import ComponentResult
+from privfair.components.microaggregation import guarantees as G
+from privfair.components.microaggregation.blocking import block_sizes, group_rows
+from privfair.components.microaggregation.columns import (
     in_input_order,
     levels_as,
     plain,
     publish_order_typed,
     take,
 )
-from components.microaggregation.correction import correct_fairness
-from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from components.microaggregation.inputs import AUTO, binary_roles, prepare
-from components.microaggregation.lineage import lineage_table
-from components.microaggregation.microaggregate import publish_qis, qi_contract
-from components.microaggregation.params import FairMDAVParams
-from schemas import contracts as C
-from schemas.errors import InputError
-from schemas.roles import Role, TableRoles, attach_roles
+from privfair.components.microaggregation.correction import correct_fairness
+from privfair.components.microaggregation.encoding import encode_qis, label_01, protected_01
+from privfair.components.microaggregation.inputs import AUTO, binary_roles, prepare
+from privfair.components.microaggregation.lineage import lineage_table
+from privfair.components.microaggregation.microaggregate import publish_qis, qi_contract
+from privfair.components.microaggregation.params import FairMDAVParams
+from privfair.schemas import contracts as C
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import Role, TableRoles, attach_roles
 
 __all__ = ["fair_mdav", "contract", "fairlet_sizes", "effect"]
 
@@ -299,7 +298,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     ComponentResult
         ``outputs["data"]``: the fairlets (QIs as group means with ``microaggregate``, one-hot
         shares for nominal QIs), labels corrected, rows in canonical order
-        (``components.core.order.published_order``: sorted by their published values, so the
+        (``privfair.components.core.order.published_order``: sorted by their published values, so the
         order reveals neither the input's nor the grouping's); ``sidecars["lineage"]``: input
         row, group, rank and seed flag of each published row.
 
@@ -322,7 +321,7 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     rows come sorted by their published values):
 
     >>> import pyarrow as pa
-    >>> from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+    >>> from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
     >>> roles = TableRoles.of([
     ...     ColumnRole("X", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
     ...     ColumnRole("PA", Role.PROTECTED, Kind.BINARY, favoured="F"),

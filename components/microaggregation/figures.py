@@ -10,11 +10,10 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-
-from components.core import plots
-from components.core.descriptor import Figure
-from components.core.plots import esc, fmt_num, fmt_value
-from schemas.roles import Role, read_roles
+from privfair.components.core import plots
+from privfair.components.core.descriptor import Figure
+from privfair.components.core.plots import esc, fmt_num, fmt_value
+from privfair.schemas.roles import Role, read_roles
 
 __all__ = ["figures"]
 

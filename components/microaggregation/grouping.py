@@ -3,9 +3,9 @@
 Both repeat: centre c = mean of the remaining records; seed = the record farthest from c; group =
 seed + its nearest remaining records. A direct implementation costs O(N^2 p / k): N/k rounds,
 each a few distance passes over the remaining records. The rounds run compiled
-(``components.microaggregation.kernel``, numba), with searches that visit few records:
+(``privfair.components.microaggregation.kernel``, numba), with searches that visit few records:
 
-- distances work on the mixed numeric/nominal form (``components.microaggregation.encoding``):
+- distances work on the mixed numeric/nominal form (``privfair.components.microaggregation.encoding``):
   one subtraction per numeric column and one comparison per nominal attribute, never the
   one-hot matrix;
 - the mean of the remaining records is kept as running sums (numeric sums compensated, nominal
@@ -40,9 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from components.core import progress
-from components.microaggregation.encoding import EncodedQIs
+from privfair.components.core import progress
+from privfair.components.microaggregation.encoding import EncodedQIs
 
 CELL = 32  # records per cell at most (see the module's docstring)
 _STEPS = 64  # groups per compiled call: the progress bar moves after each call
@@ -52,7 +51,7 @@ _STEPS = 64  # groups per compiled call: the progress bar moves after each call
 class Grouping:
     """Groups in creation order. ``members[g]`` lists row positions in the order the group
     took them (their ``rank`` in the lineage; the release itself is published sorted by its
-    values, ``components.core.order``); ``seeds[g]`` is the row the group was built around."""
+    values, ``privfair.components.core.order``); ``seeds[g]`` is the row the group was built around."""
 
     n_rows: int
     members: list[np.ndarray] = field(default_factory=list)
@@ -158,7 +157,7 @@ def _set_cells(
 def compiled():
     """The compiled rounds (``kernel``), imported when a grouping first runs, not with this
     module: an input the algorithm refuses (``inputs``) never loads numba or its cache."""
-    from components.microaggregation import kernel
+    from privfair.components.microaggregation import kernel
 
     return kernel
 
@@ -216,7 +215,7 @@ def make_fairlets(enc: EncodedQIs, pa01: np.ndarray, m: int, n: int) -> Grouping
     own). Stops when fewer than m unfavoured or n favoured records remain; those are left over
     (dropped).
 
-    >>> from components.microaggregation.encoding import EncodedQIs
+    >>> from privfair.components.microaggregation.encoding import EncodedQIs
     >>> enc = EncodedQIs(["x"], np.array([[0.0], [1.0], [2.0], [10.0]]), [],
     ...                  np.zeros((4, 0), np.int32), np.zeros(1), np.full(1, 10.0), [])
     >>> g = make_fairlets(enc, np.array([0, 1, 0, 1]), 1, 1)
@@ -240,7 +239,7 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
     [k, 2k-1]. While >= 3k remain: x_r = farthest from the centre, x_s = farthest from x_r; groups
     around both. Then one more group if >= 2k remain, and the rest form the last group.
 
-    >>> from components.microaggregation.encoding import EncodedQIs
+    >>> from privfair.components.microaggregation.encoding import EncodedQIs
     >>> enc = EncodedQIs(["x"], np.arange(7.0)[:, None], [], np.zeros((7, 0), np.int32),
     ...                  np.zeros(1), np.full(1, 6.0), [])
     >>> [m.tolist() for m in mdav(enc, 2).members]
@@ -262,12 +261,12 @@ def mdav(enc: EncodedQIs, k: int) -> Grouping:
 def warm() -> None:
     """Compile the rounds, or load them from numba's cache (``__pycache__`` beside
     ``kernel``): a few seconds per installation the first time, ~0.3 s per process after.
-    ``make install`` runs it (``python -m components.microaggregation.grouping``), so that no
+    ``make install`` runs it (``python -m privfair.components.microaggregation.grouping``), so that no
     first release pays for the compilation.
 
     >>> warm()
     """
-    from components.microaggregation.encoding import NominalAttribute
+    from privfair.components.microaggregation.encoding import NominalAttribute
 
     codes = np.array([[0], [1], [-1], [0], [1], [0]], dtype=np.int32)
     enc = EncodedQIs(

@@ -1,16 +1,15 @@
 """The guarantee kinds only microaggregation declares (Fair-MDAV spec section 3, C1-C14).
 
-Data only; their checkers are in ``components.microaggregation.checks``.
+Data only; their checkers are in ``privfair.components.microaggregation.checks``.
 """
 
 from __future__ import annotations
 
 from typing import Literal
 
+from privfair.components.microaggregation.encoding import Scaling
+from privfair.schemas.contracts import Guarantee
 from pydantic import Field
-
-from components.microaggregation.encoding import Scaling
-from schemas.contracts import Guarantee
 
 __all__ = [
     "GroupSizeRange",
@@ -135,7 +134,7 @@ class SeedNearest(Guarantee):
     record from the mean of the rows remaining at its creation, and its members are the seed's
     nearest remaining rows. ``sample``: replay that many groups, drawn with ``seed``
     (None: every group). With ``block_rows``, the grouping ran per block of
-    ``components.microaggregation.blocking.split_blocks`` (``block_m`` unfavoured and
+    ``privfair.components.microaggregation.blocking.split_blocks`` (``block_m`` unfavoured and
     ``block_n`` favoured rows per group; MDAV: k and 0): the split is recomputed from the input
     and "remaining" means remaining in the row's block."""
 

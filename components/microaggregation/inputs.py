@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.inputs import absent_value, require_role, table_roles
-from components.microaggregation.columns import plain
-from components.microaggregation.encoding import binary_values
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles
+from privfair.components.core.inputs import absent_value, require_role, table_roles
+from privfair.components.microaggregation.columns import plain
+from privfair.components.microaggregation.encoding import binary_values
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles
 
 __all__ = ["prepare", "binary_roles", "onehot_collisions", "AUTO"]
 

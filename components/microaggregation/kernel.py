@@ -1,6 +1,6 @@
 """The greedy grouping's steps, compiled (numba): MDAV and Fair-MDAV's MakeFairlets.
 
-Every decision is the one ``components.microaggregation.grouping`` documents: the centre is
+Every decision is the one ``privfair.components.microaggregation.grouping`` documents: the centre is
 the mean of the remaining records (numeric sums kept compensated, nominal level counts exact);
 the seed is the record farthest from it, the lowest row among those within ``TIE_TOL`` of the
 largest distance (per working set, then across the sets); a group takes its seed and the

@@ -2,7 +2,7 @@
 linkable, so it is never distributed with the data).
 
 It is built in grouping order and then permuted with the published table
-(``components.core.order.publish_in_order``): lineage row i describes published row i, and
+(``privfair.components.core.order.publish_in_order``): lineage row i describes published row i, and
 ``group`` (creation order) with ``rank`` (position in the group) keep the grouping order that
 the published rows no longer show."""
 

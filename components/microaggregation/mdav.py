@@ -11,21 +11,20 @@ import time
 
 import numpy as np
 import pyarrow as pa
-
-from components.core import memory
-from components.core.inputs import require_rows
-from components.core.metrics import demographic_parity_difference, positive_ratio
-from components.core.result import ComponentResult
-from components.microaggregation import guarantees as G
-from components.microaggregation.blocking import group_rows
-from components.microaggregation.columns import in_input_order, publish_order_typed, take
-from components.microaggregation.encoding import encode_qis, label_01, protected_01
-from components.microaggregation.inputs import binary_groups, prepare
-from components.microaggregation.lineage import lineage_table
-from components.microaggregation.microaggregate import publish_qis, qi_contract
-from components.microaggregation.params import MDAVParams
-from schemas import contracts as C
-from schemas.roles import Role, TableRoles, attach_roles
+from privfair.components.core import memory
+from privfair.components.core.inputs import require_rows
+from privfair.components.core.metrics import demographic_parity_difference, positive_ratio
+from privfair.components.core.result import ComponentResult
+from privfair.components.microaggregation import guarantees as G
+from privfair.components.microaggregation.blocking import group_rows
+from privfair.components.microaggregation.columns import in_input_order, publish_order_typed, take
+from privfair.components.microaggregation.encoding import encode_qis, label_01, protected_01
+from privfair.components.microaggregation.inputs import binary_groups, prepare
+from privfair.components.microaggregation.lineage import lineage_table
+from privfair.components.microaggregation.microaggregate import publish_qis, qi_contract
+from privfair.components.microaggregation.params import MDAVParams
+from privfair.schemas import contracts as C
+from privfair.schemas.roles import Role, TableRoles, attach_roles
 
 __all__ = ["mdav", "contract"]
 
@@ -82,7 +81,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     -------
     ComponentResult
         ``outputs["data"]``: QIs replaced by their group mean (one-hot shares for nominal QIs),
-        rows in canonical order (``components.core.order.published_order``: sorted by their
+        rows in canonical order (``privfair.components.core.order.published_order``: sorted by their
         published values, so the order reveals neither the input's nor the grouping's);
         ``sidecars["lineage"]``: input row, group, rank and seed flag of each published row.
 
@@ -103,7 +102,7 @@ def mdav(table: pa.Table, params: MDAVParams) -> ComponentResult:
     Examples
     --------
     >>> import pyarrow as pa
-    >>> from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+    >>> from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
     >>> roles = TableRoles.of([ColumnRole("X", Role.QUASI_IDENTIFIER, Kind.NUMERIC)])
     >>> t = attach_roles(pa.table({"X": [1.0, 2.0, 3.0, 10.0, 11.0, 12.0]}), roles)
     >>> sorted(set(mdav(t, MDAVParams(k=3)).outputs["data"].column("X").to_pylist()))

@@ -13,13 +13,12 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
-
-from components.core import memory
-from components.microaggregation.columns import levels_as
-from components.microaggregation.encoding import EncodedQIs
-from components.microaggregation.grouping import Grouping
-from components.microaggregation.params import DEFAULT_FLOAT_DECIMALS
-from schemas.errors import InputError
+from privfair.components.core import memory
+from privfair.components.microaggregation.columns import levels_as
+from privfair.components.microaggregation.encoding import EncodedQIs
+from privfair.components.microaggregation.grouping import Grouping
+from privfair.components.microaggregation.params import DEFAULT_FLOAT_DECIMALS
+from privfair.schemas.errors import InputError
 
 
 def microaggregate(
@@ -241,8 +240,8 @@ def qi_contract(
     representative vector, sums preserved (up to the rounding of the schema form, to the
     ``decimals`` parameter: ``qi_decimals``). Without a table (``enc`` None): the outline,
     same ids and kinds."""
-    from components.microaggregation import guarantees as G
-    from schemas import contracts as C
+    from privfair.components.microaggregation import guarantees as G
+    from privfair.schemas import contracts as C
 
     if publish == "onehot":
         qis = tuple(enc.column_names) if enc is not None else ()
@@ -270,7 +269,7 @@ def publish_qis(
 ) -> tuple[dict[str, pa.Array], list, dict]:
     """(published QI columns in grouping order, their roles, information loss). The
     information loss is the paper's (Eq. 3), measured on the exact group means. The caller
-    publishes the assembled table in canonical order (``components.core.order``), never in
+    publishes the assembled table in canonical order (``privfair.components.core.order``), never in
     grouping order, which anyone who knows the QIs can replay."""
     onehot = publish == "onehot"
     cols, il = microaggregate(enc, grouping, columns=onehot)

@@ -5,10 +5,9 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Literal
 
+from privfair.components.core.descriptor import OptIn, Params
+from privfair.components.microaggregation.encoding import Scaling
 from pydantic import Field, field_validator, model_validator
-
-from components.core.descriptor import OptIn, Params
-from components.microaggregation.encoding import Scaling
 
 __all__ = ["MDAVParams", "FairMDAVParams", "DEFAULT_FLOAT_DECIMALS"]
 
@@ -23,7 +22,7 @@ BlockRows = Field(
     default=None,
     ge=2,
     description="group within blocks of at most this many rows (QI median cuts that keep the "
-    "protected attribute's ratio, components.microaggregation.blocking), run on the spec's "
+    "protected attribute's ratio, privfair.components.microaggregation.blocking), run on the spec's "
     "execution engine; None: one block (the paper's algorithm)",
 )
 

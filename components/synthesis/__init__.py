@@ -12,7 +12,7 @@ and a null is a level of it only where declared (a null in the ``domain``, or
 unknowns, ``public_domains.ADULT_NULLS``): the synthetic table has no null anywhere else.
 
 The 1-way and 2-way marginals both algorithms measure are counted by the current execution
-engine (``components.core.engine.current_engine().group_counts``, in this process or on Spark;
+engine (``privfair.components.core.engine.current_engine().group_counts``, in this process or on Spark;
 ``marginals``): one call for the 1-way marginals, one for every pair the selection scores;
 the noise, the selection, the model and the sampling run in this process.
 
@@ -25,15 +25,15 @@ Fidelity and fairness against the input, clamped counts and timings are for the 
 ('synthesis', ['mst', 'prefair'])
 """
 
-from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
-from components.synthesis import guarantees as G
-from components.synthesis import public_domains as D
-from components.synthesis.params import MSTParams, PreFairParams
-from schemas.spec import ColumnSpec
+from privfair.components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
+from privfair.components.synthesis import guarantees as G
+from privfair.components.synthesis import public_domains as D
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.schemas.spec import ColumnSpec
 
 __all__ = ["FAMILY", "MST", "PREFAIR", "MSTParams", "PreFairParams", "PUBLIC"]
 
-_P = "components.synthesis"
+_P = "privfair.components.synthesis"
 
 # "(owner)": computed on the private input, kept in the owner part of a release; every other
 # headline metric is public (``PUBLIC``).
@@ -153,7 +153,7 @@ def _col(role: str, kind: str, **extra) -> dict:
 
 def _with_null(column: dict) -> ColumnSpec:
     """``column``'s preset with a null level declared: a null at the end of its ``domain``.
-    The spec key ``dataset.columns.<col>.domain`` takes no null yet (``schemas.spec``), so the
+    The spec key ``dataset.columns.<col>.domain`` takes no null yet (``privfair.schemas.spec``), so the
     preset is the validated ``ColumnSpec`` with the null added after validation; ingest takes
     a ``ColumnSpec`` as it is and the null travels in the column's role."""
     spec = ColumnSpec.model_validate(column)

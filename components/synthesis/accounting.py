@@ -46,16 +46,15 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-
-from components.core import noise
-from components.core.accounting import (
+from privfair.components.core import noise
+from privfair.components.core.accounting import (
     _dp,
     _gaussian,
     composed_total,
     epsilon_of,
     rho_budget,
 )
-from schemas.errors import InputError
+from privfair.schemas.errors import InputError
 
 __all__ = [
     "rho_budget",
@@ -176,7 +175,7 @@ class Compositor:
             d_mids=[s.rho for s in self.steps],
         )
         self.total = float(self.measurement.map(1))
-        noise.opened()  # from here on the charge stays, whatever happens (components.core.noise)
+        noise.opened()  # from here on the charge stays, whatever happens (privfair.components.core.noise)
         self._queryable = self.measurement(records)
         self.ledger: list[dict] = []
 
@@ -262,18 +261,18 @@ def release_cost(params, table=None):
     rho of the planned steps, exactly the ``privacy.rho`` the run reports, and its (epsilon,
     delta) conversion. Without a table, the budget rho the plan fits within (an upper bound).
 
-    >>> from components.synthesis.params import MSTParams
+    >>> from privfair.components.synthesis.params import MSTParams
     >>> c = release_cost(MSTParams(epsilon=1.0))
     >>> round(c.rho, 9), c.delta
     (0.014973058, 1e-09)
     """
-    from components.core.descriptor import Cost
-    from components.synthesis.params import selector_of
+    from privfair.components.core.descriptor import Cost
+    from privfair.components.synthesis.params import selector_of
 
     if table is None:
         rho = rho_budget(float(params.epsilon), float(params.delta))
     else:
-        from components.synthesis.inputs import synthesis_roles
+        from privfair.components.synthesis.inputs import synthesis_roles
 
         selector = selector_of(params)
         # the roles are checked first: a table the run would refuse is refused before any charge

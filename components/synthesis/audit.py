@@ -20,14 +20,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from components.synthesis.domain import declared_domains
-from components.synthesis.inputs import index_roles
-from components.synthesis.model import Measurement, noisy_total
-from components.synthesis.params import MSTParams
-from components.synthesis.selection import tree_path
-from schemas.errors import InputError
-from schemas.roles import read_roles
+from privfair.components.synthesis.domain import declared_domains
+from privfair.components.synthesis.inputs import index_roles
+from privfair.components.synthesis.model import Measurement, noisy_total
+from privfair.components.synthesis.params import MSTParams
+from privfair.components.synthesis.selection import tree_path
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import read_roles
 
 __all__ = ["evidence", "published_codes"]
 

@@ -1,5 +1,5 @@
 """Pure checkers of the synthesis kinds (spec section 4). Each reads one evidence frame of
-``components.synthesis.audit`` and the guarantee's fields, and recomputes what it checks:
+``privfair.components.synthesis.audit`` and the guarantee's fields, and recomputes what it checks:
 
 - the ledger against the plan rebuilt from (epsilon, delta, split, d, selector) in closed form,
   each step's rho from OpenDP's own privacy map of its scale, the total by OpenDP's
@@ -15,13 +15,12 @@ import math
 
 import numpy as np
 import pandas as pd
+from privfair.components.core.checks import CheckResult, make_result
+from privfair.components.synthesis import guarantees as G
+from privfair.components.synthesis.accounting import composed_total, epsilon_of, step_rho
+from privfair.components.synthesis.params import noisy_rows
+from privfair.components.synthesis.selection import DisjointSets, tree_path
 from scipy.stats import chi2
-
-from components.core.checks import CheckResult, make_result
-from components.synthesis import guarantees as G
-from components.synthesis.accounting import composed_total, epsilon_of, step_rho
-from components.synthesis.params import noisy_rows
-from components.synthesis.selection import DisjointSets, tree_path
 
 __all__ = [
     "expected_plan",

@@ -11,13 +11,12 @@ may hold a null are the declared ones (``domain.declared_nulls``: the roles and
 from __future__ import annotations
 
 import pyarrow as pa
-
-from components.synthesis import guarantees as G
-from components.synthesis.accounting import rho_budget
-from components.synthesis.compression import THRESHOLD
-from components.synthesis.domain import declared_nulls, published_type
-from components.synthesis.params import MSTParams, selector_of
-from schemas.roles import Role, read_roles
+from privfair.components.synthesis import guarantees as G
+from privfair.components.synthesis.accounting import rho_budget
+from privfair.components.synthesis.compression import THRESHOLD
+from privfair.components.synthesis.domain import declared_nulls, published_type
+from privfair.components.synthesis.params import MSTParams, selector_of
+from privfair.schemas.roles import Role, read_roles
 
 __all__ = ["contract"]
 

@@ -6,8 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.synthesis.selection import tree_path
+from privfair.components.synthesis.selection import tree_path
 
 __all__ = [
     "break_ledger",

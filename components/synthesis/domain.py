@@ -57,10 +57,9 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.inputs import absent_column, null_options
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, TableRoles, attach_roles, read_roles
+from privfair.components.core.inputs import absent_column, null_options
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, TableRoles, attach_roles, read_roles
 
 __all__ = [
     "ColumnDomain",
@@ -225,7 +224,7 @@ def published_type(column: ColumnRole, edges: Sequence[float] | None = None) -> 
     (``_levels_type``); a binary column without a declared domain ``int64`` (0/1). None when the
     spec declares no public domain (the column is refused), or a domain the input supplied.
 
-    >>> from schemas.roles import Role
+    >>> from privfair.schemas.roles import Role
     >>> age = ColumnRole("age", Role.IGNORED, Kind.NUMERIC)
     >>> published_type(age, (0, 10, 20)), published_type(age, (0, 2.5, 5))
     (DataType(int64), DataType(double))
@@ -371,7 +370,7 @@ def declared_nulls(roles: TableRoles, nulls: Sequence[str] = ()) -> tuple[str, .
     """The columns whose public domain holds a null level, in column order: named in
     ``nulls`` or with a null in their declared ``domain`` (declarations only, no data).
 
-    >>> from schemas.roles import ColumnRole, Role
+    >>> from privfair.schemas.roles import ColumnRole, Role
     >>> r = TableRoles.of([ColumnRole("a", Role.LABEL, Kind.NOMINAL, domain=("x", None)),
     ...                    ColumnRole("b", Role.IGNORED), ColumnRole("c", Role.IGNORED)])
     >>> declared_nulls(r, ["c"])

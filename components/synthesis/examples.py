@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.synthesis.params import MSTParams, PreFairParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 __all__ = ["example_table", "mst_example", "prefair_example", "BINS"]
 

@@ -1,6 +1,6 @@
 """Report figures of the synthesis family, public and owner-only.
 
-Public (``PUBLIC_FIGURES``, declared in ``components.synthesis.PUBLIC``; drawn for the shareable copy from the public manifest and the
+Public (``PUBLIC_FIGURES``, declared in ``privfair.components.synthesis.PUBLIC``; drawn for the shareable copy from the public manifest and the
 synthetic table alone, ``figures(public_manifest, outputs, None, {})``):
 
 - ``tree``: the selected tree (the public ``tree`` metric) with each attribute's declared role
@@ -23,12 +23,11 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
-
-from components.core import plots
-from components.core.descriptor import Figure
-from components.core.plots import _line, _svg, _text, esc
-from components.synthesis import PUBLIC
-from schemas.roles import Role, read_roles
+from privfair.components.core import plots
+from privfair.components.core.descriptor import Figure
+from privfair.components.core.plots import _line, _svg, _text, esc
+from privfair.components.synthesis import PUBLIC
+from privfair.schemas.roles import Role, read_roles
 
 __all__ = ["figures", "PUBLIC_FIGURES", "OWNER_FIGURES", "tree_edges"]
 

@@ -1,8 +1,8 @@
 """The guarantee kinds of the synthesis family (spec section 4: PRIV-1 to PRIV-5, FAIR-1 to
 FAIR-4, OUT-1 and OUT-2, OUT-1's null rule on its own).
 
-Data only; the checkers are in ``components.synthesis.checks`` and read the evidence frames of
-``components.synthesis.audit``, rebuilt from the published table, the sidecars (ledger, noisy
+Data only; the checkers are in ``privfair.components.synthesis.checks`` and read the evidence frames of
+``privfair.components.synthesis.audit``, rebuilt from the published table, the sidecars (ledger, noisy
 measurements, compression, tree, fitted model) and the input: ``ledger``, ``compression``,
 ``structure``, ``model``, ``synthetic`` and ``schema``. Roles (protected, admissible,
 outcomes) and domains come from the input, never from what the release says of itself.
@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from privfair.components.synthesis.params import MAX_ROWS
+from privfair.schemas.contracts import Guarantee
 from pydantic import Field
-
-from components.synthesis.params import MAX_ROWS
-from schemas.contracts import Guarantee
 
 __all__ = [
     "PrivacyLedger",

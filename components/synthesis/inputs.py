@@ -12,11 +12,10 @@ them, and the attribute index sets the selection works on.
 from __future__ import annotations
 
 import pyarrow as pa
-
-from components.core.inputs import table_roles
-from components.synthesis.selection import Roles
-from schemas.errors import InputError
-from schemas.roles import Role, TableRoles
+from privfair.components.core.inputs import table_roles
+from privfair.components.synthesis.selection import Roles
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import Role, TableRoles
 
 __all__ = ["synthesis_roles", "index_roles"]
 

@@ -1,5 +1,5 @@
 """The exact contingency counts MST and PreFair measure, counted by the current execution engine
-(``components.core.engine.current_engine``): in this process (Arrow's hash aggregation) or on
+(``privfair.components.core.engine.current_engine``): in this process (Arrow's hash aggregation) or on
 Spark (a distributed ``groupBy().count()``).
 
 The records are the ``rows x d`` matrix of public-domain codes (``domain.encode_table``); it
@@ -26,8 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-
-from components.core.engine import current_engine
+from privfair.components.core.engine import current_engine
 
 __all__ = ["Marginals", "SparseCounts", "codes_table", "column_name"]
 

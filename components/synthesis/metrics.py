@@ -27,9 +27,8 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-
-from components.core.metrics import _binary, fairness_measures
-from schemas.errors import InputError
+from privfair.components.core.metrics import _binary, fairness_measures
+from privfair.schemas.errors import InputError
 
 __all__ = [
     "marginal",

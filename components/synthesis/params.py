@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
+from privfair.components.core.descriptor import OptIn, Params
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -28,8 +29,6 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-
-from components.core.descriptor import OptIn, Params
 
 __all__ = [
     "Range",

@@ -17,11 +17,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-
-from components.core.inputs import group_indicator, outcome_indicator
-from components.core.result import ComponentResult
-from components.synthesis import metrics as M
-from components.synthesis.accounting import (
+from privfair.components.core.inputs import group_indicator, outcome_indicator
+from privfair.components.core.result import ComponentResult
+from privfair.components.synthesis import metrics as M
+from privfair.components.synthesis.accounting import (
     NEIGHBOURING,
     Compositor,
     calls,
@@ -29,19 +28,25 @@ from components.synthesis.accounting import (
     ledger_table,
     plan,
 )
-from components.synthesis.compression import Compression
-from components.synthesis.domain import (
+from privfair.components.synthesis.compression import Compression
+from privfair.components.synthesis.domain import (
     ColumnDomain,
     declared_domains,
     decode_table,
     encode_table,
     value_type,
 )
-from components.synthesis.inputs import index_roles, synthesis_roles
-from components.synthesis.marginals import Marginals
-from components.synthesis.model import Measurement, fit_independent, fit_tree, noisy_total, sample
-from components.synthesis.params import MSTParams, PreFairParams, noisy_rows, selector_of
-from components.synthesis.selection import (
+from privfair.components.synthesis.inputs import index_roles, synthesis_roles
+from privfair.components.synthesis.marginals import Marginals
+from privfair.components.synthesis.model import (
+    Measurement,
+    fit_independent,
+    fit_tree,
+    noisy_total,
+    sample,
+)
+from privfair.components.synthesis.params import MSTParams, PreFairParams, noisy_rows, selector_of
+from privfair.components.synthesis.selection import (
     Roles,
     best_fair_tree,
     candidate_pairs,
@@ -49,7 +54,7 @@ from components.synthesis.selection import (
     fair,
     kruskal,
 )
-from schemas.roles import Role, TableRoles
+from privfair.schemas.roles import Role, TableRoles
 
 __all__ = [
     "measured_fidelity",
@@ -211,7 +216,7 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
     metrics["timings_s"] = {k: round(v, 3) for k, v in timings.items()}
-    from components.synthesis.contract import contract
+    from privfair.components.synthesis.contract import contract
 
     return ComponentResult(
         component="prefair" if fair_mode else "mst",
@@ -240,8 +245,8 @@ def groupless(roles, domains: dict) -> list[str]:
     n/a in the parity metrics, whatever the spec's admissible attributes. Read off the spec's
     roles and domains alone.
 
-    >>> from schemas.roles import ColumnRole, Kind, Role, TableRoles
-    >>> from components.synthesis.domain import ColumnDomain
+    >>> from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles
+    >>> from privfair.components.synthesis.domain import ColumnDomain
     >>> r = TableRoles.of([ColumnRole("sex", Role.PROTECTED, Kind.BINARY, domain=("F", "M"))])
     >>> groupless(r, {"sex": ColumnDomain("sex", pa.string(), levels=("F", "M"))})[0][:40]
     "protected column 'sex' has no protected "
@@ -460,7 +465,7 @@ class _Run:
 def _metrics(run: _Run) -> dict:
     """The run's account for people (never used to validate), in two parts.
 
-    Public (declared in ``components.synthesis.PUBLIC``): functions of the public parameters
+    Public (declared in ``privfair.components.synthesis.PUBLIC``): functions of the public parameters
     and roles, of the noisy measurements and of the synthetic table only, so publishing them
     is post-processing of the DP release: ``rows``, ``attributes``, ``selector``,
     ``privacy`` (the plan), ``tree`` and ``fair_tree``, ``exact_search``,
@@ -550,7 +555,7 @@ def measured_fidelity(
     input. 1-way: every attribute over its declared domain; 2-way: the tree's edges over the
     compressed codes. A marginal whose noisy counts are all <= 0 has no distribution: None.
 
-    >>> from components.synthesis.compression import Compression
+    >>> from privfair.components.synthesis.compression import Compression
     >>> syn = np.array([[0, 0], [0, 1], [1, 1], [1, 1]])
     >>> comp = [Compression.identity(2), Compression.identity(2)]
     >>> two = [Measurement((0, 1), np.array([2.0, 1.0, -2.0, 1.0]), np.ones(4))]

@@ -17,13 +17,13 @@ of ``decisions: model``, which is fitted on the records themselves (``cells`` mo
 ('transparency', ['atr'])
 """
 
-from components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
-from components.transparency import guarantees as G
-from components.transparency.params import ATRParams
+from privfair.components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
+from privfair.components.transparency import guarantees as G
+from privfair.components.transparency.params import ATRParams
 
 __all__ = ["FAMILY", "ATR", "ATRParams"]
 
-_P = "components.transparency"
+_P = "privfair.components.transparency"
 
 # What a report's shareable copy holds besides its three tables: only what follows from the
 # announced mapping (the published tables) and the public parameters. The count of cells and

@@ -22,7 +22,7 @@ Metrics: the public ones (``ATR.public``) are read off the public tables or the 
 ``records`` and the model card (``model``) are computed from D or the input and stay with the
 owner.
 
->>> from components.transparency.examples import golden_cells
+>>> from privfair.components.transparency.examples import golden_cells
 >>> r = atr(golden_cells(), ATRParams(delta=0.9, decisions="cells"))
 >>> [round(b, 6) for b in r.outputs["privacy_summary"].column("max_adversary_confidence").to_pylist()]
 [0.675, 0.637795, 0.675]
@@ -34,16 +34,15 @@ import time
 
 import numpy as np
 import pyarrow as pa
-
-from components.core.inputs import absent_value
-from components.core.result import ComponentResult
-from components.transparency.cells import Cells, build_cells
-from components.transparency.contract import contract
-from components.transparency.fairness import announced_rows, default_measures, measure_rows
-from components.transparency.fidelity import fidelity_bounds
-from components.transparency.params import ATRParams
-from components.transparency.scheme import adversary_confidence, solve
-from schemas.errors import InputError
+from privfair.components.core.inputs import absent_value
+from privfair.components.core.result import ComponentResult
+from privfair.components.transparency.cells import Cells, build_cells
+from privfair.components.transparency.contract import contract
+from privfair.components.transparency.fairness import announced_rows, default_measures, measure_rows
+from privfair.components.transparency.fidelity import fidelity_bounds
+from privfair.components.transparency.params import ATRParams
+from privfair.components.transparency.scheme import adversary_confidence, solve
+from privfair.schemas.errors import InputError
 
 __all__ = ["atr", "protect_cells", "NOTICE", "PUBLIC_FAIRNESS", "PUBLIC_MODEL_FIELDS"]
 

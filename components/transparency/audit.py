@@ -21,9 +21,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-
-from components.transparency.cells import build_cells
-from components.transparency.fairness import default_measures, measure_rows
+from privfair.components.transparency.cells import build_cells
+from privfair.components.transparency.fairness import default_measures, measure_rows
 
 __all__ = ["evidence"]
 

@@ -21,7 +21,7 @@ A *cell* is one combination of public and private values (a decision region, not
 Cells are ordered by their public values, then their private values (domain order; binned
 attributes by region), which fixes the solver's tie-breaks (A6).
 
-Records are counted through the current execution engine (``components.core.engine``): one
+Records are counted through the current execution engine (``privfair.components.core.engine``): one
 ``group_counts`` call over each record's attribute values (a binned attribute's region index),
 its decision and its weight, so that on Spark the cells are a distributed group-by; the
 populations, rules and orders are then read off the counts on the driver, never off the rows.
@@ -42,13 +42,12 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-
-from components.core.engine import current_engine
-from components.core.inputs import member, null_options, require_role, table_roles
-from components.transparency.contract import RULE_FIELDS, SUMMARY_FIELDS
-from components.transparency.params import ATRParams
-from schemas.errors import InputError
-from schemas.roles import Kind, Role, TableRoles
+from privfair.components.core.engine import current_engine
+from privfair.components.core.inputs import member, null_options, require_role, table_roles
+from privfair.components.transparency.contract import RULE_FIELDS, SUMMARY_FIELDS
+from privfair.components.transparency.params import ATRParams
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import Kind, Role, TableRoles
 
 __all__ = ["Cells", "build_cells", "count_cells", "decoded", "key_codes", "region_labels"]
 
@@ -360,7 +359,7 @@ def build_cells(table: pa.Table, params: ATRParams) -> Cells:
         population, d1, codes = population[order], d1[order], codes[order]
     else:
         if params.decisions == "model":
-            from components.transparency.model import decide
+            from privfair.components.transparency.model import decide
 
             # row-level by nature: a classifier is fitted on the records and decides each one
             decisions, model, split = decide(table, roles, label, params)

@@ -11,9 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-
-from components.core.checks import CheckResult, make_result
-from components.transparency import guarantees as G
+from privfair.components.core.checks import CheckResult, make_result
+from privfair.components.transparency import guarantees as G
 
 __all__ = [
     "interval",

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import pyarrow as pa
-
-from components.transparency import guarantees as G
-from components.transparency.params import ATRParams
+from privfair.components.transparency import guarantees as G
+from privfair.components.transparency.params import ATRParams
 
 __all__ = ["contract", "public_fields", "sweep_grid"]
 
@@ -15,7 +14,7 @@ SUMMARY_FIELDS = ("scope", "max_adversary_confidence", "fidelity_mode", "fidelit
 
 def public_fields(params: ATRParams, public: list[str], private: list[str]) -> tuple[str, ...]:
     """Every ``table.column`` a public table may hold."""
-    from components.transparency.atr import PUBLIC_FAIRNESS
+    from privfair.components.transparency.atr import PUBLIC_FAIRNESS
 
     rules = [*public, *private, *RULE_FIELDS] + (
         ["population"] if params.include_population else []
@@ -39,7 +38,7 @@ def contract(params: ATRParams, table: pa.Table | None = None) -> list:
     if table is None:
         public, private = ["*"], ["*"]
     else:
-        from components.transparency.cells import _roles
+        from privfair.components.transparency.cells import _roles
 
         _, public, private, _, _ = _roles(table, params)
     mode, level = params.fidelity, params.level

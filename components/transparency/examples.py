@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.transparency.params import ATRParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.transparency.params import ATRParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 __all__ = ["golden_cells", "records", "atr_example", "INCOME"]
 

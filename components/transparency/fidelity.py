@@ -36,8 +36,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-
-from schemas.errors import InputError
+from privfair.schemas.errors import InputError
 
 __all__ = ["FidelityMode", "fidelity_bounds", "as_unit_vector"]
 

@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.core import plots
-from components.core.descriptor import Figure
-from components.core.plots import esc, fmt_num
+from privfair.components.core import plots
+from privfair.components.core.descriptor import Figure
+from privfair.components.core.plots import esc, fmt_num
 
 __all__ = ["figures"]
 
@@ -29,13 +28,13 @@ def _tradeoff(man: dict, outputs: dict, input_table: pa.Table | None) -> Figure 
     params = man.get("params")
     if input_table is None or not params:
         return None
-    from components.transparency.audit import evidence
-    from components.transparency.checks import closed_form
-    from components.transparency.params import ATRParams
+    from privfair.components.transparency.audit import evidence
+    from privfair.components.transparency.checks import closed_form
+    from privfair.components.transparency.params import ATRParams
 
     p = ATRParams(**params)
     cells = evidence(input_table, {}, {}, p)["cells"]
-    from components.transparency.contract import sweep_grid
+    from privfair.components.transparency.contract import sweep_grid
 
     grid = list(sweep_grid(p))
     curves = np.array([closed_form(cells, p.fidelity, lvl)["beta"].to_numpy() for lvl in grid])

@@ -1,7 +1,7 @@
 """The guarantee kinds of the transparency family (ATR spec section 6, C0-C8, C11, C12).
 
-Data only; the checkers are in ``components.transparency.checks`` and read the evidence frames
-of ``components.transparency.audit``: ``cells`` (the cells rebuilt from the input, joined with
+Data only; the checkers are in ``privfair.components.transparency.checks`` and read the evidence frames
+of ``privfair.components.transparency.audit``: ``cells`` (the cells rebuilt from the input, joined with
 the published rules and privacy summary), ``fairness`` (the published measures beside their
 recomputation) and ``public`` (the columns of every public table). C9 (determinism), C10
 (linear time) and C13 (golden regression) are properties of the code, shown by the tests and
@@ -12,9 +12,8 @@ from __future__ import annotations
 
 from typing import Literal
 
+from privfair.schemas.contracts import Guarantee
 from pydantic import Field
-
-from schemas.contracts import Guarantee
 
 __all__ = [
     "InputValidity",

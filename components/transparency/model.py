@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.core.inputs import member, null_options
-from components.transparency.params import ATRParams
-from schemas.errors import InputError
-from schemas.roles import Role, TableRoles
+from privfair.components.core.inputs import member, null_options
+from privfair.components.transparency.params import ATRParams
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import Role, TableRoles
 
 __all__ = ["decide"]
 

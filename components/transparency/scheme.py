@@ -7,7 +7,7 @@ Chen, Golubchik & Pal, "Achieving Transparency Report Privacy in Linear Time" (A
 plus a sensitive value ``x_S``), with prior mass ``P(x) >= 0`` and true decision rule
 ``D_1(x) = P(A = 1 | x)``. Its *QID group* ``T`` is the set of cells sharing ``x_U``. The report
 announces a perturbed rule ``D~_1(x)`` (and ``D~_0 = 1 - D~_1``) within a fidelity interval
-``L(x) <= D~_1(x) <= H(x)`` (``components.transparency.fidelity``).
+``L(x) <= D~_1(x) <= H(x)`` (``privfair.components.transparency.fidelity``).
 
 **Privacy metric** (Definition 3, eq. 37). An adversary who knows ``P`` and reads the announced
 ``D~`` *as if it were the true mapping* has posterior confidence
@@ -116,9 +116,8 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
-
-from components.transparency.fidelity import as_unit_vector, fidelity_bounds
-from schemas.errors import InputError
+from privfair.components.transparency.fidelity import as_unit_vector, fidelity_bounds
+from privfair.schemas.errors import InputError
 
 __all__ = [
     "BISECTION_ITERATIONS",
@@ -528,7 +527,7 @@ def solve(
         invariant to scaling a group's masses). Cells with ``P = 0`` are excluded.
     lo, hi
         Fidelity interval ``L(x) <= D~_1(x) <= H(x)`` per cell, ``0 <= L <= H <= 1``
-        (``components.transparency.fidelity.fidelity_bounds``).
+        (``privfair.components.transparency.fidelity.fidelity_bounds``).
     d1
         True rule ``D_1(x)`` per cell, optional: it sets the ``"nearest"`` allocation and what
         ``P = 0`` cells announce. Nothing else reads it: with ``alloc="paper"`` the populated

@@ -1,6 +1,6 @@
 """Write a built-in dataset (as privfair prepares it) into a SQLite table, through ADBC.
 
-    python -m pipelines.examples [DATASET] [DATABASE]
+    python -m privfair.examples [DATASET] [DATABASE]
 
 defaults: ``german`` into ``pipelines/examples/<dataset>.db`` (table ``<dataset>``), read by
 ``pipelines/examples/german_sql_to_iceberg.yaml``. An existing table is replaced.
@@ -16,9 +16,8 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str] | None = None) -> int:
     import adbc_driver_sqlite.dbapi as driver
-
-    from pipelines.ingest import _load_builtin
-    from schemas.errors import PrivfairError
+    from privfair.io.ingest import _load_builtin
+    from privfair.schemas.errors import PrivfairError
 
     args = list(sys.argv[1:] if argv is None else argv)
     name = args[0] if args else "german"
@@ -26,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table, _, _ = _load_builtin(name, None)
     except PrivfairError as e:
-        print(f"python -m pipelines.examples: {e}", file=sys.stderr)
+        print(f"python -m privfair.examples: {e}", file=sys.stderr)
         return 2
     plain = table.replace_schema_metadata(None)
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.slow
 
 def test_a_terminal_shows_phases_a_bar_and_the_run_ends_with_its_summary(browser, tmp_path):
     env = {k: v for k, v in os.environ.items() if k != "PRIVFAIR_PROGRESS"}
-    argv = [sys.executable, "-m", "pipelines.cli", "run", str(SPEC), "--store", str(tmp_path)]
+    argv = [sys.executable, "-m", "privfair.cli", "run", str(SPEC), "--store", str(tmp_path)]
     cap = capture(argv, env)
     assert cap["rc"] == 0, "".join(c for _, c in cap["chunks"])[-3000:]
     # the first moment a bar of the grouping loop is on screen

@@ -18,12 +18,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import pixel_stats
-
-from pipelines.catalogue import algorithm_of, check_keys, load_spec
-from pipelines.flow import ingest, run_release
-from pipelines.report import render_report
-from schemas.contracts import parse_contract
-from schemas.errors import ContractViolation
+from privfair.release.report import render_report
+from privfair.run.flow import ingest, run_release
+from privfair.schemas.contracts import parse_contract
+from privfair.schemas.errors import ContractViolation
+from privfair.spec.catalogue import algorithm_of, check_keys, load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 GERMAN = ROOT / "pipelines" / "specs" / "german_fair_mdav.yaml"
@@ -316,7 +315,7 @@ def test_report_is_deterministic(german_release: Path) -> None:
 def german_release_with_grid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A German release published after ``privfair evaluate`` ran a k grid on the same spec
     and input, so its report carries the trade-off plot."""
-    from pipelines.evaluate import evaluate, write
+    from privfair.evaluation.evaluate import evaluate, write
 
     monkeypatch.setenv("PRIVFAIR_EVALUATIONS", str(tmp_path / "evaluations"))
     spec = load_spec(GERMAN)
@@ -348,7 +347,7 @@ def test_cost_of_protection_section_in_chromium(open_page, german_release_with_g
     """The hold-out table shows the manifest's measured arms and their change; the trade-off
     figure draws one point per (setting, classifier) of the evaluation, plus one raw point per
     classifier, each labelled, inside its box, and visibly drawn."""
-    from components.core.plots import fmt_num
+    from privfair.components.core.plots import fmt_num
 
     man = json.loads((german_release_with_grid / "manifest.json").read_text())
     cost = man["cost_of_protection"]

@@ -14,13 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from components.core.checks import check_contract, check_guarantee
-from components.core.descriptor import resolve
-from components.core.order import published_order
-from components.core.registry import algorithms, kind_checks
-from schemas.errors import InputError
-from schemas.roles import read_roles
+from privfair.components.core.checks import check_contract, check_guarantee
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.order import published_order
+from privfair.components.core.registry import algorithms, kind_checks
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import read_roles
 
 ALGORITHMS = algorithms()
 IDS = [a.name for a in ALGORITHMS]

@@ -11,12 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
-from components.core.checks import check_guarantee
-from components.core.descriptor import resolve
-from components.core.registry import algorithms, kind_check
-from schemas import contracts as C
-from schemas.roles import Role, read_roles
+from privfair.components.core.checks import check_guarantee
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.registry import algorithms, kind_check
+from privfair.schemas import contracts as C
+from privfair.schemas.roles import Role, read_roles
 
 REPO = Path(__file__).resolve().parents[2]
 ROW_LEVEL = [
@@ -105,7 +104,7 @@ def _spec(tmp_path: Path, base: str, demands: list[dict]) -> Path:
     ],
 )
 def test_demands_gate_the_release(tmp_path: Path, capsys, base, demand, code, said):
-    from pipelines.cli import main
+    from privfair.cli import main
 
     store = tmp_path / "store"
     rc = main(["run", str(_spec(tmp_path, base, [demand])), "--store", str(store)])

@@ -21,10 +21,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import columns_of
-
-from components.core.descriptor import Metric, resolve
-from components.core.registry import algorithms
-from pipelines import share
+from privfair.components.core.descriptor import Metric, resolve
+from privfair.components.core.registry import algorithms
+from privfair.release import share
 
 ALGORITHMS = algorithms()
 IDS = [a.name for a in ALGORITHMS]
@@ -48,7 +47,7 @@ def _public(algo, table, params, result) -> dict:
 
 
 def _spec_of(algo, params, columns: dict, path: str = "input.parquet"):
-    from pipelines.catalogue import parse_spec
+    from privfair.spec.catalogue import parse_spec
 
     return parse_spec(
         {
@@ -114,8 +113,8 @@ def _floats(obj) -> list[float]:
 
 @pytest.mark.parametrize("algo", DP, ids=[a.name for a in DP])
 def test_a_dp_export_leaves_no_trace_of_a_distinctive_input(algo, tmp_path: Path):
-    from pipelines.flow import run_release
-    from pipelines.share import export
+    from privfair.release.share import export
+    from privfair.run.flow import run_release
 
     table, params = resolve(algo.example)(0)
     if "rows" in type(params).model_fields:  # a public row count: the noisy total could
@@ -127,7 +126,7 @@ def test_a_dp_export_leaves_no_trace_of_a_distinctive_input(algo, tmp_path: Path
     spec_file = tmp_path / "spec.yaml"
     spec = _spec_of(algo, params, columns_of(table))
     spec_file.write_text(yaml.safe_dump(spec.model_dump(mode="json", exclude_defaults=True)))
-    from pipelines.catalogue import load_spec
+    from privfair.spec.catalogue import load_spec
 
     out = run_release(load_spec(spec_file), tmp_path / "store")
     dest, _ = export(out.path, tmp_path / "export")

@@ -9,11 +9,10 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.core.checks import check_k_anonymity, hashable, published_frame
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.examples import dmondrian_example
-from schemas.contracts import KAnonymity
+from privfair.components.core.checks import check_k_anonymity, hashable, published_frame
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.examples import dmondrian_example
+from privfair.schemas.contracts import KAnonymity
 
 _interval = st.none() | st.fixed_dictionaries(
     {"lo": st.none() | st.integers(0, 2), "hi": st.none() | st.integers(0, 2)}
@@ -79,7 +78,7 @@ _COLUMNS = st.one_of(
 def test_the_audit_s_column_objects_are_the_python_values(col):
     """``lineage_audit``'s ``__in_col__`` / ``__out_col__`` arrays hold what ``to_pylist``
     gives (same values, same Python types, None for a null), however they are built."""
-    from components.core.evidence import _objects
+    from privfair.components.core.evidence import _objects
 
     got, want = _objects(col).tolist(), col.to_pylist()
     assert [type(x) for x in got] == [type(x) for x in want]
@@ -105,7 +104,7 @@ def test_class_sizes_are_pandas_groups(rows, columns):
     order, over numbers with NaN, -0.0 and missing values, strings with missing values and
     booleans, a column named more than once included, on the frame as pandas reads a published
     table."""
-    from components.core.checks import class_sizes
+    from privfair.components.core.checks import class_sizes
 
     table = pa.table(
         {

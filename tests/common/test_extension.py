@@ -26,13 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import Field
 
-from components.core.checks import make_result
-from components.core.descriptor import Algorithm, Family, KindCheck, Metric, Params
-from components.core.evidence import lineage_audit
-from components.core.inputs import table_roles
-from components.core.result import ComponentResult
-from schemas import contracts as C
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.core.checks import make_result
+from privfair.components.core.descriptor import Algorithm, Family, KindCheck, Metric, Params
+from privfair.components.core.evidence import lineage_audit
+from privfair.components.core.inputs import table_roles
+from privfair.components.core.result import ComponentResult
+from privfair.schemas import contracts as C
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 
 class RoundParams(Params):
@@ -172,7 +172,7 @@ def test_cli_runs_and_validates_the_new_family(plugin, tmp_path):
         [
             sys.executable,
             "-m",
-            "pipelines.cli",
+            "privfair.cli",
             "run",
             str(specs / "toy_release.yaml"),
             "--store",
@@ -199,7 +199,7 @@ def test_cli_runs_and_validates_the_new_family(plugin, tmp_path):
     ge = json.loads((release / "validation" / "ge_results.json").read_text())
     types = {r["expectation_config"]["type"] for s in ge["suites"].values() for r in s["results"]}
     assert "expect_rounded_to" in types  # generated from the family's own guarantee model
-    check = _run([sys.executable, "-m", "pipelines.cli", "validate", str(release)], env, tmp_path)
+    check = _run([sys.executable, "-m", "privfair.cli", "validate", str(release)], env, tmp_path)
     assert check.returncode == 0, check.stdout + check.stderr
     assert "FAIL" not in check.stdout
 
@@ -208,7 +208,7 @@ def test_dagster_builds_and_materialises_the_new_family(plugin, tmp_path):
     root, specs, env = plugin
     code = textwrap.dedent(f"""
         import json, dagster as dg
-        from pipelines.definitions import build_defs
+        from privfair.dagster.definitions import build_defs
         defs = build_defs(store={str(tmp_path / "store")!r})
         keys = sorted(k.to_user_string() for k in defs.resolve_asset_graph().get_all_asset_keys())
         checks = sorted(c.name for c in defs.resolve_asset_graph().asset_check_keys)
@@ -245,7 +245,7 @@ def test_airflow_parses_and_runs_the_new_family(plugin, tmp_path):
         "AIRFLOW_HOME": str(tmp_path / "airflow"),
         "PRIVFAIR_STORE": str(tmp_path / "store"),
     }
-    orchestrate = [sys.executable, "-m", "pipelines.orchestrate", "airflow"]
+    orchestrate = [sys.executable, "-m", "privfair.orchestrate", "airflow"]
     errors = _run([*orchestrate, "dags", "list-import-errors"], env, REPO)
     assert errors.returncode == 0 and "No data found" in errors.stdout, errors.stdout[-3000:]
     listed = _run([*orchestrate, "dags", "list", "--local", "-o", "json"], env, REPO)

@@ -7,11 +7,10 @@ from __future__ import annotations
 import typing
 
 import pytest
-
-from components.core.checks import check_guarantee
-from components.core.descriptor import resolve
-from components.core.registry import algorithms
-from schemas.contracts import Guarantee
+from privfair.components.core.checks import check_guarantee
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.registry import algorithms
+from privfair.schemas.contracts import Guarantee
 
 ALGORITHMS = algorithms()
 

@@ -1,6 +1,6 @@
 """In the ``privfair`` command's own process, Great Expectations is imported without the
 integrations privfair never hands it and with ``scipy.stats`` deferred; elsewhere, whole
-(``pipelines.gx_import``). Each check runs in a fresh interpreter, where nothing else has
+(``privfair.validation.gx_import``). Each check runs in a fresh interpreter, where nothing else has
 imported them yet."""
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ def _python(script: str, *argv: str) -> dict:
 
 _PROBE = """
 import importlib, json, sys
-import pipelines  # as every privfair process: see ``pipelines._hide_spark_connect``
+import privfair  # as every privfair process: see ``privfair._hide_spark_connect``
 own, first = sys.argv[1] == "own", sys.argv[2:]
 for name in first:
     importlib.import_module(name)
-from pipelines.gx_import import GX_INTEGRATIONS, import_great_expectations, own_the_process
+from privfair.validation.gx_import import GX_INTEGRATIONS, import_great_expectations, own_the_process
 if own:
     own_the_process()
 gx = import_great_expectations()
@@ -87,7 +87,7 @@ def test_a_process_shared_with_the_user_s_code_imports_great_expectations_whole(
 
 _RUN = """
 import atexit, json, sys, tempfile
-from pipelines.gx_import import GX_INTEGRATIONS
+from privfair.validation.gx_import import GX_INTEGRATIONS
 
 def report():  # run by the command's exit
     print(json.dumps({
@@ -97,7 +97,7 @@ def report():  # run by the command's exit
 
 atexit.register(report)
 sys.argv = ["privfair", "run", sys.argv[1], "--store", tempfile.mkdtemp(), "--quiet"]
-from pipelines.cli import entry
+from privfair.cli import entry
 entry()
 """
 

@@ -1,5 +1,5 @@
 """Freed memory goes back to the operating system between the phases of a large release
-(``components.core.memory``)."""
+(``privfair.components.core.memory``)."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from components.core import memory
+from privfair.components.core import memory
 
 MB = 1 << 20
 
@@ -165,7 +164,7 @@ def test_a_full_temporary_folder_keeps_the_table_and_leaves_no_file(tmp_path):
 import logging, resource, signal, tempfile
 from pathlib import Path
 import pyarrow as pa, pyarrow.parquet as pq
-from components.core import memory
+from privfair.components.core import memory
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # the failed write is an error, not a kill
 tempfile.tempdir = {str(tmp_path)!r}
 t = pa.table({{"x": list(range(200_000))}})
@@ -203,8 +202,8 @@ def test_a_mapped_table_leaves_the_process_heap():
 def test_a_release_of_mapped_tables_is_the_same_release(name, tmp_path, monkeypatch):
     """Every table mapped (the threshold at one row) and made in pieces, or none: the
     published files are the same bytes and the same guarantees hold."""
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec
 
     spec = load_spec(Path(__file__).resolve().parents[2] / f"pipelines/specs/{name}.yaml")
     held = run_release(spec, tmp_path / "held")
@@ -230,8 +229,8 @@ def test_canonical_chunks_keep_a_release_s_bytes_and_its_map():
     """A table cut into ``canonical_chunks`` is written as the same Parquet bytes as the table
     in one chunk (each row group from one chunk), however it was cut before; a column in one
     chunk is cut without a copy."""
-    from components.core.order import canonical_chunks
-    from pipelines.flow import parquet_bytes
+    from privfair.components.core.order import canonical_chunks
+    from privfair.run.flow import parquet_bytes
 
     n = 2 * memory.CHUNK_ROWS + 12_345
     rng = np.random.default_rng(2)

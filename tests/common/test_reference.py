@@ -1,4 +1,4 @@
-"""The parameter reference (``components.core.reference``): ``privfair describe`` for every
+"""The parameter reference (``privfair.components.core.reference``): ``privfair describe`` for every
 algorithm, and ``components/PARAMETERS.md`` regenerated and compared (it cannot drift)."""
 
 from __future__ import annotations
@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from privfair.components.core import reference
+from privfair.components.core.descriptor import Algorithm, Params
+from privfair.components.core.registry import algorithms
 from pydantic import Field
 
-from components.core import reference
-from components.core.descriptor import Algorithm, Params
-from components.core.registry import algorithms
 from tests._shared import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

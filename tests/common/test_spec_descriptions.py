@@ -24,13 +24,12 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
-
-from pipelines.catalogue import load_spec
-from pipelines.ingest import load_dataset
-from pipelines.settings import DEFAULT_SPECS_DIR
+from privfair.io.ingest import load_dataset
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 SPECS = sorted(Path(DEFAULT_SPECS_DIR).glob("*.yaml"))
-# the sizes each built-in dataset's documentation states (schemas.datasets)
+# the sizes each built-in dataset's documentation states (privfair.schemas.datasets)
 DOCUMENTED = {"adult": 48_842, "compas": 6_907, "german": 1_000, "australian": 690}
 MAX_LEVELS = 50
 
@@ -80,8 +79,10 @@ def leaks(description: str, table, settings: set[float], documented: int) -> lis
             year = "," not in whole and 1900 <= value <= 2099
             if value >= 10 and value != documented and not year and int(value) in counts:
                 found.append(f"{m.group(0).strip()} (a count of the input)")
-        elif (pct or whole == "0") and 1 <= places <= 3 and any(
-            round(s, places) == round(value, places) for s in shares
+        elif (
+            (pct or whole == "0")
+            and 1 <= places <= 3
+            and any(round(s, places) == round(value, places) for s in shares)
         ):
             found.append(f"{m.group(0).strip()} (a share of the input)")
     return found

@@ -16,17 +16,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-
-from components.core.checks import check_contract
-from components.generalisation.audit import evidence
-from components.generalisation.contract import contract
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.domains import Domain
-from components.generalisation.dsabre import dsabre
-from components.generalisation.examples import table as random_table
-from components.generalisation.examples import toy_table
-from components.generalisation.params import DMondrianParams, DSabreParams
-from schemas.roles import ColumnRole, Kind, Role, attach_roles, read_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.generalisation.audit import evidence
+from privfair.components.generalisation.contract import contract
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.domains import Domain
+from privfair.components.generalisation.dsabre import dsabre
+from privfair.components.generalisation.examples import table as random_table
+from privfair.components.generalisation.examples import toy_table
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, attach_roles, read_roles
 
 ALGOS = [("dmondrian", dmondrian, DMondrianParams), ("dsabre", dsabre, DSabreParams)]
 

@@ -21,12 +21,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.core.registry import algorithm
-from components.generalisation.inputs import prepare
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
-from pipelines.settings import DEFAULT_SPECS_DIR
+from privfair.components.core.registry import algorithm
+from privfair.components.generalisation.inputs import prepare
+from privfair.run.flow import ingest
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 MARGIN = 0.02
 

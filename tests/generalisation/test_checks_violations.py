@@ -7,20 +7,24 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.generalisation import checks as K
-from components.generalisation import corruptions as X
-from components.generalisation import guarantees as G
-from components.generalisation.audit import as_labels, build_audit, evidence, original_audit
-from components.generalisation.contract import dmondrian_contract, dsabre_contract
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.dsabre import dsabre
-from components.generalisation.examples import toy_table
-from components.generalisation.params import DMondrianParams, DSabreParams
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
-from pipelines.settings import DEFAULT_SPECS_DIR
+from privfair.components.core.checks import check_contract
+from privfair.components.generalisation import checks as K
+from privfair.components.generalisation import corruptions as X
+from privfair.components.generalisation import guarantees as G
+from privfair.components.generalisation.audit import (
+    as_labels,
+    build_audit,
+    evidence,
+    original_audit,
+)
+from privfair.components.generalisation.contract import dmondrian_contract, dsabre_contract
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.dsabre import dsabre
+from privfair.components.generalisation.examples import toy_table
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.run.flow import ingest
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 
 @pytest.fixture(scope="module")
@@ -163,7 +167,7 @@ def test_toy_release_label_tampering_is_caught():
 
 def test_value_set_must_be_a_contiguous_slice():
     """A nominal label is the domain slice [lo..hi]: a set with a gap is not a label."""
-    from components.generalisation.examples import table as random_table
+    from privfair.components.generalisation.examples import table as random_table
 
     table = random_table(4, 60)
     params = DMondrianParams(t=0.3, utility_queries=0)

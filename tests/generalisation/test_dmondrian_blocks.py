@@ -7,10 +7,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.core.engine import LocalEngine, using
-from components.generalisation.dmondrian import dmondrian, dmondrian_classes
-from components.generalisation.params import DMondrianParams
+from privfair.components.core.engine import LocalEngine, using
+from privfair.components.generalisation.dmondrian import dmondrian, dmondrian_classes
+from privfair.components.generalisation.params import DMondrianParams
 
 
 @settings(max_examples=60, deadline=None)
@@ -34,9 +33,9 @@ def test_blocked_classes_equal_unblocked(n, m, t, k, block_rows, seed):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_adult_release_is_the_same_in_blocks(builtin_table, workers):
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import ingest
-    from pipelines.settings import specs_dir
+    from privfair.run.flow import ingest
+    from privfair.spec.catalogue import load_spec
+    from privfair.spec.settings import specs_dir
 
     spec = load_spec(specs_dir() / "adult_dmondrian.yaml")
     table = ingest(spec).table

@@ -10,9 +10,8 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.generalisation import dmondrian
-from components.generalisation.dmondrian import TOL, _grow, _tau, find_median, k_allows
+from privfair.components.generalisation import dmondrian
+from privfair.components.generalisation.dmondrian import TOL, _grow, _tau, find_median, k_allows
 
 
 def grow_node_by_node(ranks, cell, t, k, p_minus, root, block_rows, k_over):

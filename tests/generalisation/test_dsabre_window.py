@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from components.generalisation.dsabre import _distinct_rows, dichotomize, take_out
-from components.generalisation.measures import t_max
+from privfair.components.generalisation.dsabre import _distinct_rows, dichotomize, take_out
+from privfair.components.generalisation.measures import t_max
 
 
 class _Plain:

@@ -8,16 +8,15 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
-
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.dsabre import dichotomize, dsabre, take_out
-from components.generalisation.examples import toy_table
-from components.generalisation.inputs import prepare
-from components.generalisation.measures import measure, t_max
-from components.generalisation.params import DMondrianParams, DSabreParams
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
-from pipelines.settings import DEFAULT_SPECS_DIR as SPEC_DIR
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.dsabre import dichotomize, dsabre, take_out
+from privfair.components.generalisation.examples import toy_table
+from privfair.components.generalisation.inputs import prepare
+from privfair.components.generalisation.measures import measure, t_max
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.run.flow import ingest
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR as SPEC_DIR
 
 P_TOY = 8 / 17
 
@@ -80,7 +79,7 @@ def test_dmondrian_toy_at_quarter_is_ex19():
 
 
 def _toy_rows():
-    from components.generalisation.examples import TOY_ROWS
+    from privfair.components.generalisation.examples import TOY_ROWS
 
     return TOY_ROWS
 
@@ -168,7 +167,7 @@ def test_dsabre_paper_outcome_is_reachable():
 
 def test_dsabre_toy_lm_of_the_paper_outcome():
     """Spec 4.3: 11 generalised binary values give LM = 11/17, LM_norm = 0.216."""
-    from components.generalisation.utility import information_loss
+    from privfair.components.generalisation.utility import information_loss
 
     lo = np.zeros((17, 3), dtype=int)
     hi = np.zeros((17, 3), dtype=int)

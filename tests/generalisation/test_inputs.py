@@ -10,17 +10,16 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.domains import Domain
-from components.generalisation.dsabre import dsabre
-from components.generalisation.examples import table as random_table
-from components.generalisation.examples import toy_table
-from components.generalisation.params import DMondrianParams, DSabreParams
-from pipelines.catalogue import parse_spec
-from pipelines.flow import ingest
-from schemas.errors import InputError, SpecError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.domains import Domain
+from privfair.components.generalisation.dsabre import dsabre
+from privfair.components.generalisation.examples import table as random_table
+from privfair.components.generalisation.examples import toy_table
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.run.flow import ingest
+from privfair.schemas.errors import InputError, SpecError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.spec.catalogue import parse_spec
 
 ALGOS = [(dmondrian, DMondrianParams), (dsabre, DSabreParams)]
 

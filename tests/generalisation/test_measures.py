@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from components.generalisation.examples import TOY_ROWS
-from components.generalisation.measures import (
+from privfair.components.generalisation.examples import TOY_ROWS
+from privfair.components.generalisation.measures import (
     LOWER_IS_WORSE,
     MEASURES,
     bound,

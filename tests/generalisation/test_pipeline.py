@@ -7,11 +7,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from pipelines.catalogue import load_spec, parse_spec
-from pipelines.flow import run_release
-from pipelines.settings import DEFAULT_SPECS_DIR
-from schemas.errors import ContractViolation
+from privfair.run.flow import run_release
+from privfair.schemas.errors import ContractViolation
+from privfair.spec.catalogue import load_spec, parse_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 
 @pytest.mark.parametrize("name", ["german_dmondrian", "german_dsabre"])

@@ -8,16 +8,15 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.generalisation.audit import build_audit
-from components.generalisation.checks import labels_of, p_minus_of
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.dsabre import dichotomize, dsabre
-from components.generalisation.examples import table as random_table
-from components.generalisation.inputs import prepare
-from components.generalisation.itemsets import audit_itemsets
-from components.generalisation.measures import t_max, tau
-from components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.components.generalisation.audit import build_audit
+from privfair.components.generalisation.checks import labels_of, p_minus_of
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.dsabre import dichotomize, dsabre
+from privfair.components.generalisation.examples import table as random_table
+from privfair.components.generalisation.inputs import prepare
+from privfair.components.generalisation.itemsets import audit_itemsets
+from privfair.components.generalisation.measures import t_max, tau
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
 CASES = st.tuples(
     st.integers(0, 10_000),  # table seed
@@ -91,7 +90,7 @@ def test_structure(case):
 def test_row_codes_are_the_ids_of_a_row_wise_unique(rows):
     """The mixed-radix packing (and its row-wise fallback when the ranges overflow int64)
     numbers the distinct rows exactly as ``np.unique(axis=0)`` does."""
-    from components.generalisation.itemsets import row_codes
+    from privfair.components.generalisation.itemsets import row_codes
 
     cols = [np.array(c, dtype=np.int64) for c in zip(*rows, strict=True)]
     want = np.unique(np.column_stack(cols), axis=0, return_inverse=True)[1].ravel()
@@ -109,7 +108,11 @@ def _same_labels(a, b) -> None:
 def test_the_report_reads_the_labels_the_audit_frame_holds(case):
     """The report's discrimination figure reads the labels without building the audit frame
     (``release_labels``, ``original_labels``); they are the frame's, to the last bit."""
-    from components.generalisation.audit import original_audit, original_labels, release_labels
+    from privfair.components.generalisation.audit import (
+        original_audit,
+        original_labels,
+        release_labels,
+    )
 
     table, _, _, _, result = _run(*case)
     lineage = result.sidecars["lineage"]
@@ -130,9 +133,8 @@ def test_labels_materialised_in_order_are_the_sorted_release(case):
     order; the result is, byte for byte, the table with every label in place put in canonical
     order (``publish_in_order``)."""
     import pyarrow as pa
-
-    from components.core.order import publish_in_order
-    from components.generalisation.publish import (
+    from privfair.components.core.order import publish_in_order
+    from privfair.components.generalisation.publish import (
         class_ranges,
         group_column,
         group_field,
@@ -170,7 +172,7 @@ def test_the_utility_sweep_never_asks_for_t_below_tau_r(tau_r, share, t_share):
     """The report's utility-against-t sweep rounds its grid to 4 decimals; a value rounded below
     tau(R) would be refused and take every plot of the report with it (a 3M-row release's
     tau(R) = 0.08395 rounded to 0.0839)."""
-    from components.generalisation.figures import sweep_grid
+    from privfair.components.generalisation.figures import sweep_grid
 
     top = tau_r + share * (1.0 - tau_r)
     t = tau_r + t_share * (top - tau_r)
@@ -191,8 +193,7 @@ def test_a_value_set_is_read_back_as_its_slice_of_the_domain(cells, cuts, sliced
     however the column is cut into chunks (slices of one array, or arrays of their own, as a
     release read back from its row groups holds them)."""
     import pyarrow as pa
-
-    from components.generalisation.domains import Domain
+    from privfair.components.generalisation.domains import Domain
 
     values = ["a", "b", "c", "d"]
     domain = Domain.of("x", pa.chunked_array([pa.array(values)]), "nominal")
@@ -211,7 +212,7 @@ def test_a_value_set_is_read_back_as_its_slice_of_the_domain(cells, cuts, sliced
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.integers(-5, 5) | st.integers(-(2**40), 2**40), max_size=50))
 def test_dense_codes_are_the_ids_of_a_unique(key):
-    from components.generalisation.itemsets import dense_codes
+    from privfair.components.generalisation.itemsets import dense_codes
 
     key = np.array(key, dtype=np.int64)
     want = np.unique(key, return_inverse=True)[1].ravel()
@@ -232,10 +233,9 @@ def test_pd_groups_compares_each_row_as_its_objects_do(rows, groups):
     values, a null publishing a null."""
     import pandas as pd
     import pyarrow as pa
-
-    from components.core.evidence import _audited
-    from components.generalisation import guarantees as G
-    from components.generalisation.checks import check_pd_groups
+    from privfair.components.core.evidence import _audited
+    from privfair.components.generalisation import guarantees as G
+    from privfair.components.generalisation.checks import check_pd_groups
 
     out, inp, prot = zip(*rows, strict=True)
     frame = pd.DataFrame(
@@ -278,8 +278,7 @@ def test_the_pd_ranks_codes_are_those_of_np_unique(values, pieces):
     """The utility measures' PD codes (``_sorted_codes``) are ``np.unique``'s inverse of the
     column's values, however it is chunked."""
     import pyarrow as pa
-
-    from components.generalisation.publish import _sorted_codes
+    from privfair.components.generalisation.publish import _sorted_codes
 
     whole = pa.array(values)
     step = max(1, len(values) // pieces)

@@ -15,12 +15,11 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.generalisation import FAMILY
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.dsabre import dsabre
-from components.generalisation.params import DMondrianParams, DSabreParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.generalisation import FAMILY
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.dsabre import dsabre
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 ROLES = TableRoles.of(
     [

@@ -20,18 +20,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.generalisation.audit import evidence
-from components.generalisation.contract import contract
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.dsabre import dsabre
-from components.generalisation.examples import table as random_table
-from components.generalisation.params import DMondrianParams, DSabreParams
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
-from pipelines.settings import DEFAULT_SPECS_DIR
-from schemas.roles import read_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.generalisation.audit import evidence
+from privfair.components.generalisation.contract import contract
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.dsabre import dsabre
+from privfair.components.generalisation.examples import table as random_table
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.run.flow import ingest
+from privfair.schemas.roles import read_roles
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 ALGOS = [("dmondrian", dmondrian, DMondrianParams), ("dsabre", dsabre, DSabreParams)]
 

@@ -9,17 +9,16 @@ class silently; now it is refused, naming t, tau(R) and the rule, unless the spe
 from __future__ import annotations
 
 import pytest
-
-from components.core.checks import check_contract
-from components.generalisation.audit import evidence
-from components.generalisation.dmondrian import dmondrian
-from components.generalisation.dsabre import dsabre
-from components.generalisation.examples import toy_table
-from components.generalisation.params import DMondrianParams, DSabreParams
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
-from pipelines.settings import DEFAULT_SPECS_DIR
-from schemas.errors import InputError
+from privfair.components.core.checks import check_contract
+from privfair.components.generalisation.audit import evidence
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.dsabre import dsabre
+from privfair.components.generalisation.examples import toy_table
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
+from privfair.run.flow import ingest
+from privfair.schemas.errors import InputError
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 ALGOS = [(dmondrian, DMondrianParams), (dsabre, DSabreParams)]
 

@@ -10,18 +10,17 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.core.checks import check_contract
-from components.generalisation.audit import evidence
-from components.generalisation.contract import dsabre_contract
-from components.generalisation.dmondrian import _tau
-from components.generalisation.dsabre import _pair_split, dichotomize, dsabre
-from components.generalisation.examples import table as random_table
-from components.generalisation.examples import toy_table
-from components.generalisation.inputs import prepare
-from components.generalisation.measures import t_max
-from components.generalisation.params import DSabreParams
-from schemas.errors import SpecError
+from privfair.components.core.checks import check_contract
+from privfair.components.generalisation.audit import evidence
+from privfair.components.generalisation.contract import dsabre_contract
+from privfair.components.generalisation.dmondrian import _tau
+from privfair.components.generalisation.dsabre import _pair_split, dichotomize, dsabre
+from privfair.components.generalisation.examples import table as random_table
+from privfair.components.generalisation.examples import toy_table
+from privfair.components.generalisation.inputs import prepare
+from privfair.components.generalisation.measures import t_max
+from privfair.components.generalisation.params import DSabreParams
+from privfair.schemas.errors import SpecError
 
 P_TOY = 8 / 17  # Ex. 22's p- (toy table: counts (4, 4, 4, 5))
 
@@ -118,7 +117,7 @@ def test_option_written_out_only_when_set():
 def test_bad_value_is_a_spec_error_naming_it():
     from pathlib import Path
 
-    from pipelines.catalogue import load_spec, with_params
+    from privfair.spec.catalogue import load_spec, with_params
 
     spec = load_spec(Path(__file__).parents[2] / "pipelines" / "specs" / "german_dsabre.yaml")
     with pytest.raises(SpecError, match="split_pairs"):

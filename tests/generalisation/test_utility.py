@@ -16,9 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from components.generalisation import utility as U
-from components.generalisation.utility import (
+from privfair.components.generalisation import utility as U
+from privfair.components.generalisation.utility import (
     Queries,
     draw_queries,
     estimate,

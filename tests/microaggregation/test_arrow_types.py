@@ -12,13 +12,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.microaggregation.audit import evidence
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.microaggregation.audit import evidence
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 N = 48
 LEVELS = ("low", "mid", "high")

@@ -25,9 +25,8 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.core.registry import algorithm
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.core.registry import algorithm
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 MARGIN = 0.02
 

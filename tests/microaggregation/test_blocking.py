@@ -1,4 +1,4 @@
-"""Blocked grouping (``components.microaggregation.blocking``): the split keeps whole fairlets'
+"""Blocked grouping (``privfair.components.microaggregation.blocking``): the split keeps whole fairlets'
 worth in every block, a blocked run keeps every guarantee (C1-C14, C11 replayed per recomputed
 block), the engines give the same bytes, and the validator refuses a release whose groups do
 not follow the blocks its contract names."""
@@ -10,17 +10,16 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.core.checks import check_contract
-from components.core.engine import LocalEngine, using
-from components.microaggregation.audit import evidence
-from components.microaggregation.blocking import split_blocks
-from components.microaggregation.fair_mdav import contract as fair_contract
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import contract as mdav_contract
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.core.engine import LocalEngine, using
+from privfair.components.microaggregation.audit import evidence
+from privfair.components.microaggregation.blocking import split_blocks
+from privfair.components.microaggregation.fair_mdav import contract as fair_contract
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import contract as mdav_contract
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 
 def table(n_rows: int, seed: int = 3) -> pa.Table:

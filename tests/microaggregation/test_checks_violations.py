@@ -1,5 +1,5 @@
 """Every checker the microaggregation family relies on (its own kinds and the shared ones,
-``components.core.registry.kind_checks``) catches a corrupted release: a valid Fair-MDAV (or
+``privfair.components.core.registry.kind_checks``) catches a corrupted release: a valid Fair-MDAV (or
 MDAV) result passes, then one targeted corruption of the published table, the lineage
 sidecar, the audit frame or the guarantee's parameters makes that check fail and name its
 offenders. The shared checkers are also shown to read the fields of their guarantee (the
@@ -15,17 +15,16 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from components.core.checks import SHARED_KINDS, check_contract, check_guarantee
-from components.core.registry import kind_checks
-from components.microaggregation import FAMILY
-from components.microaggregation import guarantees as G
-from components.microaggregation.audit import build_audit
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas import contracts as C
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.core.checks import SHARED_KINDS, check_contract, check_guarantee
+from privfair.components.core.registry import kind_checks
+from privfair.components.microaggregation import FAMILY
+from privfair.components.microaggregation import guarantees as G
+from privfair.components.microaggregation.audit import build_audit
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas import contracts as C
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 N_ROWS = 60
 
@@ -629,7 +628,7 @@ def test_every_checker_has_a_corruption():
     assert set(CORRUPTIONS) == family | shared
     registry = kind_checks()
     for kind in family:
-        assert registry[kind].check.startswith("components.microaggregation.checks:"), kind
+        assert registry[kind].check.startswith("privfair.components.microaggregation.checks:"), kind
         assert registry[kind].frame == "audit"
 
 

@@ -9,15 +9,14 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.microaggregation.correction import (
+from privfair.components.microaggregation.correction import (
     correct_fairness,
     relabel_counts,
     relabel_counts_by_loop,
 )
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.params import FairMDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.params import FairMDAVParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 TAUS = [Fraction(i, 10) for i in range(11)]
 COMBOS = np.array(

@@ -16,13 +16,12 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.core.checks import check_guarantee, compose
-from components.core.descriptor import resolve
-from components.core.engine import LocalEngine, using
-from components.core.parts import PART, RESULTS, check_part
-from components.core.registry import algorithm, kind_checks
-from pipelines.validate import validate_release
+from privfair.components.core.checks import check_guarantee, compose
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.engine import LocalEngine, using
+from privfair.components.core.parts import PART, RESULTS, check_part
+from privfair.components.core.registry import algorithm, kind_checks
+from privfair.validation.validate import validate_release
 
 ALGOS = ("mdav", "fair_mdav")
 SEEDS = (0, 1, 2, 5)
@@ -31,7 +30,7 @@ SEEDS = (0, 1, 2, 5)
 def _blocked(name: str, seed: int):
     algo = algorithm(name)
     table, params = resolve(algo.example)(seed + 40)
-    from components.microaggregation.examples import table as example_table
+    from privfair.components.microaggregation.examples import table as example_table
 
     table = example_table(seed + 40, n_rows=160)  # several blocks of whole groups
     params = params.model_copy(update={"block_rows": 40})
@@ -199,7 +198,7 @@ def test_unblocked_release_is_audited_whole():
 def test_a_part_is_the_whole_tables_audit_restricted_to_its_rows():
     """The audit frame built for one part on a worker equals the whole table's audit frame on
     the part's rows (every column, the one-hot and scaled ones included)."""
-    from components.core.parts import unpack
+    from privfair.components.core.parts import unpack
 
     algo, table, params = _blocked("fair_mdav", 2)
     result = algo(table, params)
@@ -230,7 +229,7 @@ def test_a_release_cut_in_parts_builds_no_whole_table_audit(name, monkeypatch):
     checked in parts (by group, or decided from the parts' summaries), so the validator
     builds no audit frame of every input row: only the published table's frame, which the
     schema checks read too."""
-    from components.microaggregation import audit as A
+    from privfair.components.microaggregation import audit as A
 
     algo, table, params = _blocked(name, 2)
     result = algo(table, params)
@@ -306,7 +305,7 @@ def test_pack_equals_arrows_promoted_concatenation(in_cols, out_cols, row_id):
     """The packed rows hold what Arrow's concatenation with type promotion gives (each side
     null in the other's columns), of every type a release may hold, though the null columns
     share one buffer; the parts made one at a time hold each part's rows of them."""
-    from components.core import parts
+    from privfair.components.core import parts
 
     inp = pa.table({c: _TYPED[c] for c in in_cols})
     out = pa.table({c: _TYPED[c].take(pa.array(row_id)) for c in out_cols})
@@ -339,7 +338,7 @@ def test_pack_equals_arrows_promoted_concatenation(in_cols, out_cols, row_id):
 def _audited(name: str, seed: int, broken: int | None):
     """(contract, whole audit frame) of an example release, or of its ``broken``-th corruption
     of a whole-table rule; a retention demand is added to the contract."""
-    from schemas.contracts import Retention
+    from privfair.schemas.contracts import Retention
 
     algo, table, params = _blocked(name, seed)
     result = algo(table, params)
@@ -371,8 +370,8 @@ def test_whole_table_rules_from_any_cut_of_their_evidence(name, seed, broken, n_
     whole-table rule decided from the parts' summaries, sent through JSON as the workers send
     them, reports what its checker reports on the whole frame: verdict, observed values,
     offenders (on untouched and corrupted releases)."""
-    from components.core.checks import compose_summaries, summarise_guarantee
-    from components.core.parts import summary_from_data, summary_to_data
+    from privfair.components.core.checks import compose_summaries, summarise_guarantee
+    from privfair.components.core.parts import summary_from_data, summary_to_data
 
     contract, audit = _audited(name, seed, broken)
     rng = np.random.default_rng(cut)

@@ -8,12 +8,11 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.microaggregation.audit import evidence
-from components.microaggregation.fair_mdav import contract, fair_mdav, fairlet_sizes
-from components.microaggregation.params import FairMDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.microaggregation.audit import evidence
+from privfair.components.microaggregation.fair_mdav import contract, fair_mdav, fairlet_sizes
+from privfair.components.microaggregation.params import FairMDAVParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 
 def toy(ids: list[str], x: list[float], pa_: list[str], y: list[int]) -> tuple[pa.Table, list[str]]:

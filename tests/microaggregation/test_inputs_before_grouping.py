@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -36,7 +35,7 @@ def no_grouping(*args, **kwargs):
 
 @pytest.mark.parametrize("protected", [True, False])
 def test_mdav_refuses_a_three_valued_label_before_grouping(monkeypatch, protected):
-    import components.microaggregation.mdav as mdav
+    import privfair.components.microaggregation.mdav as mdav
 
     monkeypatch.setattr(mdav, "group_rows", no_grouping)
     with pytest.raises(InputError) as e:
@@ -47,7 +46,7 @@ def test_mdav_refuses_a_three_valued_label_before_grouping(monkeypatch, protecte
 
 
 def test_mdav_refuses_a_declared_positive_value_the_label_lacks(monkeypatch):
-    import components.microaggregation.mdav as mdav
+    import privfair.components.microaggregation.mdav as mdav
 
     monkeypatch.setattr(mdav, "group_rows", no_grouping)
     with pytest.raises(InputError, match="positive"):
@@ -55,14 +54,14 @@ def test_mdav_refuses_a_declared_positive_value_the_label_lacks(monkeypatch):
 
 
 def test_mdav_passes_a_two_valued_label_through(monkeypatch):
-    from components.microaggregation.mdav import mdav
+    from privfair.components.microaggregation.mdav import mdav
 
     out = mdav(table(label_values=(0, 1, 1)), MDAVParams(k=3)).outputs["data"]
     assert sorted(out.column("y").to_pylist()) == sorted([(0, 1, 1)[i % 3] for i in range(12)])
 
 
 def test_fair_mdav_refuses_a_three_valued_label_before_grouping(monkeypatch):
-    import components.microaggregation.fair_mdav as fair_mdav
+    import privfair.components.microaggregation.fair_mdav as fair_mdav
 
     monkeypatch.setattr(fair_mdav, "group_rows", no_grouping)
     with pytest.raises(InputError, match="exactly two distinct values"):
@@ -76,10 +75,10 @@ def test_a_refused_input_never_imports_the_compiled_rounds():
         "import sys\n"
         "sys.path.insert(0, 'tests/microaggregation')\n"
         "from test_inputs_before_grouping import table\n"
-        "from components.microaggregation.mdav import contract, mdav\n"
-        "from components.microaggregation.fair_mdav import fair_mdav\n"
-        "from components.microaggregation.params import FairMDAVParams, MDAVParams\n"
-        "from schemas.errors import InputError\n"
+        "from privfair.components.microaggregation.mdav import contract, mdav\n"
+        "from privfair.components.microaggregation.fair_mdav import fair_mdav\n"
+        "from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams\n"
+        "from privfair.schemas.errors import InputError\n"
         "for call in (lambda: contract(MDAVParams(k=3), table()),\n"
         "             lambda: mdav(table(), MDAVParams(k=3)),\n"
         "             lambda: fair_mdav(table(), FairMDAVParams(k=3, tau=1.0))):\n"
@@ -89,7 +88,7 @@ def test_a_refused_input_never_imports_the_compiled_rounds():
         "        pass\n"
         "    else:\n"
         "        raise SystemExit('not refused')\n"
-        "print(sorted(m for m in ('numba', 'components.microaggregation.kernel')\n"
+        "print(sorted(m for m in ('numba', 'privfair.components.microaggregation.kernel')\n"
         "             if m in sys.modules))\n"
     )
     proc = subprocess.run(

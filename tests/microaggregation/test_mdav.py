@@ -8,12 +8,11 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.microaggregation import grouping
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.microaggregation import grouping
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 # --- reference ---------------------------------------------------------------------------------
 
@@ -249,11 +248,10 @@ def test_group_means_that_overflow_are_refused_naming_the_column():
     """A numeric QI near the float limit would publish infinite group means: refused."""
     import pyarrow as pa
     import pytest
-
-    from components.microaggregation.mdav import mdav
-    from components.microaggregation.params import MDAVParams
-    from schemas.errors import InputError
-    from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+    from privfair.components.microaggregation.mdav import mdav
+    from privfair.components.microaggregation.params import MDAVParams
+    from privfair.schemas.errors import InputError
+    from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
     roles = TableRoles.of([ColumnRole("big", Role.QUASI_IDENTIFIER, Kind.NUMERIC)])
     t = attach_roles(pa.table({"big": [1e308, 1.5e308, 1.7e308, 1.6e308]}), roles)

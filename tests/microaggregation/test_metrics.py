@@ -8,8 +8,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.core.metrics import (
+from privfair.components.core.metrics import (
     demographic_parity_difference,
     demographic_parity_ratio,
     equal_opportunity_difference,
@@ -19,9 +18,9 @@ from components.core.metrics import (
     positive_ratio,
     t_closeness_binary,
 )
-from components.microaggregation import kernel
-from components.microaggregation.encoding import encode_qis
-from schemas.roles import ColumnRole, Kind, Role, TableRoles
+from privfair.components.microaggregation import kernel
+from privfair.components.microaggregation.encoding import encode_qis
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles
 
 
 @pytest.fixture
@@ -147,7 +146,7 @@ def test_mixed_distances_equal_dense_one_hot(scaling):
 def test_the_effect_of_an_arrow_column_is_the_effect_of_its_values(values, n, seed):
     """``effect`` codes an Arrow column in Arrow (no Python object per row): what it reports is
     what it reports on the same values as a NumPy array."""
-    from components.microaggregation.fair_mdav import effect
+    from privfair.components.microaggregation.fair_mdav import effect
 
     rng = np.random.default_rng(seed)
     col = [values[i] for i in rng.integers(0, 2, n)]
@@ -175,7 +174,7 @@ def test_the_effect_of_an_arrow_column_is_the_effect_of_its_values(values, n, se
     ],
 )
 def test_an_indicator_compares_as_the_values_do(column, value, distinct, expected):
-    from components.microaggregation.encoding import indicator
+    from privfair.components.microaggregation.encoding import indicator
 
     got = indicator(column, value, distinct)
     assert got.dtype == np.int8 and got.tolist() == expected

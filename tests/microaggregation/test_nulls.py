@@ -9,13 +9,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.microaggregation.audit import build_audit
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.microaggregation.audit import build_audit
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 ROLES = [
     ColumnRole("x", Role.QUASI_IDENTIFIER, Kind.NUMERIC),

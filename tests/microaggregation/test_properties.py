@@ -11,17 +11,16 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-
-from components.core.checks import check_contract
-from components.core.metrics import demographic_parity_difference
-from components.microaggregation import fair_mdav as fair_mdav_module
-from components.microaggregation import mdav as mdav_module
-from components.microaggregation.audit import evidence
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.core.metrics import demographic_parity_difference
+from privfair.components.microaggregation import fair_mdav as fair_mdav_module
+from privfair.components.microaggregation import mdav as mdav_module
+from privfair.components.microaggregation.audit import evidence
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 SETTINGS = settings(
     max_examples=50,
@@ -267,7 +266,7 @@ def nominal_codes(draw) -> tuple[np.ndarray, list[int]]:
 def test_packed_level_sums_equal_per_attribute_gathers(drawn, limit, data):
     """C11's replay packs attributes into joint indices: its sums equal one gather per
     attribute (a missing code reads the attribute's last weight) on every suffix."""
-    from components.microaggregation.checks import _PackedLevels
+    from privfair.components.microaggregation.checks import _PackedLevels
 
     codes, levels = drawn
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))
@@ -286,7 +285,7 @@ def test_packed_level_sums_equal_per_attribute_gathers(drawn, limit, data):
 def test_replay_distance_equals_one_hot_distance(drawn, q, data):
     """C11's replay distance to a record (numeric part plus counted equal codes) equals the
     squared Euclidean distance between the one-hot encodings (a missing value all zeros)."""
-    from components.microaggregation.checks import _to_point
+    from privfair.components.microaggregation.checks import _to_point
 
     codes, levels = drawn
     rng = np.random.default_rng(data.draw(st.integers(0, 2**31 - 1)))

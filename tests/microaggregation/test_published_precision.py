@@ -17,14 +17,17 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.microaggregation.audit import evidence
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import contract, mdav
-from components.microaggregation.params import DEFAULT_FLOAT_DECIMALS, FairMDAVParams, MDAVParams
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.microaggregation.audit import evidence
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import contract, mdav
+from privfair.components.microaggregation.params import (
+    DEFAULT_FLOAT_DECIMALS,
+    FairMDAVParams,
+    MDAVParams,
+)
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 N = 40
 
@@ -127,7 +130,7 @@ def test_decimals_out_of_range_are_refused():
 def _ordinal_spec(name: str, k: int):
     """MDAV over an ordinal ``edu`` (its order from the frame's ordered Categorical), ``age``,
     ``sex`` protected and ``y`` the label, of the in-memory dataset ``name``."""
-    from pipelines import api
+    from privfair import api
 
     return api.spec(
         name,
@@ -147,7 +150,7 @@ def test_an_ordered_categorical_ordinal_qi_is_released_through_the_api(tmp_path)
     """A pandas DataFrame whose ordinal QI is an ordered Categorical (the order from its
     categories) releases with MDAV and validates: the evidence reads the published levels
     through the encoding instead of as numbers (it raised EvidenceError)."""
-    from pipelines import api
+    from privfair import api
 
     rng = np.random.default_rng(0)
     n = 60
@@ -179,8 +182,7 @@ def test_a_domain_read_off_the_input_names_only_published_levels(tmp_path):
     import json
 
     import pyarrow.parquet as pq
-
-    from pipelines import api
+    from privfair import api
 
     rng = np.random.default_rng(0)
     n = 60

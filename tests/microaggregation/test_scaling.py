@@ -6,15 +6,14 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.microaggregation.audit import evidence
-from components.microaggregation.encoding import encode_qis, scale_of
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.microaggregation.audit import evidence
+from privfair.components.microaggregation.encoding import encode_qis, scale_of
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 
 def _table() -> pa.Table:

@@ -12,7 +12,7 @@ from _airflow import AIRFLOW
 @pytest.fixture(scope="session")
 def airflow_home(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     """A migrated SQLite metadata DB in a temporary AIRFLOW_HOME; returns the CLI env."""
-    from pipelines.orchestrate import airflow_env
+    from privfair.orchestrate import airflow_env
 
     tmp = tmp_path_factory.mktemp("airflow")
     base = dict(os.environ)

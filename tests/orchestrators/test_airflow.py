@@ -35,8 +35,8 @@ def _files(root: Path) -> dict[str, tuple[int, int]]:
 def runs(airflow_home, tmp_path_factory: pytest.TempPathFactory):
     """Start the independent CLI runs side by side (each in its own copy of the home), compute
     the privfair-run reference in process meanwhile, then collect everything."""
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec
 
     tmp = tmp_path_factory.mktemp("airflow_runs")
     for store in ("s1", "ref"):  # one store's key: the same public release ids

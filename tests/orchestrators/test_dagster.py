@@ -1,5 +1,5 @@
-"""Dagster definitions generated from the specs (``pipelines.definitions``) and the file-based
-tasks they share with Airflow (``pipelines.tasks``).
+"""Dagster definitions generated from the specs (``privfair.dagster.definitions``) and the file-based
+tasks they share with Airflow (``privfair.run.tasks``).
 
 * every shipped spec materialised in process publishes the same version id and byte-identical
   ``shared/data.parquet`` (and ``internal/lineage.parquet``) as ``privfair run`` (run_release), and
@@ -45,8 +45,8 @@ schedule: "@daily"
 
 REFERENCE = """\
 import json, sys
-from pipelines.catalogue import load_specs
-from pipelines.flow import run_release
+from privfair.spec.catalogue import load_specs
+from privfair.run.flow import run_release
 out = {}
 for _, spec in load_specs(sys.argv[2] if len(sys.argv) > 2 else None):
     o = run_release(spec, sys.argv[1])
@@ -104,8 +104,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
     """Reference releases (run_release, in a background process) and one in-process Dagster run
     of every asset and check of every shipped spec, side by side."""
     import dagster as dg
-
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
 
     tmp = tmp_path_factory.mktemp("dagster_all")
     ref_store, dg_store = tmp / "ref", tmp / "dagster"
@@ -142,9 +141,8 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
 
 def test_every_spec_publishes_what_privfair_run_publishes(everything):
     import dagster as dg
-
-    from components.core.registry import algorithm
-    from pipelines.catalogue import load_specs
+    from privfair.components.core.registry import algorithm
+    from privfair.spec.catalogue import load_specs
 
     result, ref = everything["result"], everything["ref"]
     assert result.success
@@ -184,10 +182,10 @@ def test_every_export_is_the_shareable_copy_and_the_same_from_both_drivers(every
     fingerprint, input file hashes, a metric the descriptor does not declare) is in it; a
     replayable algorithm's copy is byte-identical from both drivers; and the owner's release
     still validates after the export."""
-    from components.core.registry import algorithm
-    from pipelines.catalogue import load_specs
-    from pipelines.flow import revalidate
-    from pipelines.share import export
+    from privfair.components.core.registry import algorithm
+    from privfair.release.share import export
+    from privfair.run.flow import revalidate
+    from privfair.spec.catalogue import load_specs
 
     for _, spec in load_specs(SPECS):
         ref = Path(everything["ref"][spec.name]["path"])
@@ -218,8 +216,8 @@ def test_every_export_is_the_shareable_copy_and_the_same_from_both_drivers(every
 def test_one_blocking_check_per_declared_guarantee(everything):
     """Every guarantee of the real contract got its own check (the names derived from the spec
     alone match the contract the component declared), every check passed, all are blocking."""
-    from pipelines.catalogue import check_keys, load_specs, outline
-    from schemas.contracts import contract_from_json
+    from privfair.schemas.contracts import contract_from_json
+    from privfair.spec.catalogue import check_keys, load_specs, outline
 
     defs, result = everything["defs"], everything["result"]
     evaluations = result.get_asset_check_evaluations()
@@ -280,8 +278,7 @@ def test_materialisation_metadata(everything):
 
 def test_jobs_and_schedules_follow_the_specs(everything):
     import dagster as dg
-
-    from pipelines.catalogue import load_specs
+    from privfair.spec.catalogue import load_specs
 
     defs = everything["defs"]
     graph = defs.resolve_asset_graph()
@@ -301,9 +298,8 @@ def test_the_evaluation_asset_stays_out_of_the_release_jobs(tmp_path: Path, monk
     ``<spec>_job``; materialised with run config it writes the evaluation the next release's
     report picks up."""
     import dagster as dg
-
-    from pipelines.definitions import build_defs
-    from pipelines.evaluate import find_evaluation
+    from privfair.dagster.definitions import build_defs
+    from privfair.evaluation.evaluate import find_evaluation
 
     monkeypatch.setenv("PRIVFAIR_EVALUATIONS", str(tmp_path / "evaluations"))
     specs = tmp_path / "specs"
@@ -336,21 +332,21 @@ def test_the_evaluation_asset_stays_out_of_the_release_jobs(tmp_path: Path, monk
     assert '| fair_mdav | {"k": 20} | gnb |' in mat.metadata["summary"].value
     out = res.asset_value(key)
     spec_file = specs / "german_fair_mdav.yaml"
-    from pipelines.catalogue import load_spec
+    from privfair.spec.catalogue import load_spec
 
     found = find_evaluation(load_spec(spec_file), None, tmp_path / "evaluations")
     assert found["stale"] is False and Path(out["page"]).is_file()
 
 
 def test_dagster_cli_materialises_german(tmp_path: Path):
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec
 
     store = tmp_path / "store"
     env = _env(
         tmp_path, DAGSTER_HOME=str(_dagster_home(tmp_path / "dh")), PRIVFAIR_STORE=str(store)
     )
-    cmd = [str(BIN / "dagster"), "asset", "materialize", "-m", "pipelines.definitions"]
+    cmd = [str(BIN / "dagster"), "asset", "materialize", "-m", "privfair.dagster.definitions"]
     proc = subprocess.run(
         [*cmd, "--select", "key:german_fair_mdav/*"],
         cwd=REPO,
@@ -374,9 +370,8 @@ def test_dagster_cli_materialises_german(tmp_path: Path):
 
 def test_failing_contract_stops_before_publishing(tmp_path: Path):
     import dagster as dg
-
-    from pipelines.definitions import build_defs
-    from pipelines.release import Store, list_releases
+    from privfair.dagster.definitions import build_defs
+    from privfair.release.store import Store, list_releases
 
     specs = tmp_path / "specs"
     specs.mkdir()
@@ -415,10 +410,9 @@ def test_checks_take_their_result_by_key_and_fail_without_one(tmp_path: Path, mo
     second C5 fails, every other one passes with its own guarantee; the blocking failures stop
     the release."""
     import dagster as dg
-
-    from pipelines import tasks
-    from pipelines.catalogue import check_keys, load_spec, outline
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
+    from privfair.run import tasks
+    from privfair.spec.catalogue import check_keys, load_spec, outline
 
     specs = tmp_path / "specs"
     specs.mkdir()
@@ -484,8 +478,7 @@ def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
     """Copy the shipped specs, add Fair-MDAV on German at k=20: Dagster gets a new asset graph
     (which materialises) and Airflow a new DAG, without touching any code."""
     import dagster as dg
-
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
 
     specs = tmp_path / "specs"
     shutil.copytree(SPECS, specs)
@@ -532,10 +525,9 @@ def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
 
 def test_run_config_overrides_params(tmp_path: Path):
     import dagster as dg
-
-    from pipelines.catalogue import load_spec, with_params
-    from pipelines.definitions import build_defs
-    from pipelines.flow import run_release
+    from privfair.dagster.definitions import build_defs
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec, with_params
 
     specs = tmp_path / "specs"
     specs.mkdir()
@@ -583,11 +575,10 @@ def test_run_config_overrides_params(tmp_path: Path):
 
 def test_tasks_publish_is_idempotent_and_refuses_a_failed_validation(tmp_path: Path):
     import yaml
-
-    from pipelines import tasks
-    from pipelines.catalogue import parse_spec
-    from pipelines.release import Store, list_releases
-    from schemas.errors import ContractViolation
+    from privfair.release.store import Store, list_releases
+    from privfair.run import tasks
+    from privfair.schemas.errors import ContractViolation
+    from privfair.spec.catalogue import parse_spec
 
     spec = parse_spec(yaml.safe_load((SPECS / "german_fair_mdav.yaml").read_text()))
     ing = tasks.ingest_task(spec, tmp_path / "w" / "raw")
@@ -642,8 +633,7 @@ def test_the_execution_engine_resource_sends_blocks_to_spark(tmp_path: Path, spa
     release is the one the spec's own local engine publishes."""
     import dagster as dg
     import yaml
-
-    from pipelines.definitions import ExecutionEngine, build_defs
+    from privfair.dagster.definitions import ExecutionEngine, build_defs
 
     specs = tmp_path / "specs"
     specs.mkdir()

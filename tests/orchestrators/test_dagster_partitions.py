@@ -1,4 +1,4 @@
-"""Recurring releases in Dagster (``pipelines.definitions`` on a partitioned spec).
+"""Recurring releases in Dagster (``privfair.dagster.definitions`` on a partitioned spec).
 
 * a real backfill (``dagster job backfill`` on a real instance, runs launched by Dagster's run
   launcher) of the toy daily spec over 5 days publishes 5 releases, one per partition, each
@@ -11,7 +11,7 @@
   changed day shows as stale, the others stay fresh;
 * the source sensor requests a run only on a change (partition + fingerprint as run key),
   and adds new keys under ``keys: dynamic``;
-* the partitions Dagster generates are the keys ``pipelines.partitions`` computes (weeks
+* the partitions Dagster generates are the keys ``privfair.spec.partitions`` computes (weeks
   start on Monday, months on the 1st), the schedule comes from the partitioned job;
 * ``dagster-webserver`` on the backfilled instance shows the 5 materialised partitions and a
   partition's catalogue metadata (screenshot ``artifacts/dagster_ui_partitions.png``).
@@ -75,8 +75,7 @@ def backfilled(tmp_path_factory: pytest.TempPathFactory):
     """The toy daily spec (5 days), its source observed, then a backfill of its job over the 5
     days through the Dagster CLI, on a real instance; waits for the 5 runs to end."""
     import dagster as dg
-
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
 
     tmp = tmp_path_factory.mktemp("dagster_partitions")
     specs, store, home = tmp / "specs", tmp / "store", tmp / "dagster_home"
@@ -101,7 +100,7 @@ def backfilled(tmp_path_factory: pytest.TempPathFactory):
         assert obs.success
     t0 = time.monotonic()
     proc = subprocess.run(
-        [str(BIN / "dagster"), "job", "backfill", "-m", "pipelines.definitions"]
+        [str(BIN / "dagster"), "job", "backfill", "-m", "privfair.dagster.definitions"]
         + ["-j", "toy_daily_job", "--from", DAYS[0], "--to", DAYS[-1], "--noprompt"],
         cwd=REPO,
         env=env,
@@ -232,7 +231,7 @@ def test_release_carries_catalogue_metadata(backfilled):
 
 
 def test_ledger_section_becomes_budget_metadata():
-    from pipelines.definitions import ledger_metadata
+    from privfair.dagster.definitions import ledger_metadata
 
     assert ledger_metadata({"pipeline": "p"}) == {}
     md = ledger_metadata(
@@ -286,8 +285,7 @@ def test_source_versions_are_partition_fingerprints_and_staleness_follows(tmp_pa
     import dagster as dg
     from dagster._core.definitions.data_version import StaleStatus
     from dagster._utils.test.data_versions import get_stale_status_resolver
-
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
 
     specs = tmp_path / "specs"
     csv = write_days(specs, 5)
@@ -342,10 +340,9 @@ def _tick(sensor, instance, cursor, defs):
 
 def test_the_sensor_requests_a_run_only_when_a_partition_changes(tmp_path: Path):
     import dagster as dg
-
-    from pipelines.catalogue import load_spec
-    from pipelines.definitions import build_defs
-    from pipelines.flow import ReleasePlan
+    from privfair.dagster.definitions import build_defs
+    from privfair.run.flow import ReleasePlan
+    from privfair.spec.catalogue import load_spec
 
     specs = tmp_path / "specs"
     csv = write_days(specs, 5)
@@ -378,8 +375,7 @@ def test_the_sensor_requests_a_run_only_when_a_partition_changes(tmp_path: Path)
 
 def test_the_sensor_of_an_unpartitioned_and_of_a_dynamic_spec(tmp_path: Path):
     import dagster as dg
-
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
 
     specs = tmp_path / "specs"
     csv = write_days(specs, 3)
@@ -418,10 +414,9 @@ def test_the_sensor_of_an_unpartitioned_and_of_a_dynamic_spec(tmp_path: Path):
 
 def test_partition_keys_match_the_partitions_module():
     import dagster as dg
-
-    from pipelines.definitions import partitions_def_of
-    from pipelines.partitions import check_key, key_for
-    from schemas.spec import PipelineSpec
+    from privfair.dagster.definitions import partitions_def_of
+    from privfair.schemas.spec import PipelineSpec
+    from privfair.spec.partitions import check_key, key_for
 
     def spec(**part):
         return PipelineSpec.model_validate(
@@ -485,8 +480,8 @@ def test_the_ui_shows_the_backfilled_partitions(backfilled, browser, tmp_path: P
         port = sock.getsockname()[1]
     log = tmp_path / "webserver.log"
     PARTITIONS_SHOT.parent.mkdir(exist_ok=True)
-    cmd = [sys.executable, "-m", "pipelines.orchestrate", "sigdfl", str(BIN / "dagster-webserver")]
-    cmd += ["-m", "pipelines.definitions", "-h", "127.0.0.1", "-p", str(port)]
+    cmd = [sys.executable, "-m", "privfair.orchestrate", "sigdfl", str(BIN / "dagster-webserver")]
+    cmd += ["-m", "privfair.dagster.definitions", "-h", "127.0.0.1", "-p", str(port)]
     with log.open("w") as out:
         proc = subprocess.Popen(
             cmd,

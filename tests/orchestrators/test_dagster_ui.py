@@ -1,6 +1,6 @@
 """The Dagster UI: ``dagster dev`` on the generated definitions, driven by a real headless browser.
 
-``dagster dev -m pipelines.definitions`` is started through ``pipelines.orchestrate sigdfl`` (a
+``dagster dev -m privfair.dagster.definitions`` is started through ``privfair.orchestrate sigdfl`` (a
 wrapper restoring default SIGINT/SIGTERM handling, without which ``dagster dev`` hangs on
 shutdown when started from a non-interactive parent), in its own session, with DAGSTER_HOME,
 TMPDIR and the release store in a temp folder. Debian's chromium (Playwright) opens the asset
@@ -30,8 +30,7 @@ from pathlib import Path
 
 import pytest
 from _shared import pixel_stats, read_latest
-
-from pipelines.catalogue import check_keys, load_spec, outline
+from privfair.spec.catalogue import check_keys, load_spec, outline
 
 pytestmark = pytest.mark.slow
 
@@ -40,7 +39,7 @@ BIN = Path(sys.executable).parent
 SCREENSHOT = REPO / "artifacts" / "dagster_ui.png"
 ASSETS_SHOT = SCREENSHOT.with_name("dagster_ui_assets.png")
 RUN_SHOT = SCREENSHOT.with_name("dagster_ui_run.png")
-LOCATION = "pipelines.definitions"
+LOCATION = "privfair.dagster.definitions"
 PIPELINE = "german_fair_mdav"
 START_TIMEOUT_S = 240
 RUN_TIMEOUT_S = 400
@@ -146,7 +145,7 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     )
     port = _free_port()
     log = tmp / "dagster_dev.log"
-    cmd = [sys.executable, "-m", "pipelines.orchestrate", "sigdfl", str(BIN / "dagster"), "dev"]
+    cmd = [sys.executable, "-m", "privfair.orchestrate", "sigdfl", str(BIN / "dagster"), "dev"]
     cmd += ["-m", LOCATION, "-h", "127.0.0.1", "-p", str(port)]
     with log.open("w") as out:
         proc = subprocess.Popen(

@@ -68,10 +68,10 @@ def _published(proc: subprocess.Popen, store: Path) -> tuple[str, Path]:
 
 
 def test_two_processes_publish_byte_identical_releases(tmp_path: Path):
-    from components.core.registry import family_of
-    from pipelines.catalogue import algorithm_of, load_spec
-    from pipelines.flow import release_files, version_id
-    from pipelines.version import code_version
+    from privfair.components.core.registry import family_of
+    from privfair.release.version import code_version
+    from privfair.run.flow import release_files, version_id
+    from privfair.spec.catalogue import algorithm_of, load_spec
 
     started = [_start(tmp_path, i, seed) for i, seed in enumerate(HASH_SEEDS)]
     (v1, r1), (v2, r2) = [_published(proc, store) for proc, store in started]

@@ -149,8 +149,8 @@ def test_every_readme_command_has_a_runner():
 def test_the_release_jobs_leave_the_evaluations_out(tmp_path: Path):
     """``<spec>_job`` of every spec and ``privfair_releases`` select no ``<spec>/evaluation``
     asset: a scheduled release (or the README's ``dg launch --job``) never runs a grid."""
-    from pipelines.definitions import RELEASES_JOB, build_defs
-    from pipelines.settings import DEFAULT_SPECS_DIR
+    from privfair.dagster.definitions import RELEASES_JOB, build_defs
+    from privfair.spec.settings import DEFAULT_SPECS_DIR
 
     defs = build_defs(specs_dir=DEFAULT_SPECS_DIR, store=str(tmp_path / "store"))
     evaluations = {k for k in defs.resolve_all_asset_keys() if k.path[-1] == "evaluation"}

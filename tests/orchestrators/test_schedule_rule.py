@@ -1,4 +1,4 @@
-"""Dagster and Airflow read one schedule rule (``pipelines.partitions.schedule_of``, issue 43):
+"""Dagster and Airflow read one schedule rule (``privfair.spec.partitions.schedule_of``, issue 43):
 a key-partitioned spec with a ``schedule`` is accepted by both and scheduled by neither (its
 releases are started per key), a time-partitioned one runs on its granularity's cron in both
 (its ``schedule`` omitted or the same cron), and a schedule across the partitions is refused by
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 from _partitioned import write_days, write_spec
-
-from pipelines.partitions import CRON
-from schemas.errors import SpecError
+from privfair.schemas.errors import SpecError
+from privfair.spec.partitions import CRON
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -73,7 +72,7 @@ def _dagbag(tmp: Path, specs: Path) -> dict:
 
 
 def test_both_orchestrators_read_one_schedule_rule(tmp_path):
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
 
     specs = _specs(tmp_path)
     bag = _dagbag(tmp_path, specs)
@@ -99,7 +98,7 @@ def test_both_orchestrators_read_one_schedule_rule(tmp_path):
 
 def test_a_schedule_across_the_partitions_is_refused_by_dagster_too(tmp_path):
     """Airflow's import error for it is ``test_airflow_partitions``' (a DAG file of its own)."""
-    from pipelines.definitions import build_defs
+    from privfair.dagster.definitions import build_defs
 
     specs = tmp_path / "specs"
     specs.mkdir()

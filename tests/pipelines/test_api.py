@@ -1,4 +1,4 @@
-"""The Python API (``pipelines.api``): a release of a table held in memory, its typed result,
+"""The Python API (``privfair.api``): a release of a table held in memory, its typed result,
 re-validation against the same table, export, evaluation, and the README's "Python API"
 example executed as printed."""
 
@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+from privfair import api
+from privfair.components.core.registry import algorithm
+from privfair.schemas.errors import ContractViolation, DataSourceError, InputError, SpecError
+from privfair.schemas.roles import read_roles
 
-from components.core.registry import algorithm
-from pipelines import api
-from schemas.errors import ContractViolation, DataSourceError, InputError, SpecError
-from schemas.roles import read_roles
 from tests._shared import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,7 +94,7 @@ def test_validate_needs_the_same_table_and_the_cli_says_so(tmp_path, capsys):
     assert latest.version == rel.version and latest.status == "open"
     code, _, err = run_cli(capsys, "validate", rel.path)
     assert code == 2
-    assert "given in memory" in err and "pipelines.api.validate(release, table)" in err
+    assert "given in memory" in err and "privfair.api.validate(release, table)" in err
     changed = df.copy()
     changed.loc[3, "c"] = "z"
     with pytest.raises(DataSourceError, match="fingerprint .* differs"):
@@ -260,7 +260,7 @@ def test_the_cli_refuses_an_in_memory_spec_naming_the_api(tmp_path, capsys):
         )
     )
     code, _, err = run_cli(capsys, "run", str(spec_file), "--store", str(tmp_path / "s"))
-    assert code == 2 and "pipelines.api.run(spec, table)" in err
+    assert code == 2 and "privfair.api.run(spec, table)" in err
     spec_file.write_text(spec_file.read_text().replace('"memory"}', '"memory", "url": "x"}'))
     code, _, err = run_cli(capsys, "run", str(spec_file), "--store", str(tmp_path / "s"))
     assert code == 2 and "'url' is not a key of a memory source" in err
@@ -276,8 +276,8 @@ def test_a_release_prints_like_the_cli(tmp_path):
 
 
 def test_the_flow_refuses_a_table_for_a_spec_that_reads_a_file(tmp_path):
-    from pipelines.catalogue import parse_spec
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import parse_spec
 
     s = parse_spec(
         {
@@ -291,7 +291,7 @@ def test_the_flow_refuses_a_table_for_a_spec_that_reads_a_file(tmp_path):
 
 
 def test_an_in_memory_spec_is_refused_in_the_orchestrated_specs_folder(tmp_path):
-    from pipelines.catalogue import load_specs
+    from privfair.spec.catalogue import load_specs
 
     (tmp_path / "mem.yaml").write_text(
         json.dumps(

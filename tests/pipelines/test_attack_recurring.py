@@ -23,8 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import run_cli
-
-from pipelines.ledger import RepublishRefused
+from privfair.budget.ledger import RepublishRefused
 
 ROWS = 3000
 START = date(2026, 11, 2)  # a Monday
@@ -152,10 +151,9 @@ def test_another_store_and_a_remote_store(first, capsys):
     """A new local store, and a store that is not a local folder (a ``pyarrow.fs`` store):
     the owner's ledger is the same."""
     import pyarrow.fs as pafs
-
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import run_release
-    from pipelines.release import Store
+    from privfair.release.store import Store
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec
 
     data, store = first
     spec = write_spec(data)
@@ -174,9 +172,8 @@ def test_the_python_api(first):
     that spec's dataset), and with a spec built in code naming the dataset; a frame that names
     nothing is refused outright."""
     import pandas as pd
-
-    from pipelines import api
-    from schemas.errors import SpecError
+    from privfair import api
+    from privfair.schemas.errors import SpecError
 
     data, store = first
     frame = pd.read_csv(data / "people.csv")
@@ -291,9 +288,9 @@ def test_no_output_carries_what_ingest_noted_for_the_owner():
     """adult_dsabre drops the quasi-identifiers it does not list; ingest notes which and why
     in the input's schema metadata (for the owner's messages), and a family that builds its
     output from its input's schema must not carry that note into what it publishes."""
-    from components.core.inputs import META_DROPPED
-    from pipelines.catalogue import algorithm_of, load_spec
-    from pipelines.flow import ingest
+    from privfair.components.core.inputs import META_DROPPED
+    from privfair.run.flow import ingest
+    from privfair.spec.catalogue import algorithm_of, load_spec
 
     spec = load_spec(Path(__file__).resolve().parents[2] / "pipelines/specs/adult_dsabre.yaml")
     table = ingest(spec).table

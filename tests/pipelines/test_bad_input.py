@@ -9,17 +9,16 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import yaml
+from privfair.cli import main
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.mdav import mdav
+from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
+from privfair.io.ingest import load_dataset
+from privfair.schemas.errors import InputError, SpecError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.schemas.spec import DatasetSpec
+from privfair.spec.catalogue import parse_spec
 from pydantic import ValidationError
-
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.mdav import mdav
-from components.microaggregation.params import FairMDAVParams, MDAVParams
-from pipelines.catalogue import parse_spec
-from pipelines.cli import main
-from pipelines.ingest import load_dataset
-from schemas.errors import InputError, SpecError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
-from schemas.spec import DatasetSpec
 
 N = 30
 ROLES = TableRoles.of(

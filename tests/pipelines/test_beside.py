@@ -1,4 +1,4 @@
-"""The report's reruns measured in a second process (``pipelines.beside``): the records a run
+"""The report's reruns measured in a second process (``privfair.release.beside``): the records a run
 writes are the ones it would have measured itself, a second process that dies is replaced by a
 measurement here, and a run that stops early leaves no process behind."""
 
@@ -8,14 +8,13 @@ import json
 import sys
 from pathlib import Path
 
+import privfair.components.generalisation.figures as gen_figures
+import privfair.evaluation.evaluate
 import pytest
-
-import components.generalisation.figures as gen_figures
-import pipelines.evaluate
-from pipelines import beside
-from pipelines.catalogue import load_spec
-from pipelines.evaluate import cost_of_protection
-from pipelines.flow import ReleasePlan, ingest, run_release
+from privfair.evaluation.evaluate import cost_of_protection
+from privfair.release import beside
+from privfair.run.flow import ReleasePlan, ingest, run_release
+from privfair.spec.catalogue import load_spec
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 
@@ -45,7 +44,7 @@ def _not_here(monkeypatch) -> None:
     def refuse(*args, **kwargs):
         raise AssertionError("measured in the run's own process")
 
-    monkeypatch.setattr(pipelines.evaluate, "holdout_cost", refuse)
+    monkeypatch.setattr(privfair.evaluation.evaluate, "holdout_cost", refuse)
     monkeypatch.setattr(gen_figures, "sweep", refuse)
 
 
@@ -179,7 +178,7 @@ def test_the_orchestrators_validate_task_measures_beside_its_validation(
 ):
     """The Airflow and Dagster path (protect, then validate in another task) starts the
     measurements with the candidate and writes the same records."""
-    from pipelines import tasks
+    from privfair.run import tasks
 
     spec, ing = german_dmondrian
     cost, sweep = _cost_here(spec, ing), _sweep_here(spec, ing)

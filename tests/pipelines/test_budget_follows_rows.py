@@ -18,11 +18,10 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from pipelines.identity import identity_of
-from pipelines.ledger import BudgetExceeded, Ledger, Partitioning, cap_rho
-from schemas.errors import SpecError
-from schemas.spec import DatasetSpec, PartitionSpec
+from privfair.budget.ledger import BudgetExceeded, Ledger, Partitioning, cap_rho
+from privfair.io.identity import identity_of
+from privfair.schemas.errors import SpecError
+from privfair.schemas.spec import DatasetSpec, PartitionSpec
 
 START = date(2026, 11, 2)  # a Monday
 DAYS = 35
@@ -92,7 +91,7 @@ class _Cost:
 )
 @given(st.lists(release, min_size=2, max_size=12))
 def test_no_row_is_charged_beyond_its_cap(folder, tmp_path_factory, sequence):
-    from components.synthesis.accounting import composed_total
+    from privfair.components.synthesis.accounting import composed_total
 
     cap = {"rho": 1.0}
     ledger = Ledger.open(f"sqlite:///{tmp_path_factory.mktemp('l') / 'ledger.sqlite'}")
@@ -139,7 +138,7 @@ def test_no_row_is_charged_beyond_its_cap(folder, tmp_path_factory, sequence):
 def test_every_spelling_is_one_identity(folder, tmp_path):
     """The spellings the generator draws, a file:// URL and a copy in another folder: one
     atom for the first five, another for the copy (different rows may be there)."""
-    from schemas.spec import SourceSpec
+    from privfair.schemas.spec import SourceSpec
 
     atoms = {
         identity_of(_spelling(folder, h), base_dir=folder).atoms
@@ -163,7 +162,7 @@ def test_every_spelling_is_one_identity(folder, tmp_path):
 def test_sql_spellings_are_one_identity(tmp_path):
     """A SQLite table read by name in two cases, with its schema, through a query with other
     whitespace, and by a relative and an absolute URL: one atom."""
-    from schemas.spec import SourceSpec
+    from privfair.schemas.spec import SourceSpec
 
     (tmp_path / "raw.db").write_bytes(b"")
     forms = [

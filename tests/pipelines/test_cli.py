@@ -16,11 +16,10 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import read_latest
-
-from pipelines.cli import main
-from pipelines.flow import release_files as release_outputs
-from schemas.contracts import contract_from_json
-from schemas.roles import Role, read_roles
+from privfair.cli import main
+from privfair.run.flow import release_files as release_outputs
+from privfair.schemas.contracts import contract_from_json
+from privfair.schemas.roles import Role, read_roles
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 # each public output at the top, each sidecar under internal/ (never for distribution)
@@ -436,7 +435,7 @@ def test_the_command_ends_with_mains_code_and_all_it_printed(tmp_path):
     repo = SPECS.parents[1]
 
     def command(*argv: str) -> subprocess.CompletedProcess:
-        script = "from pipelines.cli import entry; entry()"
+        script = "from privfair.cli import entry; entry()"
         return subprocess.run(
             [sys.executable, "-c", script, *argv], capture_output=True, text=True, cwd=repo
         )

@@ -1,4 +1,4 @@
-"""Database, lakehouse and remote-file sources (``dataset.source``, ``pipelines.connectors``).
+"""Database, lakehouse and remote-file sources (``dataset.source``, ``privfair.io.connectors``).
 
 The same rows read from a CSV, a SQLite table (ADBC), an Iceberg table on a SQLite catalog
 (pyiceberg), a Delta table (deltalake) and a ``file://`` URL give the same release; a pinned
@@ -18,11 +18,10 @@ import pytest
 import yaml
 from _partitioned import day_rows
 from _shared import TOY_COLUMNS, run_cli
-
-from pipelines.catalogue import parse_spec
-from pipelines.connectors import quote_name, read_source, redact
-from schemas.errors import SpecError
-from schemas.spec import SourceSpec
+from privfair.io.connectors import quote_name, read_source, redact
+from privfair.schemas.errors import SpecError
+from privfair.schemas.spec import SourceSpec
+from privfair.spec.catalogue import parse_spec
 
 ROWS = pa.concat_tables(
     [day_rows(__import__("datetime").date(2026, 11, 2 + i), 40) for i in range(3)]
@@ -276,9 +275,9 @@ def test_redact_and_quote():
 def test_a_source_that_changes_between_ingest_and_protect_fails_the_run(tmp_path):
     """The orchestrators' tasks read the source again: an unpinned table that changed meanwhile
     is refused; a pinned Iceberg snapshot reads the same rows (the pin wins)."""
-    from pipelines import tasks
-    from pipelines.catalogue import load_spec
-    from schemas.errors import DataSourceError
+    from privfair.run import tasks
+    from privfair.schemas.errors import DataSourceError
+    from privfair.spec.catalogue import load_spec
 
     _sqlite(tmp_path, ROWS)
     spec = load_spec(_spec(tmp_path, {"kind": "sql", "url": "sqlite:///raw.db", "table": "people"}))
@@ -331,8 +330,8 @@ def test_every_source_streams_into_a_map_and_reads_again_without_one(tmp_path, m
     are large (the threshold at one row here, as for a 10M-row source); where
     the temporary folder cannot take a map, the source is read again whole: the same table
     either way, the one read in memory."""
-    from components.core import memory
-    from pipelines.ingest import normalise_types
+    from privfair.components.core import memory
+    from privfair.io.ingest import normalise_types
 
     for kind, src in _every_source(tmp_path).items():
         spec = SourceSpec.model_validate(src)

@@ -1,6 +1,6 @@
 """A partitioned pipeline's current table (issue 43): ``latest`` is the last partition run, so
 ``privfair releases --current`` lists each partition's current release (the version ``latest``
-names when it is of that partition, else the newest) and ``pipelines.api.current`` reads them
+names when it is of that partition, else the newest) and ``privfair.api.current`` reads them
 as one table, each partition's shareable rows with its key in ``privfair_partition``."""
 
 from __future__ import annotations
@@ -12,8 +12,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from _partitioned import day_keys, write_days, write_spec
 from _shared import read_latest, run_cli
-
-from pipelines import api
+from privfair import api
 
 DAYS = day_keys(3)
 

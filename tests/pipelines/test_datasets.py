@@ -1,4 +1,4 @@
-"""The built-in datasets (``schemas.datasets``) and loading/validating tables (``pipelines.ingest``).
+"""The built-in datasets (``privfair.schemas.datasets``) and loading/validating tables (``privfair.io.ingest``).
 
 Counts are those of fair-mdav.md section 4.1 and /work/shared/data/README.md.
 """
@@ -14,14 +14,13 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-
-from components.microaggregation.fair_mdav import fair_mdav
-from components.microaggregation.params import FairMDAVParams
-from pipelines.ingest import load_dataset, validate_table
-from schemas.datasets import DATASETS
-from schemas.errors import DataSourceError, InputError, SpecError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from schemas.spec import DatasetSpec
+from privfair.components.microaggregation.fair_mdav import fair_mdav
+from privfair.components.microaggregation.params import FairMDAVParams
+from privfair.io.ingest import load_dataset, validate_table
+from privfair.schemas.datasets import DATASETS
+from privfair.schemas.errors import DataSourceError, InputError, SpecError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.schemas.spec import DatasetSpec
 
 _CACHE: dict[str, pa.Table] = {}
 

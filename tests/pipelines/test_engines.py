@@ -1,4 +1,4 @@
-"""The execution engines (``components.core.engine``): a process pool and a real local Spark
+"""The execution engines (``privfair.components.core.engine``): a process pool and a real local Spark
 session give the same blocks, counts and releases as one process, Spark's workers run this
 environment's interpreter, and bad engine settings are named."""
 
@@ -12,10 +12,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from _shared import TOY_COLUMNS, run_cli
-
-from components.core.engine import LocalEngine, make_engine, worker_python
-from schemas.errors import PrivfairError
-from schemas.spec import parse_spec
+from privfair.components.core.engine import LocalEngine, make_engine, worker_python
+from privfair.schemas.errors import PrivfairError
+from privfair.schemas.spec import parse_spec
 
 pytestmark = pytest.mark.slow
 
@@ -55,7 +54,7 @@ def test_local_pool_equals_one_process():
 
 
 def test_spark_blocks_and_counts_equal_local(spark_engine):
-    from components.core.engine import _example_sum
+    from privfair.components.core.engine import _example_sum
 
     t = blocks_table().rename_columns(["b", "x", "c", "d"])
     schema = pa.schema([("b", pa.int64()), ("s", pa.float64())])
@@ -200,7 +199,7 @@ def test_engine_settings_are_checked():
 def test_spark_unused_starts_nothing_and_says_so(tmp_path, capsys):
     """An algorithm without a blocked form (or without its block size) sends nothing to Spark:
     no session is started for it, and the run says everything ran in-process."""
-    from components.core.engine import SparkEngine
+    from privfair.components.core.engine import SparkEngine
 
     engine = SparkEngine("local[3]")
     assert engine._session is None and engine.workers == 3
@@ -218,7 +217,7 @@ def test_spark_unused_starts_nothing_and_says_so(tmp_path, capsys):
 def test_blocks_sent_to_a_pool_carry_only_their_rows():
     import pickle
 
-    from components.core.engine import split_by_key
+    from privfair.components.core.engine import split_by_key
 
     t = pa.table({"b": np.repeat(np.arange(100), 10_000), "x": np.arange(1_000_000.0)})
     _, block = split_by_key(t, "b")[3]
@@ -230,7 +229,7 @@ def test_blocks_sent_to_a_pool_carry_only_their_rows():
 def test_blocks_of_a_many_chunk_table_are_the_blocks_of_its_one_chunk_copy():
     """The pool takes each block batch by batch (``engine.BatchTaker``): the same rows, in the
     same order, as Arrow's take on the table made one chunk, for rows in any order."""
-    from components.core.engine import BatchTaker, _compact_blocks
+    from privfair.components.core.engine import BatchTaker, _compact_blocks
 
     parts = [blocks_table(3000, seed) for seed in range(4)]
     chunked = pa.concat_tables(parts)

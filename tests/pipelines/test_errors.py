@@ -19,8 +19,7 @@ import numpy as np
 import pytest
 import yaml
 from _shared import TOY_COLUMNS, run_cli
-
-from schemas.errors import SpecError
+from privfair.schemas.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[2]
 N = 30  # rows of the toy table; 12 of them have the negative label
@@ -126,7 +125,7 @@ def test_an_unreachable_master_is_named_within_seconds(tmp_path, capsys, host, w
 
 
 def test_master_forms_spark_takes_are_accepted():
-    from components.core.engine import make_engine, master_endpoints
+    from privfair.components.core.engine import make_engine, master_endpoints
 
     for ok in ("local", "local[2]", "local[*]", "local[4,2]", "local-cluster[2,1,1024]", "yarn"):
         assert master_endpoints(ok) == []
@@ -167,7 +166,7 @@ def test_a_master_that_never_answers_is_given_up_after_the_connect_timeout(tmp_p
     t0 = time.monotonic()
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "pipelines.cli", "run", str(spec), "--store"]
+            [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store"]
             + [str(tmp_path / "store"), "--engine", "spark", "--master", master]
             + ["--set", "block_rows=12"],
             cwd=REPO,
@@ -319,7 +318,7 @@ def raising_checker(g, frame):
 def test_a_checker_that_raises_is_an_error_of_the_run(tmp_path, capsys, monkeypatch):
     """k-anonymity's checker raises on its evidence: no verdict, so exit 2 naming the
     guarantee and the error; nothing published and no candidate quarantined as failed."""
-    import components.core.checks as checks
+    import privfair.components.core.checks as checks
 
     monkeypatch.setattr(checks, "check_k_anonymity", raising_checker)
     spec = toy_spec(tmp_path)
@@ -332,7 +331,7 @@ def test_a_checker_that_raises_is_an_error_of_the_run(tmp_path, capsys, monkeypa
 
 def test_a_checker_that_raises_on_a_published_release_is_no_verdict(tmp_path, capsys, monkeypatch):
     """``privfair validate`` of a good release while a checker raises: exit 2, not FAIL."""
-    import components.core.checks as checks
+    import privfair.components.core.checks as checks
 
     spec = toy_spec(tmp_path)
     store = tmp_path / "store"
@@ -348,7 +347,7 @@ def test_a_checker_that_raises_on_a_published_release_is_no_verdict(tmp_path, ca
 
 
 def test_an_evidence_builder_that_raises_is_an_error_of_the_run(tmp_path, capsys, monkeypatch):
-    import components.microaggregation.audit as audit
+    import privfair.components.microaggregation.audit as audit
 
     def broken(*args, **kwargs):
         raise RuntimeError("lineage has no row_id")

@@ -10,12 +10,11 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
-
-from pipelines.catalogue import load_spec, with_params
-from pipelines.cli import main
-from pipelines.evaluate import METRICS, cost_of_protection, evaluate, parse_grid
-from pipelines.flow import ingest
-from schemas.errors import InputError, SpecError
+from privfair.cli import main
+from privfair.evaluation.evaluate import METRICS, cost_of_protection, evaluate, parse_grid
+from privfair.run.flow import ingest
+from privfair.schemas.errors import InputError, SpecError
+from privfair.spec.catalogue import load_spec, with_params
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 
@@ -106,12 +105,11 @@ def test_the_protected_arm_can_be_scored_on_a_protected_test_fold(german):
 def test_prefair_conditional_measures_are_scored_per_admissible_stratum():
     """With ``admissible`` columns declared, CDP/CTPRB/CTNRB are scored given their joint value
     on the test fold; the "none" arm's value is recomputed here from its own predictions."""
+    from privfair.components.core.inputs import group_indicator, outcome_indicator
+    from privfair.components.core.metrics import fairness_measures
+    from privfair.evaluation.evaluate import CONDITIONAL, Features, _folds
+    from privfair.schemas.roles import Role, read_roles
     from sklearn.naive_bayes import GaussianNB
-
-    from components.core.inputs import group_indicator, outcome_indicator
-    from components.core.metrics import fairness_measures
-    from pipelines.evaluate import CONDITIONAL, Features, _folds
-    from schemas.roles import Role, read_roles
 
     spec = load_spec(SPECS / "compas_prefair.yaml")
     table = ingest(spec).table
@@ -188,13 +186,12 @@ def test_cli_writes_the_tables_and_the_page(tmp_path, capsys):
 def test_cost_of_protection_is_a_stratified_holdout_recomputed_here(german, tmp_path):
     """The report's numbers: the component on the first fold's 75 % alone, LR on its output and
     on the raw 75 %, both scored on the untouched 25 %; rebuilt here with scikit-learn."""
+    from privfair.components.core.inputs import group_indicator, outcome_indicator
+    from privfair.components.core.metrics import demographic_parity_difference
+    from privfair.evaluation.evaluate import Features, _folds
+    from privfair.schemas.roles import Role, read_roles
+    from privfair.spec.catalogue import algorithm_of
     from sklearn.linear_model import LogisticRegression
-
-    from components.core.inputs import group_indicator, outcome_indicator
-    from components.core.metrics import demographic_parity_difference
-    from pipelines.catalogue import algorithm_of
-    from pipelines.evaluate import Features, _folds
-    from schemas.roles import Role, read_roles
 
     spec, table = german
     cost = cost_of_protection(spec, table, evaluations=tmp_path)
@@ -228,7 +225,7 @@ def test_cost_of_protection_names_why_it_does_not_apply(tmp_path):
 
 
 def test_the_report_shows_only_an_evaluation_of_its_own_spec_and_input(german, tmp_path):
-    from pipelines.evaluate import find_evaluation, write
+    from privfair.evaluation.evaluate import find_evaluation, write
 
     spec, table = german
     ev = evaluate(
@@ -254,8 +251,7 @@ def test_a_classifier_that_predicts_one_class_is_flagged_degenerate():
     """A constant prediction scores the base rate and dPar 0: the cost of protection names
     the arm instead of letting it read as a fair, accurate classifier."""
     import numpy as np
-
-    from pipelines.evaluate import _score, degenerate
+    from privfair.evaluation.evaluate import _score, degenerate
 
     y = np.array([True, False, True, False])
     s = np.array([0, 0, 1, 1])
@@ -281,9 +277,8 @@ def test_cli_names_an_arm_that_predicts_one_class_in_every_fold(tmp_path, capsys
     of printing its base-rate accuracy and dPar 0 as if they meant something."""
     import types
 
+    import privfair.evaluation.evaluate as E
     import pyarrow as pa
-
-    import pipelines.evaluate as E
 
     rows = [
         {"protection": p, "classifier": "lr", "grid": "{}", "metric": m, "mean": v}
@@ -306,9 +301,9 @@ def test_cli_names_an_arm_that_predicts_one_class_in_every_fold(tmp_path, capsys
 
 
 def test_the_cost_of_protection_at_scale_runs_on_a_seeded_sample_and_says_so():
-    from pipelines.catalogue import load_spec
-    from pipelines.evaluate import cost_of_protection
-    from pipelines.flow import ReleasePlan
+    from privfair.evaluation.evaluate import cost_of_protection
+    from privfair.run.flow import ReleasePlan
+    from privfair.spec.catalogue import load_spec
 
     spec = load_spec("pipelines/specs/german_fair_mdav.yaml")
     table = ReleasePlan.of(spec).ingest().table

@@ -68,7 +68,7 @@ def the_log(err: str) -> Path:
 def test_an_internal_error_while_protecting_is_exit_3_naming_the_phase_and_a_log(
     tmp_path, capsys, monkeypatch
 ):
-    import pipelines.flow as flow
+    import privfair.run.flow as flow
 
     def broken(*args, **kwargs):
         raise KeyError("__row")
@@ -94,7 +94,7 @@ def test_an_internal_error_after_the_candidate_was_written_removes_it(
 ):
     """The candidate exists (written, validated) when the report fails: it is removed, not
     quarantined, and the run says which phase it was in."""
-    import pipelines.flow as flow
+    import privfair.run.flow as flow
 
     def broken(*args, **kwargs):
         raise ZeroDivisionError("division by zero")
@@ -110,7 +110,7 @@ def test_an_internal_error_after_the_candidate_was_written_removes_it(
 
 
 def test_an_internal_error_of_another_command_is_exit_3(tmp_path, capsys, monkeypatch):
-    import pipelines.release as release
+    import privfair.release.store as release
 
     def broken(*args, **kwargs):
         raise TypeError("'NoneType' object is not subscriptable")
@@ -123,7 +123,7 @@ def test_an_internal_error_of_another_command_is_exit_3(tmp_path, capsys, monkey
 
 
 def test_the_log_is_written_where_the_state_folder_cannot_be(tmp_path, capsys, monkeypatch):
-    import pipelines.flow as flow
+    import privfair.run.flow as flow
 
     (tmp_path / "afile").write_text("")
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "afile"))  # a file: no folder under it
@@ -153,7 +153,7 @@ def test_a_missing_sqlite_driver_names_the_extra(tmp_path, capsys, monkeypatch):
 def test_a_missing_package_anywhere_names_its_extra(tmp_path, capsys, monkeypatch):
     """A ``ModuleNotFoundError`` of an optional package outside the connectors (a target, the
     Spark engine) is exit 2 too; one of an installed package's hidden submodule is a bug."""
-    import pipelines.flow as flow
+    import privfair.run.flow as flow
 
     def needs(name):
         def run(*args, **kwargs):
@@ -231,9 +231,9 @@ def test_a_numeric_protected_attribute_published_as_groups_is_measured(tmp_path,
 
 
 def test_a_numeric_protected_attribute_is_evaluated_on_its_groups(tmp_path, capsys):
-    from pipelines.catalogue import load_spec
-    from pipelines.evaluate import evaluate
-    from pipelines.flow import ingest
+    from privfair.evaluation.evaluate import evaluate
+    from privfair.run.flow import ingest
+    from privfair.spec.catalogue import load_spec
 
     spec = load_spec(dmondrian_spec(tmp_path))
     ev = evaluate(spec, ingest(spec).table, folds=3, classifiers=["lr"])
@@ -244,7 +244,7 @@ def test_a_numeric_protected_attribute_is_evaluated_on_its_groups(tmp_path, caps
 def test_a_failing_side_measurement_is_recorded_and_the_release_published(
     tmp_path, capsys, monkeypatch
 ):
-    import pipelines.evaluate as evaluate
+    import privfair.evaluation.evaluate as evaluate
 
     def broken(*args, **kwargs):
         raise RuntimeError("the classifier would not fit")

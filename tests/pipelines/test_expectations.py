@@ -16,13 +16,14 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pytest
-from pydantic import Field
-
-from components.core.checks import check_contract
-from components.core.registry import kind_checks
-from components.microaggregation.audit import build_audit, evidence
-from pipelines import expectations as E
-from pipelines.catalogue import (
+from privfair.components.core.checks import check_contract
+from privfair.components.core.registry import kind_checks
+from privfair.components.microaggregation.audit import build_audit, evidence
+from privfair.run.flow import declared_copies, ingest, protect, required_contract
+from privfair.schemas import contracts as C
+from privfair.schemas.errors import PrivfairError
+from privfair.schemas.roles import Role, read_roles
+from privfair.spec.catalogue import (
     algorithm_of,
     check_keys,
     load_spec,
@@ -30,11 +31,9 @@ from pipelines.catalogue import (
     parse_spec,
     with_params,
 )
-from pipelines.flow import declared_copies, ingest, protect, required_contract
-from pipelines.validate import DECLARED_ID, validate_release
-from schemas import contracts as C
-from schemas.errors import PrivfairError
-from schemas.roles import Role, read_roles
+from privfair.validation import expectations as E
+from privfair.validation.validate import DECLARED_ID, validate_release
+from pydantic import Field
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -236,14 +235,14 @@ def test_generated_expectation_refuses_what_its_guarantee_refuses():
         E.EXPECTATIONS["t_closeness"](attribute="sex", t=0.1, reference="elsewhere")
 
 
-# what every release owes the input's roles, whatever the algorithm (pipelines.flow)
+# what every release owes the input's roles, whatever the algorithm (privfair.run.flow)
 ROLE_KINDS = {"columns_absent"}
 
 
 @pytest.fixture(scope="module")
 def other_german_releases():
     """A release of every other shipped German spec (the other families' algorithms)."""
-    from pipelines.catalogue import load_specs
+    from privfair.spec.catalogue import load_specs
 
     out = {}
     for _, spec in load_specs():
@@ -257,8 +256,8 @@ def test_shipped_releases_exercise_every_kind(releases, other_german_releases, p
     spec) declare every kind with a checker of their families but the role kinds, which no
     built-in dataset calls for; the small file release with a private column dropped declares
     those: between them, every kind is exercised by a real release."""
-    from components.core.checks import SHARED_KINDS
-    from components.core.registry import families
+    from privfair.components.core.checks import SHARED_KINDS
+    from privfair.components.core.registry import families
 
     all_releases = [*releases.values(), *other_german_releases.values()]
     shipped = {g.kind for r in all_releases for g in r.contract}
@@ -289,7 +288,7 @@ def test_expectation_fields_round_trip_to_the_guarantee(releases, private_droppe
 
 
 def test_pipelines_validate_imports_great_expectations_lazily():
-    code = "import sys, pipelines.validate; sys.exit('great_expectations' in sys.modules)"
+    code = "import sys, privfair.validation.validate; sys.exit('great_expectations' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT).returncode == 0
 
 
@@ -335,7 +334,7 @@ def test_a_dropped_private_column_is_guaranteed_absent(private_dropped):
     metadata, and the release owes ``columns_absent`` (id ``roles.private``) over it: the
     contract rebuilt from the spec and the input holds it, it compiles to a GX expectation
     and passes; the published table with the column put back fails it, naming the column."""
-    from pipelines.ingest import private_columns
+    from privfair.io.ingest import private_columns
 
     spec, ing, res = private_dropped
     assert "applicant" not in ing.table.column_names
@@ -635,9 +634,8 @@ def test_the_evidence_frames_do_not_outlive_the_validation():
     import gc
 
     import pandas as pd
-
-    from components.core.descriptor import resolve
-    from components.core.registry import algorithm
+    from privfair.components.core.descriptor import resolve
+    from privfair.components.core.registry import algorithm
 
     algo = algorithm("fair_mdav")
     table, params = resolve(algo.example)(0)

@@ -14,10 +14,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import read_latest
-
-from components.generalisation.examples import table as random_table
-from components.generalisation.examples import toy_table
-from pipelines.cli import main
+from privfair.cli import main
+from privfair.components.generalisation.examples import table as random_table
+from privfair.components.generalisation.examples import toy_table
 
 
 def cli(*argv: str) -> tuple[int, str, str]:

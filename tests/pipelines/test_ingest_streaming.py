@@ -12,11 +12,10 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-
-from components.core import memory
-from pipelines.ingest import load_dataset, read_csv, table_fingerprint
-from schemas.errors import InputError
-from schemas.spec import DatasetSpec
+from privfair.components.core import memory
+from privfair.io.ingest import load_dataset, read_csv, table_fingerprint
+from privfair.schemas.errors import InputError
+from privfair.schemas.spec import DatasetSpec
 
 CONVERT = pacsv.ConvertOptions(strings_can_be_null=True)
 
@@ -126,8 +125,8 @@ def test_a_fingerprint_does_not_depend_on_how_the_rows_are_cut(monkeypatch):
 def test_a_source_is_reordered_into_a_map_a_piece_at_a_time(monkeypatch, every_table_mapped):
     """A database or lakehouse table's rows are taken in the order of their values,
     ``CHUNK_ROWS`` at a time into a map: the same table as one ``take``."""
-    from components.core.order import published_order
-    from pipelines.connectors import _in_value_order
+    from privfair.components.core.order import published_order
+    from privfair.io.connectors import _in_value_order
 
     monkeypatch.setattr(memory, "CHUNK_ROWS", 100)
     t = pa.table({"x": [(i * 37) % 101 for i in range(1_000)], "s": ["b", "a", None, "c"] * 250})

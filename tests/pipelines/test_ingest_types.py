@@ -13,12 +13,11 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import columns_of
-
-from components.core.descriptor import resolve
-from components.core.registry import algorithms
-from pipelines.ingest import load_dataset, normalise_type
-from schemas.errors import InputError, SpecError
-from schemas.spec import DatasetSpec
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.registry import algorithms
+from privfair.io.ingest import load_dataset, normalise_type
+from privfair.schemas.errors import InputError, SpecError
+from privfair.schemas.spec import DatasetSpec
 
 ALGORITHMS = algorithms()
 WIDE = (
@@ -52,8 +51,8 @@ def _spec(tmp_path: Path, name: str, algo, params, columns: dict, file: str) -> 
 
 @pytest.mark.parametrize("algo", ALGORITHMS, ids=[a.name for a in ALGORITHMS])
 def test_every_family_publishes_from_wide_arrow_types(algo, tmp_path: Path):
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec
 
     table, params = resolve(algo.example)(3)
     plain = pa.table(table.columns, names=table.column_names)
@@ -108,7 +107,7 @@ def test_an_ordered_categorical_gives_an_ordinal_its_order(tmp_path: Path):
         path=str(tmp_path / "c.parquet"),
         columns={"level": {"role": "quasi_identifier", "kind": "ordinal"}},
     )
-    from schemas.roles import read_roles
+    from privfair.schemas.roles import read_roles
 
     table, _ = load_dataset(ds)
     assert table.schema.field("level").type == pa.string()

@@ -1,4 +1,4 @@
-"""What a lakehouse target keeps readable besides the releases it published (``pipelines.targets``).
+"""What a lakehouse target keeps readable besides the releases it published (``privfair.release.targets``).
 
 An attacker who reads the catalog (or the warehouse's files) must not be able to difference two
 releases through what a run left behind: an audit branch of a run killed before its publish,
@@ -23,9 +23,9 @@ import pytest
 import yaml
 from _partitioned import day_keys, write_days
 from _shared import TOY_COLUMNS
-
-from pipelines import flow, targets
-from pipelines.catalogue import load_spec
+from privfair.release import targets
+from privfair.run import flow
+from privfair.spec.catalogue import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = "privfair.toy_lake"
@@ -63,7 +63,7 @@ def _catalog(store: Path):
 def _crash_before_publish(spec: Path, store: Path, partition: str) -> None:
     """A run killed between its audit-branch (staging-table) write and its publish."""
     code = (
-        "from pipelines.catalogue import load_spec; from pipelines.flow import run_release; "
+        "from privfair.spec.catalogue import load_spec; from privfair.run.flow import run_release; "
         f"run_release(load_spec({str(spec)!r}), {str(store)!r}, crash_after='validate', "
         f"partition={partition!r})"
     )

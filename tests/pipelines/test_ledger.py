@@ -23,8 +23,7 @@ from _partitioned import day_keys, write_days
 from _shared import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipelines.ledger import Ledger, compose, default_url, redact
+from privfair.budget.ledger import Ledger, compose, default_url, redact
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,8 +84,7 @@ def test_budget_of_three_releases_refuses_the_fourth(
     from opendp.domains import atom_domain, vector_domain
     from opendp.measurements import make_gaussian
     from opendp.metrics import l2_distance
-
-    from components.synthesis.accounting import composed_total, epsilon_of
+    from privfair.components.synthesis.accounting import composed_total, epsilon_of
 
     monkeypatch.setenv("PF_TEST_LEDGER", ledger_url)
     budget = (
@@ -136,7 +134,7 @@ def test_budget_of_three_releases_refuses_the_fourth(
 
 
 def cost_eps(rho: float) -> float:
-    from components.synthesis.accounting import epsilon_of
+    from privfair.components.synthesis.accounting import epsilon_of
 
     return epsilon_of(rho, 1e-8)
 
@@ -150,7 +148,7 @@ def test_concurrent_runs_with_budget_for_one_publish_once(tmp_path, cost, ledger
     )
     store = tmp_path / "store"
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    cmd = [sys.executable, "-m", "pipelines.cli", "run", str(spec), "--store", str(store)]
+    cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(store)]
     procs = [
         subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         for _ in range(2)
@@ -172,8 +170,8 @@ def test_a_run_killed_after_the_charge_leaves_the_charge(tmp_path, capsys, cost)
     spec = write_dp_spec(tmp_path, partitions=False, budget={"rho": 1.5 * cost.rho})
     store = tmp_path / "store"
     code = (
-        "from pipelines.catalogue import load_spec\n"
-        "from pipelines.flow import run_release\n"
+        "from privfair.spec.catalogue import load_spec\n"
+        "from privfair.run.flow import run_release\n"
         f"run_release(load_spec({str(spec)!r}), {str(store)!r}, crash_after='charge')\n"
     )
     p = subprocess.run(
@@ -299,9 +297,8 @@ def test_tasks_charge_once_and_reuse_charges_nothing(tmp_path, cost, kind):
     second run of the same version reuses it and charges nothing, on a local store and on one
     that is not a local folder (a ``pyarrow.fs`` store: it used to draw noise again)."""
     import pyarrow.fs as pafs
-
-    from pipelines import tasks
-    from pipelines.release import Store
+    from privfair.release.store import Store
+    from privfair.run import tasks
 
     write_days(tmp_path, 1)
     spec = write_dp_spec(tmp_path, partitions=False, budget={"rho": 1.5 * cost.rho})
@@ -326,7 +323,7 @@ def test_a_charge_is_given_back_only_when_no_noise_was_drawn(tmp_path, capsys, c
     """A DP run that fails before its mechanism reads a record gives its charge back
     (``released``, saying so); one that fails after keeps it (``failed``): the noise may have
     been drawn."""
-    from components.synthesis import accounting
+    from privfair.components.synthesis import accounting
 
     write_days(tmp_path, 1)
     spec = write_dp_spec(tmp_path, partitions=False, budget={"rho": 3 * cost.rho})
@@ -366,7 +363,7 @@ def test_composition_arithmetic(rhos, cap):
     """zCDP composes by adding rho; a rho budget fits while the sum does; an (epsilon, delta)
     budget while OpenDP's conversion of the sum does, which never exceeds the sum of the
     releases' epsilons."""
-    from components.synthesis.accounting import epsilon_of, rho_budget
+    from privfair.components.synthesis.accounting import epsilon_of, rho_budget
 
     acc = compose(rhos, {"rho": cap})
     assert acc["spent"]["rho"] == pytest.approx(math.fsum(rhos), rel=1e-12)
@@ -443,7 +440,7 @@ def test_parallel_composition_arithmetic(releases, cap):
     """Per partition, a block's spent rho is the sum over the releases that read it (or read
     every block, ``*``); per dataset, each release counts once whatever it read; a refused
     attempt counts nothing; a charge fits only if it fits on every block it reads."""
-    from pipelines.ledger import Entry, Partitioning, spent_on
+    from privfair.budget.ledger import Entry, Partitioning, spent_on
 
     keys = Partitioning("keys", "region")
 

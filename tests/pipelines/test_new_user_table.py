@@ -9,7 +9,7 @@ what to write, each option does what it says, through ``privfair run`` where it 
 - ``parity_gap`` with ``direction: no_reversal`` fails a release whose gap changed sign;
 - a protected column with no protected group is named in a warning, not blamed on the
   admissible attributes;
-- the degenerate-classifier rule (``components.core.metrics.degenerate_classifier``);
+- the degenerate-classifier rule (``privfair.components.core.metrics.degenerate_classifier``);
 - MST publishes an integer column on integer bins as integers;
 - ``role: private`` in the spec's columns is the drop; a role from elsewhere is refused;
 - ``dataset.csv`` reads a semicolon, latin-1 CSV, and its keys are checked.
@@ -26,15 +26,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
-from components.core.checks import check_parity_gap
-from components.core.corruptions import break_parity_gap
-from pipelines.cli import main
-from pipelines.ingest import load_dataset
-from schemas import contracts as C
-from schemas.errors import InputError, SpecError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
-from schemas.spec import DatasetSpec
+from privfair.cli import main
+from privfair.components.core.checks import check_parity_gap
+from privfair.components.core.corruptions import break_parity_gap
+from privfair.io.ingest import load_dataset
+from privfair.schemas import contracts as C
+from privfair.schemas.errors import InputError, SpecError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from privfair.schemas.spec import DatasetSpec
 
 
 def _csv(rows: list[list], header: list[str], delimiter: str = ",") -> str:
@@ -385,6 +384,6 @@ def test_dataset_csv_keys_are_checked(tmp_path, capsys, options, key):
     ],
 )
 def test_the_degenerate_rule(metrics, degenerate):
-    from components.core.metrics import degenerate_classifier
+    from privfair.components.core.metrics import degenerate_classifier
 
     assert (degenerate_classifier(metrics) is not None) == degenerate

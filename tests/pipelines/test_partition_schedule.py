@@ -1,4 +1,4 @@
-"""The schedule an orchestrator gives a partitioned spec (``pipelines.partitions.schedule_of``):
+"""The schedule an orchestrator gives a partitioned spec (``privfair.spec.partitions.schedule_of``):
 the granularity decides, a contradicting ``schedule`` is refused naming the key."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ from datetime import datetime
 import pytest
 import yaml
 from _partitioned import spec_text
-
-from pipelines.partitions import CRON, key_for, schedule_note, schedule_of
-from schemas.errors import SpecError
-from schemas.spec import PipelineSpec
+from privfair.schemas.errors import SpecError
+from privfair.schemas.spec import PipelineSpec
+from privfair.spec.partitions import CRON, key_for, schedule_note, schedule_of
 
 
 def spec(**kw) -> PipelineSpec:

@@ -1,6 +1,6 @@
 """Partitions of a spec's input: the keys, the rows a key selects, and one release per partition.
 
-The rule under test (``pipelines.partitions``, ``ReleasePlan.partition``): a time partitioning
+The rule under test (``privfair.spec.partitions``, ``ReleasePlan.partition``): a time partitioning
 keys each row by the first day of its period, every row belongs to exactly one partition, a
 partition's release is versioned by its key and its own rows (so an old partition keeps its
 version when the source grows) and a re-run of it publishes nothing new.
@@ -20,11 +20,10 @@ from _partitioned import START, day_keys, day_rows, write_days, write_spec
 from _shared import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from pipelines.catalogue import load_spec, parse_spec
-from pipelines.partitions import WHOLE, check_key, key_for, keys_of, select, window
-from schemas.errors import InputError, SpecError
-from schemas.spec import PartitionSpec
+from privfair.schemas.errors import InputError, SpecError
+from privfair.schemas.spec import PartitionSpec
+from privfair.spec.catalogue import load_spec, parse_spec
+from privfair.spec.partitions import WHOLE, check_key, key_for, keys_of, select, window
 
 DAY = PartitionSpec(column="d", granularity="day", start="2026-11-02")
 WEEK = PartitionSpec(column="d", granularity="week", start="2026-11-02")
@@ -219,7 +218,7 @@ def test_an_old_partition_keeps_its_version_when_the_source_grows(tmp_path, caps
 
 
 def test_a_changed_partition_gets_a_new_version(tmp_path):
-    from pipelines.flow import ReleasePlan
+    from privfair.run.flow import ReleasePlan
 
     write_days(tmp_path, 2)
     spec = load_spec(write_spec(tmp_path))

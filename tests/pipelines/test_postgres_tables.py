@@ -18,9 +18,8 @@ import yaml
 from _partitioned import day_rows
 from _postgres import new_database
 from _shared import TOY_COLUMNS, run_cli
-
-from pipelines.connectors import read_source
-from schemas.spec import SourceSpec
+from privfair.io.connectors import read_source
+from privfair.schemas.spec import SourceSpec
 
 ROWS = pa.concat_tables(
     [day_rows(__import__("datetime").date(2026, 11, 2 + i), 40) for i in range(3)]

@@ -1,4 +1,4 @@
-"""Progress of long commands on stderr (``components.core.progress``): phases with elapsed time
+"""Progress of long commands on stderr (``privfair.components.core.progress``): phases with elapsed time
 and bars on a terminal (a real pseudo-terminal here), plain lines with ``--progress``, nothing
 when stderr is not a terminal or with ``--quiet``, and never anything on stdout."""
 
@@ -36,7 +36,7 @@ def published(tmp_path_factory: pytest.TempPathFactory) -> Path:
     store = tmp_path_factory.mktemp("progress") / "store"
     assert (
         subprocess.run(
-            [sys.executable, "-m", "pipelines.cli", "run", str(GERMAN), "--store", str(store)],
+            [sys.executable, "-m", "privfair.cli", "run", str(GERMAN), "--store", str(store)],
             capture_output=True,
         ).returncode
         == 0
@@ -81,7 +81,7 @@ def _in_terminal(argv: list[str]) -> str:
     if pid == 0:  # pragma: no cover - the child
         os.environ["TERM"] = "xterm"
         os.environ.pop("PRIVFAIR_PROGRESS", None)
-        os.execv(sys.executable, [sys.executable, "-m", "pipelines.cli", *argv])
+        os.execv(sys.executable, [sys.executable, "-m", "privfair.cli", *argv])
     data = b""
     while True:
         try:
@@ -109,7 +109,7 @@ def test_the_elapsed_time_runs_in_a_phase_with_no_loop() -> None:
     import io
     import time
 
-    from components.core import progress
+    from privfair.components.core import progress
 
     class Tty(io.StringIO):
         def isatty(self) -> bool:

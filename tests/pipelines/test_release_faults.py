@@ -29,12 +29,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
-
-from pipelines import cli
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest, run_release, version_id
-from pipelines.release import LATEST, QUARANTINE, STAGING, Store, latest, repair_latest
-from pipelines.version import code_version
+from privfair import cli
+from privfair.release.store import LATEST, QUARANTINE, STAGING, Store, latest, repair_latest
+from privfair.release.version import code_version
+from privfair.run.flow import ingest, run_release, version_id
+from privfair.spec.catalogue import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 SPECS = ROOT / "pipelines" / "specs"
@@ -50,9 +49,9 @@ STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 CHILD = textwrap.dedent(
     """
     import os, sys, time
-    import pipelines.flow as run
-    import pipelines.release as release
-    from pipelines.catalogue import load_spec
+    import privfair.run.flow as run
+    import privfair.release.store as release
+    from privfair.spec.catalogue import load_spec
 
     pause_at = os.environ.get("PAUSE_AT", "")
     barrier = os.environ.get("BARRIER_DIR")
@@ -385,7 +384,7 @@ def test_failing_contract_publishes_nothing_and_quarantines(tmp_path: Path) -> N
     store = tmp_path / "store"
     spec = spec_variant(tmp_path, "german_k50", guarantees=[{"kind": "k_anonymity", "k": 50}])
     proc = subprocess.run(
-        [sys.executable, "-m", "pipelines.cli", "run", str(spec), "--store", str(store)],
+        [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(store)],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -4,8 +4,8 @@ MDAV / Fair-MDAV gained ``scaling: none`` and dSabre ``split_pairs``. A release'
 sha256(input fingerprint, spec fingerprint, code version) (``ReleasePlan.version``): the spec
 fingerprint hashes the spec as written, so an option a spec does not set cannot enter it, and
 an option left at its default is not written to the params or the contract either
-(``components.generalisation.params.OptIn``). The code version hashes the family package's
-sources (``pipelines.version``), so any edit of ``components/microaggregation`` or
+(``privfair.components.generalisation.params.OptIn``). The code version hashes the family package's
+sources (``privfair.release.version``), so any edit of ``components/microaggregation`` or
 ``components/generalisation`` re-versions those families' releases: that part is not, and
 cannot be, pinned here.
 
@@ -36,9 +36,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-
-from pipelines.catalogue import algorithm_of, load_spec
-from pipelines.flow import ingest
+from privfair.run.flow import ingest
+from privfair.spec.catalogue import algorithm_of, load_spec
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 CHANGED = ("mdav", "fair_mdav", "dsabre")

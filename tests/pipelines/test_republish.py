@@ -13,8 +13,7 @@ import pytest
 import yaml
 from _partitioned import day_keys, spec_text, write_days
 from _shared import read_latest, run_cli
-
-from pipelines.ledger import Ledger, default_url
+from privfair.budget.ledger import Ledger, default_url
 
 
 def _spec(folder: Path, name: str = "toy_daily", partitions: bool = True, **extra) -> Path:
@@ -144,9 +143,9 @@ def test_another_pipeline_of_the_dataset_is_a_republication(tmp_path, capsys):
 def test_the_orchestrators_tasks_apply_the_policy(tmp_path):
     """protect/validate/publish tasks: the first release is entered as published; a second
     grouping of the same rows is refused in validate_task, before anything is staged."""
-    from pipelines import tasks
-    from pipelines.catalogue import load_spec, with_params
-    from pipelines.ledger import RepublishRefused
+    from privfair.budget.ledger import RepublishRefused
+    from privfair.run import tasks
+    from privfair.spec.catalogue import load_spec, with_params
 
     write_days(tmp_path, 2)
     store = tmp_path / "store"

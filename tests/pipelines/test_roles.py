@@ -25,8 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from _shared import read_latest
-
-from pipelines.cli import main
+from privfair.cli import main
 
 N = 40
 IDS = [f"APP-{58213 + 97 * i}" for i in range(N)]

@@ -16,8 +16,8 @@ GERMAN = REPO / "pipelines" / "specs" / "german_fair_mdav.yaml"
 
 @pytest.fixture(scope="module")
 def release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec
 
     store = tmp_path_factory.mktemp("share") / "store"
     out = run_release(load_spec(GERMAN), store)
@@ -41,8 +41,8 @@ def test_owner_files_are_the_owners_and_the_shared_copy_is_readable(release: Pat
 
 
 def test_export_writes_the_shareable_copy_and_nothing_else(release: Path, tmp_path: Path):
-    from pipelines.cli import main
-    from pipelines.flow import revalidate
+    from privfair.cli import main
+    from privfair.run.flow import revalidate
 
     assert main(["export", str(release.parent / "latest"), str(tmp_path / "out")]) == 0
     out = tmp_path / "out"
@@ -66,8 +66,8 @@ def test_export_writes_the_shareable_copy_and_nothing_else(release: Path, tmp_pa
 
 
 def test_verify_refuses_a_copy_that_does_not_match_its_manifest(release: Path, tmp_path, capsys):
-    from pipelines.cli import main
-    from pipelines.share import export
+    from privfair.cli import main
+    from privfair.release.share import export
 
     dest, _ = export(release, tmp_path / "a")
     data = dest / "data.parquet"
@@ -83,7 +83,7 @@ def test_verify_refuses_a_copy_that_does_not_match_its_manifest(release: Path, t
 
 
 def test_export_errors_name_the_path_and_the_rule(release: Path, tmp_path: Path, capsys):
-    from pipelines.cli import main
+    from privfair.cli import main
 
     busy = tmp_path / "busy"
     busy.mkdir()
@@ -102,8 +102,8 @@ def test_export_errors_name_the_path_and_the_rule(release: Path, tmp_path: Path,
 
 
 def test_the_release_id_is_keyed_by_the_store(release: Path):
-    from pipelines.release import Store, store_secret
-    from pipelines.share import public_id
+    from privfair.release.share import public_id
+    from privfair.release.store import Store, store_secret
 
     store = Store.open(release.parents[1])
     key = store_secret(store)
@@ -114,8 +114,8 @@ def test_the_release_id_is_keyed_by_the_store(release: Path):
 
 
 def test_a_rerun_publishes_nothing_new_and_the_copy_is_unchanged(release: Path):
-    from pipelines.catalogue import load_spec
-    from pipelines.flow import run_release
+    from privfair.run.flow import run_release
+    from privfair.spec.catalogue import load_spec
 
     before = {p: p.read_bytes() for p in (release / "shared").iterdir()}
     out = run_release(load_spec(GERMAN), release.parents[1])
@@ -127,9 +127,8 @@ def test_what_a_writer_stored_beside_the_data_is_not_ingested(tmp_path: Path):
     """pandas records its index (with the input's row count) in the file's metadata; a release
     built from the ingested table must not carry it, whatever the family."""
     import pandas as pd
-
-    from pipelines.ingest import load_dataset
-    from schemas.spec import DatasetSpec
+    from privfair.io.ingest import load_dataset
+    from privfair.schemas.spec import DatasetSpec
 
     frame = pd.DataFrame({"x": range(12347), "y": [0, 1] * 6173 + [0]})
     frame.index = frame.index + 7  # a RangeIndex pandas stores as metadata
@@ -149,10 +148,9 @@ def test_a_relative_dataset_path_is_read_again_by_every_task_and_by_validate(tmp
     import numpy as np
     import yaml
     from _shared import TOY_COLUMNS
-
-    from pipelines import tasks
-    from pipelines.catalogue import load_spec
-    from pipelines.cli import main
+    from privfair.cli import main
+    from privfair.run import tasks
+    from privfair.spec.catalogue import load_spec
 
     rng = np.random.default_rng(1)
     n = 60

@@ -11,10 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from pipelines.catalogue import load_spec
-from pipelines.flow import run_release
-from pipelines.settings import DEFAULT_SPECS_DIR
+from privfair.run.flow import run_release
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 SPECS = sorted(Path(DEFAULT_SPECS_DIR).glob("*.yaml"))
 

@@ -1,4 +1,4 @@
-"""Finding, downloading and verifying raw files (``pipelines.sources``).
+"""Finding, downloading and verifying raw files (``privfair.io.sources``).
 
 Downloads are tested against a real HTTP server on 127.0.0.1 serving a temp directory.
 """
@@ -14,12 +14,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from pipelines.ingest import load_dataset
-from pipelines.sources import cache_dir, fingerprint, locate, sha256_file, source_url
-from schemas.datasets import DATASETS, RawFile
-from schemas.errors import DataSourceError
-from schemas.spec import DatasetSpec
+from privfair.io.ingest import load_dataset
+from privfair.io.sources import cache_dir, fingerprint, locate, sha256_file, source_url
+from privfair.schemas.datasets import DATASETS, RawFile
+from privfair.schemas.errors import DataSourceError
+from privfair.schemas.spec import DatasetSpec
 
 GERMAN = DATASETS["german"].files[0]
 

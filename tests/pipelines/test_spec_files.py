@@ -9,10 +9,9 @@ from pathlib import Path
 import pytest
 import yaml
 from _shared import TOY_COLUMNS, run_cli
-
-from pipelines.ingest import load_dataset
-from schemas.errors import SpecError
-from schemas.spec import DatasetSpec, load_spec
+from privfair.io.ingest import load_dataset
+from privfair.schemas.errors import SpecError
+from privfair.schemas.spec import DatasetSpec, load_spec
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
@@ -112,8 +111,8 @@ def test_empty_csv_cells_of_string_columns_are_nulls(tmp_path: Path) -> None:
 def test_a_column_name_too_long_for_yaml_is_named(tmp_path):
     """A plain YAML key over 1024 characters is a syntax error: the message names the column
     (its start) and the limit instead of a bare YAML error."""
-    from pipelines.catalogue import load_spec as load
-    from schemas.errors import SpecError
+    from privfair.schemas.errors import SpecError
+    from privfair.spec.catalogue import load_spec as load
 
     name = "c" * 1100
     spec = tmp_path / "long.yaml"

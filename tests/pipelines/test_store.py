@@ -3,7 +3,7 @@
 candidates and create nothing, releases checked against their recorded checksums (an incomplete
 one is quarantined and rebuilt), and every store failure an exit 2 naming the path and the rule.
 
-Everything goes through the real CLI (``pipelines.cli.main`` in-process) on a store in tmp_path;
+Everything goes through the real CLI (``privfair.cli.main`` in-process) on a store in tmp_path;
 German Credit is the dataset of the built-in runs, a 30-row CSV the one of the file runs.
 """
 
@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 import yaml
 from _shared import BROKEN_SPEC, TOY_COLUMNS, read_latest, run_cli
-
-from pipelines import release
-from pipelines.catalogue import load_spec, with_params
-from pipelines.cli import main
-from pipelines.release import Store
+from privfair.cli import main
+from privfair.release import store as release
+from privfair.release.store import Store
+from privfair.spec.catalogue import load_spec, with_params
 
 SPECS = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 GERMAN = SPECS / "german_fair_mdav.yaml"
@@ -353,7 +352,7 @@ def test_verify_release_names_what_is_wrong(store: Path, published: dict, damage
 def test_the_tasks_reuse_only_a_complete_release(
     store: Path, published: dict, tmp_path: Path
 ) -> None:
-    from pipelines import flow, tasks
+    from privfair.run import flow, tasks
 
     version = published["version"]
     spec = load_spec(GERMAN)

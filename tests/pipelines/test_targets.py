@@ -1,4 +1,4 @@
-"""Releases published to lakehouse tables by write-audit-publish (``target``, ``pipelines.targets``).
+"""Releases published to lakehouse tables by write-audit-publish (``target``, ``privfair.release.targets``).
 
 An Iceberg target gets the release on an audit branch, validated from it, then ``main``
 fast-forwarded and tagged in one commit; a Delta target gets a staging table, then one
@@ -19,10 +19,10 @@ import pytest
 import yaml
 from _partitioned import day_keys, write_days
 from _shared import TOY_COLUMNS, run_cli
-
-from pipelines import flow, targets
-from pipelines.catalogue import load_spec
-from schemas.errors import StoreError
+from privfair.release import targets
+from privfair.run import flow
+from privfair.schemas.errors import StoreError
+from privfair.spec.catalogue import load_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -121,7 +121,7 @@ def test_a_run_killed_before_the_fast_forward_is_repaired(tmp_path):
     store = tmp_path / "store"
     spec = _spec(tmp_path)
     code = (
-        "import sys; from pipelines.catalogue import load_spec; from pipelines.flow import "
+        "import sys; from privfair.spec.catalogue import load_spec; from privfair.run.flow import "
         f"run_release; run_release(load_spec({str(spec)!r}), {str(store)!r}, crash_after='validate')"
     )
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True)

@@ -15,16 +15,15 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
-from components.core.checks import check_contract, check_guarantee
-from components.core.descriptor import resolve
-from components.core.registry import kind_checks
-from components.synthesis.audit import evidence
-from components.synthesis.examples import BINS, EXAMPLE_ALPHA, JOBS, REGIONS, example_table
-from components.synthesis.params import MSTParams, PreFairParams
-from components.synthesis.synthesize import mst, prefair
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, attach_roles, read_roles
+from privfair.components.core.checks import check_contract, check_guarantee
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.registry import kind_checks
+from privfair.components.synthesis.audit import evidence
+from privfair.components.synthesis.examples import BINS, EXAMPLE_ALPHA, JOBS, REGIONS, example_table
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.components.synthesis.synthesize import mst, prefair
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, attach_roles, read_roles
 
 ANSWERS = ("no", "yes")
 NOMINAL = {"region": REGIONS, "job": JOBS, "income": ANSWERS}

@@ -35,13 +35,12 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from components.synthesis import MST, PREFAIR
-from components.synthesis.figures import figures
-from components.synthesis.params import MSTParams, PreFairParams
-from schemas.contracts import contract_to_json
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.synthesis import MST, PREFAIR
+from privfair.components.synthesis.figures import figures
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.schemas.contracts import contract_to_json
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 N = 12_347
 CELLS = {(0, 0): 4_321, (0, 1): 2_717, (1, 0): 3_190, (1, 1): 2_119}  # (sex, income) -> count
@@ -320,7 +319,7 @@ def test_an_out_of_range_number_is_counted_not_shown():
 
 
 def test_metric_errors_name_counts_not_values():
-    from components.synthesis import metrics as M
+    from privfair.components.synthesis import metrics as M
 
     with pytest.raises(InputError) as e:
         M.marginal({"a": np.array([0, 1, 7_321])}, {"a": 2}, ["a"])

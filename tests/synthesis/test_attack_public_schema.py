@@ -5,7 +5,7 @@ A DP synthetic table's schema is public (``data.parquet``: each field's Arrow ty
 off the private data:
 
 - an ``ordinal`` column without a declared ``domain`` took a pandas ordered Categorical's
-  categories as its domain (``pipelines.ingest``), published as ``privfair.domain``: a
+  categories as its domain (``privfair.io.ingest``), published as ``privfair.domain``: a
   Categorical built from the values holds exactly the values that occur, so one person's rare
   level was in the domain of D and not of D minus that person. Such a column is now refused
   (``InputError`` naming it: exit 2), as a column with no domain is;
@@ -23,12 +23,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
-
-from components.synthesis.params import MSTParams, PreFairParams
-from components.synthesis.synthesize import mst, prefair
-from pipelines.ingest import load_dataset
-from schemas.errors import InputError
-from schemas.spec import DatasetSpec
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.components.synthesis.synthesize import mst, prefair
+from privfair.io.ingest import load_dataset
+from privfair.schemas.errors import InputError
+from privfair.schemas.spec import DatasetSpec
 
 N = 400
 EDUCATION = ["basic", "secondary", "degree"]

@@ -12,16 +12,15 @@ from contextlib import contextmanager
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from privfair.components.core.checks import check_contract
+from privfair.components.synthesis.accounting import plan, rho_budget
+from privfair.components.synthesis.audit import evidence
+from privfair.components.synthesis.examples import BINS, prefair_example
+from privfair.components.synthesis.params import MAX_ROWS, MSTParams, PreFairParams, noisy_rows
+from privfair.components.synthesis.synthesize import prefair
+from privfair.schemas.errors import InputError, SpecError
+from privfair.spec.catalogue import parse_spec
 from pydantic import ValidationError
-
-from components.core.checks import check_contract
-from components.synthesis.accounting import plan, rho_budget
-from components.synthesis.audit import evidence
-from components.synthesis.examples import BINS, prefair_example
-from components.synthesis.params import MAX_ROWS, MSTParams, PreFairParams, noisy_rows
-from components.synthesis.synthesize import prefair
-from pipelines.catalogue import parse_spec
-from schemas.errors import InputError, SpecError
 
 INF, NAN = float("inf"), float("nan")
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
-
-from components.synthesis.domain import ColumnDomain, edge_decimals
+from privfair.components.synthesis.domain import ColumnDomain, edge_decimals
 
 
 def test_float_bins_decode_on_the_grid_of_their_edges_and_inside_their_bin():

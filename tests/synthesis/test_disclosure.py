@@ -7,16 +7,15 @@ from __future__ import annotations
 import json
 
 import pytest
-
-from components.synthesis import MST, PREFAIR, PUBLIC
-from components.synthesis.compression import Compression
-from components.synthesis.domain import declared_domains, encode_table
-from components.synthesis.examples import mst_example, prefair_example
-from components.synthesis.figures import OWNER_FIGURES, PUBLIC_FIGURES, figures
-from components.synthesis.model import Measurement
-from components.synthesis.synthesize import measured_fidelity
-from schemas.contracts import contract_to_json
-from schemas.roles import read_roles
+from privfair.components.synthesis import MST, PREFAIR, PUBLIC
+from privfair.components.synthesis.compression import Compression
+from privfair.components.synthesis.domain import declared_domains, encode_table
+from privfair.components.synthesis.examples import mst_example, prefair_example
+from privfair.components.synthesis.figures import OWNER_FIGURES, PUBLIC_FIGURES, figures
+from privfair.components.synthesis.model import Measurement
+from privfair.components.synthesis.synthesize import measured_fidelity
+from privfair.schemas.contracts import contract_to_json
+from privfair.schemas.roles import read_roles
 
 OWNER_ONLY = ("fidelity", "fairness.input", "clamped", "timings_s")
 

@@ -1,4 +1,4 @@
-"""MST's and PreFair's marginals through the execution engine (``components.core.engine``): the
+"""MST's and PreFair's marginals through the execution engine (``privfair.components.core.engine``): the
 dense counts built from ``group_counts`` equal NumPy's own count of the codes, exactly, on the
 family's example and on Adult; a real local Spark session gives the same counts as this
 process, and a PreFair release run on Spark keeps its contract."""
@@ -9,20 +9,19 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from components.core.checks import check_contract
-from components.core.descriptor import resolve
-from components.core.engine import Engine, LocalEngine, using
-from components.synthesis import MST, PREFAIR
-from components.synthesis.accounting import plan
-from components.synthesis.compression import Compression
-from components.synthesis.examples import mst_example, prefair_example
-from components.synthesis.marginals import Marginals
-from components.synthesis.params import MSTParams
-from components.synthesis.selection import candidate_pairs
-from components.synthesis.synthesize import encode_input, one_way_counts, pair_counts
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
+from privfair.components.core.checks import check_contract
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.engine import Engine, LocalEngine, using
+from privfair.components.synthesis import MST, PREFAIR
+from privfair.components.synthesis.accounting import plan
+from privfair.components.synthesis.compression import Compression
+from privfair.components.synthesis.examples import mst_example, prefair_example
+from privfair.components.synthesis.marginals import Marginals
+from privfair.components.synthesis.params import MSTParams
+from privfair.components.synthesis.selection import candidate_pairs
+from privfair.components.synthesis.synthesize import encode_input, one_way_counts, pair_counts
+from privfair.run.flow import ingest
+from privfair.spec.catalogue import load_spec
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 

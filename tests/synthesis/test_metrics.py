@@ -13,9 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
-from scipy.stats import chi2_contingency
-
-from components.synthesis.metrics import (
+from privfair.components.synthesis.metrics import (
     acd,
     cramers_v,
     downstream_accuracy,
@@ -25,7 +23,8 @@ from components.synthesis.metrics import (
     tvd,
     two_way_tvd,
 )
-from schemas.errors import InputError
+from privfair.schemas.errors import InputError
+from scipy.stats import chi2_contingency
 
 SETTINGS = settings(
     max_examples=60,

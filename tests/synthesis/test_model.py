@@ -8,9 +8,14 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.synthesis.checks import conditional_mi, g_test
-from components.synthesis.model import Measurement, fit_independent, fit_tree, noisy_total, sample
+from privfair.components.synthesis.checks import conditional_mi, g_test
+from privfair.components.synthesis.model import (
+    Measurement,
+    fit_independent,
+    fit_tree,
+    noisy_total,
+    sample,
+)
 
 
 def tree_distribution(rng, sizes, edges):

@@ -11,19 +11,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-
-from components.core.checks import check_contract, check_guarantee
-from components.synthesis import FAMILY
-from components.synthesis import public_domains as D
-from components.synthesis.audit import evidence
-from components.synthesis.contract import contract
-from components.synthesis.corruptions import break_nulls
-from components.synthesis.domain import declared_nulls
-from components.synthesis.examples import BINS, EXAMPLE_ALPHA, JOBS, REGIONS, example_table
-from components.synthesis.params import MSTParams, PreFairParams
-from components.synthesis.synthesize import mst, prefair
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.core.checks import check_contract, check_guarantee
+from privfair.components.synthesis import FAMILY
+from privfair.components.synthesis import public_domains as D
+from privfair.components.synthesis.audit import evidence
+from privfair.components.synthesis.contract import contract
+from privfair.components.synthesis.corruptions import break_nulls
+from privfair.components.synthesis.domain import declared_nulls
+from privfair.components.synthesis.examples import BINS, EXAMPLE_ALPHA, JOBS, REGIONS, example_table
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.components.synthesis.synthesize import mst, prefair
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 ANSWERS = ("no", "yes")
 

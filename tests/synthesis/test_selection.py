@@ -12,10 +12,9 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from components.synthesis.checks import check_fair_tree
-from components.synthesis.guarantees import FairTree
-from components.synthesis.selection import (
+from privfair.components.synthesis.checks import check_fair_tree
+from privfair.components.synthesis.guarantees import FairTree
+from privfair.components.synthesis.selection import (
     Roles,
     best_fair_tree,
     candidate_pairs,

@@ -8,20 +8,19 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from privfair.components.core.checks import check_contract, check_guarantee
+from privfair.components.synthesis.accounting import rho_budget
+from privfair.components.synthesis.audit import evidence
+from privfair.components.synthesis.contract import contract
+from privfair.components.synthesis.examples import BINS, example_table, prefair_example
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.components.synthesis.public_domains import ADULT_NULLS
+from privfair.components.synthesis.synthesize import mst, prefair
+from privfair.run.flow import ingest
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.spec.catalogue import load_spec
 from pydantic import ValidationError
-
-from components.core.checks import check_contract, check_guarantee
-from components.synthesis.accounting import rho_budget
-from components.synthesis.audit import evidence
-from components.synthesis.contract import contract
-from components.synthesis.examples import BINS, example_table, prefair_example
-from components.synthesis.params import MSTParams, PreFairParams
-from components.synthesis.public_domains import ADULT_NULLS
-from components.synthesis.synthesize import mst, prefair
-from pipelines.catalogue import load_spec
-from pipelines.flow import ingest
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 

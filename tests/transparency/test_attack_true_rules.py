@@ -38,15 +38,14 @@ import itertools
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.transparency import ATR, FAMILY
-from components.transparency.atr import atr
-from components.transparency.figures import figures
-from components.transparency.params import ATRParams
-from components.transparency.scheme import adversary_confidence, fidelity_bounds, solve
-from pipelines.catalogue import load_spec
-from pipelines.settings import DEFAULT_SPECS_DIR
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.transparency import ATR, FAMILY
+from privfair.components.transparency.atr import atr
+from privfair.components.transparency.figures import figures
+from privfair.components.transparency.params import ATRParams
+from privfair.components.transparency.scheme import adversary_confidence, fidelity_bounds, solve
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 EXACT = 1e-6  # "recovered": within this of the true value
 BANDS = ("<9", "[9, 13)", ">=13")
@@ -107,9 +106,9 @@ def owner_view(table, params, result) -> dict:
     """What the owner keeps (the attack of issue 21 had it, through the manifest, the report and
     the Great Expectations results): every metric, and the trade-off figure's curves, beta*_g
     over the fidelity sweep computed on the true rules (the last point, fidelity 1, is C*_g)."""
-    from components.transparency.audit import evidence
-    from components.transparency.checks import closed_form
-    from components.transparency.contract import sweep_grid
+    from privfair.components.transparency.audit import evidence
+    from privfair.components.transparency.checks import closed_form
+    from privfair.components.transparency.contract import sweep_grid
 
     cells = evidence(table, {}, {}, params)["cells"]
     grid = sweep_grid(params)
@@ -412,7 +411,7 @@ def test_other_true_rules_give_the_same_public_view(adult, truth):
 
 def test_cells_announced_at_an_end_give_their_rule_away(adult, truth):
     """What the announced mapping and delta give a reader who knows the mechanism (spec L1,
-    documented in components.transparency.scheme): a cell announced at an unclipped end of its
+    documented in privfair.components.transparency.scheme): a cell announced at an unclipped end of its
     fidelity interval has the true rule announced -+ (1 - delta). Here: sex = 1 (case beta_0,
     whose solution the optimum fixes) announces [9, 13) at its upper end (x^0) and >= 13 at its
     lower end; sex = 0 (case beta_min) announces <9 and >= 13 at the ends of their intervals

@@ -6,14 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract, check_guarantee
-from components.transparency.atr import atr
-from components.transparency.audit import evidence
-from components.transparency.examples import golden_cells, records
-from components.transparency.params import ATRParams
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, attach_roles, read_roles
+from privfair.components.core.checks import check_contract, check_guarantee
+from privfair.components.transparency.atr import atr
+from privfair.components.transparency.audit import evidence
+from privfair.components.transparency.examples import golden_cells, records
+from privfair.components.transparency.params import ATRParams
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, attach_roles, read_roles
 
 CELLS = ATRParams(delta=0.9, decisions="cells")
 
@@ -179,7 +178,7 @@ def test_all_zero_lower_bounds_e3():
 
 def test_private_attribute_also_public_is_refused():
     """One column, one role: the roles model refuses a column listed twice."""
-    from schemas.roles import TableRoles
+    from privfair.schemas.roles import TableRoles
 
     with pytest.raises(InputError, match="only one role"):
         TableRoles.of(

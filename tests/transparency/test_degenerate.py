@@ -18,15 +18,14 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from components.core.checks import CheckResult, check_contract, check_guarantee
-from components.transparency.atr import atr
-from components.transparency.audit import evidence
-from components.transparency.checks import check_atr_fairness_bounds
-from components.transparency.examples import INCOME, golden_cells, records
-from components.transparency.params import ATRParams
-from schemas.errors import InputError
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.core.checks import CheckResult, check_contract, check_guarantee
+from privfair.components.transparency.atr import atr
+from privfair.components.transparency.audit import evidence
+from privfair.components.transparency.checks import check_atr_fairness_bounds
+from privfair.components.transparency.examples import INCOME, golden_cells, records
+from privfair.components.transparency.params import ATRParams
+from privfair.schemas.errors import InputError
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 
 CELLS = ATRParams(delta=0.9, decisions="cells")
 
@@ -150,7 +149,7 @@ def test_the_same_measure_twice():
 
 def test_the_fairness_checker_on_a_frame_without_its_columns():
     """A checker given a frame that lacks a column returns a failed verdict, it does not raise."""
-    from components.transparency.guarantees import FairnessBounds
+    from privfair.components.transparency.guarantees import FairnessBounds
 
     g = FairnessBounds(id="C8", fidelity="delta", level=0.9)
     frame = pd.DataFrame({"measure": ["SP"], "value": [0.1], "__value": [0.1], "__true": [0.1]})

@@ -17,19 +17,18 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
-
-from components.core.checks import check_contract
-from components.core.engine import LocalEngine, using
-from components.transparency import FAMILY
-from components.transparency import atr as atr_module
-from components.transparency.atr import atr
-from components.transparency.audit import evidence
-from components.transparency.cells import Cells, build_cells, region_labels
-from components.transparency.examples import atr_example, golden_cells, records
-from components.transparency.params import ATRParams
-from pipelines.catalogue import load_spec
-from pipelines.settings import DEFAULT_SPECS_DIR
-from schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.components.core.checks import check_contract
+from privfair.components.core.engine import LocalEngine, using
+from privfair.components.transparency import FAMILY
+from privfair.components.transparency import atr as atr_module
+from privfair.components.transparency.atr import atr
+from privfair.components.transparency.audit import evidence
+from privfair.components.transparency.cells import Cells, build_cells, region_labels
+from privfair.components.transparency.examples import atr_example, golden_cells, records
+from privfair.components.transparency.params import ATRParams
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 # --- the inputs ---------------------------------------------------------------------------------
 
@@ -123,7 +122,7 @@ def _reference_cells(table: pa.Table, params: ATRParams) -> Cells:
         population, d1, codes = population[order], d1[order], codes[order]
     else:
         if params.decisions == "model":
-            from components.transparency.model import decide
+            from privfair.components.transparency.model import decide
 
             decisions, model, split = decide(table, roles, label, params)
         else:

@@ -22,9 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from components.transparency.fidelity import fidelity_bounds
-from components.transparency.scheme import adversary_confidence, solve
+from privfair.components.transparency.fidelity import fidelity_bounds
+from privfair.components.transparency.scheme import adversary_confidence, solve
 
 scipy_sparse = pytest.importorskip("scipy.sparse")
 linprog = pytest.importorskip("scipy.optimize").linprog

@@ -10,10 +10,9 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-
-from pipelines.catalogue import load_spec
-from pipelines.flow import revalidate, run_release
-from pipelines.settings import DEFAULT_SPECS_DIR
+from privfair.run.flow import revalidate, run_release
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import DEFAULT_SPECS_DIR
 
 INTERNAL = {"d1_true", "d1_min", "d1_max", "beta_0", "beta_1", "beta_p", "beta_min", "case",
             "true_value", "C_star", "train"}  # fmt: skip
@@ -78,7 +77,7 @@ OWNER_METRICS = ("c_star_global", "beta_min_global", "cases", "max_abs_change", 
 def test_the_shareable_copy_holds_only_what_follows_from_the_announced_mapping(published):
     """Its manifest carries the declared metrics (none computed from the true rules or the
     input), its report the declared figures (no trade-off sweep over the true rules)."""
-    from components.transparency import ATR
+    from privfair.components.transparency import ATR
 
     path, _ = published
     pub = json.loads((path / "shared" / "manifest.json").read_text())

@@ -1,4 +1,4 @@
-"""The vectorised ATR solver (components.transparency.scheme) against the spec atr-privacy.md.
+"""The vectorised ATR solver (privfair.components.transparency.scheme) against the spec atr-privacy.md.
 
 - the section 4.6 golden assertions G1-G10 and the section 4.7 vectors (T2-T7, T9, T10), exact with
   fractions through a plain per-group transcription of the spec's reference (section 3.10), and
@@ -25,10 +25,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from components.transparency.fidelity import fidelity_bounds
-from components.transparency.scheme import CASES, adversary_confidence, solve
-from schemas.errors import InputError
+from privfair.components.transparency.fidelity import fidelity_bounds
+from privfair.components.transparency.scheme import CASES, adversary_confidence, solve
+from privfair.schemas.errors import InputError
 
 SETTINGS = settings(
     max_examples=150,
@@ -102,7 +101,7 @@ def solve_group_reference(P, L, H, D1=None, alloc="paper", tol=1e-12):
         else:
             gl = a
         # not the spec's S = clamp(S_true, g_l, f_r), which announces the true group mass: the
-        # flat level (components.transparency.scheme, module docstring), clamped alike
+        # flat level (privfair.components.transparency.scheme, module docstring), clamped alike
         S = min(max(N * flat_level_reference(P, L, H), gl), fr)
     lk, hk = lo(S), hi(S)
     hk = [max(hk[k], lk[k]) for k in range(m)]
@@ -466,7 +465,7 @@ def test_t3_delta_sweep(g, row):
     np.testing.assert_allclose(got, (b0, b1, bp, beta), atol=5e-7)
     assert sol.case[g] == case
     # D~ is normative outside the beta_min case; there (the spec leaves it open), these are the
-    # flat level's values (module docstring of components.transparency.scheme): at delta <= 0.5
+    # flat level's values (module docstring of privfair.components.transparency.scheme): at delta <= 0.5
     # every cell's interval holds 1/2 and the whole group announces it (posterior = prior); at
     # 0.6-0.7 the level misses the P-maximal cell's interval and S is the nearest feasible mass
     np.testing.assert_allclose(sol.d1_tilde[3 * g : 3 * g + 3], d1t, atol=5e-7)
@@ -873,7 +872,7 @@ def test_select_s_is_well_conditioned_when_beta_is_close_to_one():
     assert adversary_confidence(g, p, sol.d1_tilde)[0] == pytest.approx(sol.beta[0], abs=1e-15)
     # the left end g_l of the feasible range, which S is clamped to when the flat level lies
     # below it: the solver's bisection reaches N, the spec's literal G stops short of it
-    from components.transparency.scheme import _bisect_left_end, _Cells
+    from privfair.components.transparency.scheme import _bisect_left_end, _Cells
 
     cells = _Cells(np.array(p), np.array(lo), np.array(hi), sol.beta, sol.mass, [0], [2])
     assert _bisect_left_end(cells, sol.S_lo, sol.S_hi)[0] == sol.mass[0]
@@ -885,7 +884,7 @@ def test_select_s_bisection_is_vectorised_across_groups(monkeypatch):
     """C10: the flat level's bisection and SELECT_S run for all the groups that need them at
     once (three bisections at most: the level, f_r, g_l), so the number of evaluations is
     bounded by the bisection length, not by the number of groups."""
-    import components.transparency.scheme as scheme
+    import privfair.components.transparency.scheme as scheme
 
     calls = {"F": 0, "G": 0, "bisect": 0}
     bisect = scheme._bisect

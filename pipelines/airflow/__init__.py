@@ -1,0 +1,1 @@
+"""The Airflow face: DAGs, task groups and tasks for privfair releases (``privfair[airflow]``)."""

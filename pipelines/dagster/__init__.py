@@ -1,0 +1,1 @@
+"""The Dagster face: definitions for a folder of specs (``privfair[dagster]``)."""

@@ -1,0 +1,1 @@
+"""Reading the data a release protects: built-in raw files and their checksums (``sources``), databases, lakehouse tables and URLs (``connectors``), the input table with its roles (``ingest``) and the dataset identity the privacy accounting keys on (``identity``)."""

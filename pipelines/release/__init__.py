@@ -1,0 +1,1 @@
+"""A release as files: the store and its candidates (``store``), the shareable copy (``share``), reports, lakehouse targets and their catalogue metadata, the code version, and the work run beside the release in another process (``beside``)."""

@@ -1,0 +1,947 @@
+"""The release flow: ingest -> protect -> stage (validate) -> publish (or quarantine).
+
+One ``ReleasePlan`` per release, resolved once from the spec (algorithm, family package, store,
+data folder): ``protect``, ``stage`` and ``publish`` below are each the only copy of their rules,
+and the CLI (``run_release``) and the file-based task layer that Dagster and Airflow drive
+(``privfair.run.tasks``) call the same functions. Nothing here names an algorithm: the spec names
+one, and its descriptor (``privfair.components.core.descriptor.Algorithm``) says how to run it, what it
+owes (its contract), how to check it (its evidence), what to show (its metrics) and what of it
+may be handed out (``Algorithm.public``).
+
+A release folder ``<store>/<pipeline>/<version>/`` holds the owner part (``manifest.json``:
+spec, params, contract, validation, metrics, input fingerprint, code version and the sha256 of
+every other file; ``report.html``; each sidecar as ``internal/<sidecar>.parquet``;
+``validation/``) and the shareable copy in ``shared/`` (each public output as
+``shared/<output>.parquet``, the public manifest and report: ``privfair.release.share``). An existing
+version is reused only when it is complete (``already_published``); otherwise it is quarantined
+and built again.
+
+Every release that runs goes through the ledger (``privfair.budget.ledger``, ``privfair.budget.admission``):
+``admit`` reserves a differentially private release's cost before its algorithm runs (refused
+over budget), ``admitted`` applies the spec's re-publication policy to the outputs before any
+file is written, ``stage`` and ``publish`` record how it ended. A reused version runs nothing
+and spends nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from privfair.budget.admission import Admission, check_republish
+from privfair.budget.admission import admit as _admit
+from privfair.components.core import memory, progress
+from privfair.components.core.descriptor import Algorithm
+from privfair.components.core.engine import Engine, make_engine, using
+from privfair.components.core.registry import family_of
+from privfair.components.core.result import META_CONTRACT, ComponentResult
+from privfair.io.ingest import load_dataset, private_columns, source_versions
+from privfair.release import share
+from privfair.release.beside import Beside
+from privfair.release.store import (
+    Candidate,
+    Store,
+    checksums,
+    not_intact,
+    quarantine_release,
+    resolve_release,
+    set_latest,
+    store_secret,
+    sweep_staging,
+    tidy,
+    verify_release,
+)
+from privfair.release.version import code_version
+from privfair.schemas import contracts as C
+from privfair.schemas.errors import (
+    ContractViolation,
+    DataSourceError,
+    InputError,
+    PrivfairError,
+    SpecError,
+    StoreError,
+)
+from privfair.schemas.roles import read_roles
+from privfair.schemas.spec import PipelineSpec
+from privfair.spec.catalogue import algorithm_of, parse_spec
+from privfair.spec.partitions import check_key
+from privfair.validation.validate import Validation, validate_release
+
+SIDECAR_DIR = "internal"
+
+
+# --- small helpers ---------------------------------------------------------------------------------
+def _json_default(o: Any) -> Any:
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def dumps(obj: Any) -> bytes:
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default).encode()
+
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    buf = io.BytesIO()
+    pq.write_table(table, buf, compression="zstd")
+    return buf.getvalue()
+
+
+def output_file(name: str) -> str:
+    """Where a public output lies in a release: in its shareable copy."""
+    return share.shared_file(f"{name}.parquet")
+
+
+def sidecar_file(name: str) -> str:
+    return f"{SIDECAR_DIR}/{name}.parquet"
+
+
+def violation(
+    failed: list[str], results: list[dict], where: str | None = None, reused: str | None = None
+) -> ContractViolation:
+    """The error of a release whose guarantees do not hold, listing each failed check."""
+    details = "\n".join(
+        f"  {r['id']} {r['kind']}: {r['message']}" for r in results if not r["passed"]
+    )
+    if reused:
+        tail = f"\nthe published release {reused} does not pass validation any more"
+    elif where:
+        tail = f"\ncandidate quarantined at {where}"
+    else:
+        tail = "\nnothing was published"
+    return ContractViolation(failed, f"{details}{tail}")
+
+
+# --- the plan ----------------------------------------------------------------------------------------
+@dataclass
+class Ingested:
+    table: pa.Table
+    input: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class ReleasePlan:
+    """One release of one spec, resolved once: the spec, its algorithm's descriptor, the
+    family package that versions it, the store (None where only the algorithm is run), the
+    raw-data folder, the partition released (None: every row of the input) and, for a spec
+    whose input is in memory (``dataset.source.kind: memory``), the table handed over by the
+    Python API. Every step of the flow takes the plan; none resolves the spec again."""
+
+    spec: PipelineSpec
+    algo: Algorithm
+    package: str
+    store: Store | None = None
+    data_dir: str | Path | None = None
+    partition: str | None = None
+    table: pa.Table | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def of(
+        cls,
+        spec: PipelineSpec,
+        store: Store | str | Path | None = None,
+        data_dir: str | Path | None = None,
+        partition: str | None = None,
+        table: pa.Table | None = None,
+    ) -> ReleasePlan:
+        """The plan of ``spec``: its algorithm resolved (``SpecError`` for an unknown one), the
+        partition key checked against the spec's partitions (``SpecError`` naming
+        ``--partition``) and its store opened and checked (``StoreError``) before anything is
+        read."""
+        algo = algorithm_of(spec)
+        if partition is not None:
+            check_key(spec.partitions, partition)
+        if store is not None and not isinstance(store, Store):
+            store = Store.open(store)
+        if store is not None:
+            store.check_pipeline(spec.name)
+        return cls(spec, algo, family_of(algo).package, store, data_dir, partition, table)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    def ingest(self) -> Ingested:
+        """The spec's input table (roles attached, generic rules checked) and its input record;
+        a built-in dataset takes the role presets of the algorithm's family; a relative file
+        path is resolved against the spec file's folder, then ``data_dir``. A large table is
+        held memory-mapped (``memory.mapped``): every phase reads it, none needs it in the
+        process's own memory."""
+        presets = family_of(self.algo).dataset_roles
+        table, info = load_dataset(
+            self.spec.dataset,
+            self.data_dir,
+            presets,
+            base_dir=self.spec.spec_dir,
+            partitions=self.spec.partitions,
+            partition=self.partition,
+            table=self.table,
+            empty_partition=self.algo.cost is not None,  # a DP release exists for every key
+        )
+        held = memory.mapped(table)
+        rows, table = table.num_rows, None
+        memory.release(rows)  # the decoded copy goes back to the system before protection
+        return Ingested(held, info)
+
+    def observe(self) -> tuple[str, dict[str, str]]:
+        """The source's fingerprint now and each partition's (``ingest.source_versions``), read
+        as ``ingest`` reads it: what a release of the whole input, or of each partition, would
+        record as its input fingerprint."""
+        return source_versions(
+            self.spec.dataset,
+            self.data_dir,
+            family_of(self.algo).dataset_roles,
+            base_dir=self.spec.spec_dir,
+            partitions=self.spec.partitions,
+        )
+
+    def version(self, input_fingerprint: str) -> str:
+        """Deterministic release version: input fingerprint + spec + the code version of the
+        shared core and the algorithm's family, + the partition key for a partition's release
+        (owner-side: the shareable copy shows ``share.public_id`` of it instead)."""
+        key = [input_fingerprint, self.spec.fingerprint(), code_version(self.package)]
+        if self.partition is not None:
+            key.append(self.partition)
+        h = hashlib.sha256(json.dumps(key).encode())
+        return h.hexdigest()[:16]
+
+    def demands(self, input_table: pa.Table, owed: list) -> list:
+        """The spec's demanded guarantees for this input: each column they name must exist
+        (in the input, or among the quasi-identifiers the algorithm publishes), and a
+        k-anonymity demand without quasi-identifiers applies to the ones the algorithm's own
+        k-anonymity names (else the input's)."""
+        published_qis: tuple[str, ...] = ()
+        for g in owed:
+            if isinstance(g, C.KAnonymity) and g.quasi_identifiers:
+                published_qis = g.quasi_identifiers
+                break
+        known = set(input_table.column_names) | set(published_qis)
+        roles = read_roles(input_table)
+        out = []
+        for i, g in enumerate(self.spec.demands):
+            if g.row_level and not self.algo.row_level:
+                raise SpecError(
+                    f"guarantees.{i}.kind",
+                    f"{g.kind} is checked on the input rows a release keeps; {self.algo.name} "
+                    "publishes new rows, not the input's",
+                )
+            try:
+                g = g.completed(input_table)
+            except (C.GuaranteeError, InputError) as e:
+                raise SpecError(f"guarantees.{i}", str(e)) from None
+            for f in g.column_fields:
+                value = getattr(g, f)
+                for name in (value,) if isinstance(value, str) else value:
+                    if name not in known:
+                        raise SpecError(
+                            f"guarantees.{i}.{f}",
+                            f"no column '{name}' in the input of '{self.spec.name}'",
+                        )
+            if isinstance(g, C.KAnonymity) and not g.quasi_identifiers:
+                qis = published_qis or tuple(roles.quasi_identifiers)
+                g = g.model_copy(update={"quasi_identifiers": qis})
+            out.append(g)
+        return out
+
+    def required(self, input_table: pa.Table) -> list:
+        """What a release on ``input_table`` must guarantee: the algorithm's contract for the
+        spec's params on this input, then the spec's demands, then what the roles demand.
+        Computed from the spec and the input only, never from what a release says about
+        itself."""
+        owed = self.algo.required_contract(self.spec.params, input_table)
+        return owed + self.demands(input_table, owed) + role_guarantees(input_table)
+
+    def engine(self) -> Engine:
+        """The engine the spec's ``execution`` names (``privfair.components.core.engine.make_engine``)."""
+        ex = self.spec.execution
+        return make_engine(ex.engine, ex.master, ex.workers)
+
+    @contextlib.contextmanager
+    def running(self) -> Iterator[Engine]:
+        """The spec's engine, current for the whole block and closed after it: protection,
+        validation in parts and the cost of protection's re-run all go to the engine the spec
+        names (one Spark session or process pool per run), not only the grouping."""
+        engine = self.engine()
+        try:
+            with using(engine):
+                yield engine
+        finally:
+            engine.close()
+
+    def open_store(self) -> Store:
+        if self.store is None:
+            raise StoreError("", "this step needs a release store")
+        return self.store
+
+
+def ingest(spec: PipelineSpec, data_dir: str | Path | None = None) -> Ingested:
+    """``ReleasePlan.ingest`` of ``spec``."""
+    return ReleasePlan.of(spec, data_dir=data_dir).ingest()
+
+
+def required_contract(spec: PipelineSpec, input_table: pa.Table) -> list:
+    """``ReleasePlan.required`` of ``spec``."""
+    return ReleasePlan.of(spec).required(input_table)
+
+
+def version_id(spec: PipelineSpec, input_fingerprint: str) -> str:
+    """``ReleasePlan.version`` of ``spec``."""
+    return ReleasePlan.of(spec).version(input_fingerprint)
+
+
+def role_guarantees(input_table: pa.Table) -> list:
+    """What every release owes the input's roles whatever the algorithm: its ``private``
+    columns (refused or dropped at ingest) are in no public output."""
+    private = private_columns(input_table)
+    return [C.ColumnsAbsent(id="roles.private", columns=tuple(private))] if private else []
+
+
+# --- protect -------------------------------------------------------------------------------------
+def protect(
+    plan: ReleasePlan | PipelineSpec, ing: Ingested, engine: Engine | None = None
+) -> ComponentResult:
+    """Run the plan's algorithm on ``engine`` (default: the spec's, opened and closed here); its
+    declared contract gets the spec's demands and the roles' guarantees appended. A demand
+    naming a missing column is refused before anything runs."""
+    plan = plan if isinstance(plan, ReleasePlan) else ReleasePlan.of(plan)
+    algo = plan.algo
+    owed = algo.required_contract(plan.spec.params, ing.table)
+    extra = plan.demands(ing.table, owed)
+    if engine is None:
+        with plan.running() as own:
+            result = _run_on(own, algo, ing, plan.spec.params)
+    else:
+        result = _run_on(engine, algo, ing, plan.spec.params)
+    result.contract = list(result.contract) + extra + role_guarantees(ing.table)
+    return result.stamped()
+
+
+def _run_on(engine: Engine, algo: Algorithm, ing: Ingested, params) -> ComponentResult:
+    calls = engine.calls
+    with using(engine):
+        result = algo(ing.table, params)
+    # the run keeps the outputs through writing, validation and the report
+    result.outputs = {k: memory.mapped(t) for k, t in result.outputs.items()}
+    result.sidecars = {k: memory.mapped(t) for k, t in result.sidecars.items()}
+    result.execution = engine.describe()
+    if engine.name != "local" and engine.calls == calls:
+        result.warnings.append(
+            f"the {engine.name} engine ran nothing: {algo.name} ran in this process (a "
+            "family that runs in blocks takes a parameter for their size)"
+        )
+    return result
+
+
+# --- stage: write, validate, describe ----------------------------------------------------------------
+def declared_copies(manifest_contract: list, outputs: dict[str, pa.Table]) -> dict[str, list]:
+    """Every copy of the contract a release carries: the manifest's and each output's."""
+    copies = {"manifest.json": list(manifest_contract)}
+    for name, t in outputs.items():
+        raw = (t.schema.metadata or {}).get(META_CONTRACT)
+        copies[output_file(name)] = C.contract_from_json(raw) if raw else []
+    return copies
+
+
+def manifest(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    validation: Validation,
+    version: str,
+    adm: Admission | None = None,
+) -> dict:
+    """The owner's manifest (everything; the shareable copy has its own, ``share``). With a
+    ledger, ``ledger`` records this release's entry (``Admission.record``); a ledger URL in
+    the spec is kept only with its password redacted."""
+    algo = plan.algo
+    return {
+        "pipeline": plan.name,
+        "version": version,
+        **({"partition": plan.partition} if plan.partition is not None else {}),
+        # microseconds: repair_latest orders releases by this stamp
+        "published_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "code_version": code_version(plan.package),
+        "spec": _redacted_spec(plan.spec),
+        "spec_fingerprint": plan.spec.fingerprint(),
+        "component": result.component,
+        "family": algo.family,
+        "params": result.params,
+        "contract": C.contract_to_data(result.contract),
+        "validation": validation.summary(),
+        "metrics": result.metrics,
+        "headline": {m.key: m.label for m in algo.headline},
+        "timings": result.timings,
+        "execution": result.execution,
+        "warnings": result.warnings,
+        "input": ing.input,
+        "outputs": {
+            k: {"file": output_file(k), "rows": t.num_rows} for k, t in result.outputs.items()
+        },
+        "sidecars": {
+            k: {"file": sidecar_file(k), "rows": t.num_rows, "internal": True}
+            for k, t in result.sidecars.items()
+        },
+        "files": {"report": "report.html", **validation.artefacts},
+        **({"ledger": adm.record()} if adm is not None else {}),
+    }
+
+
+def _redacted_spec(spec: PipelineSpec) -> dict:
+    """The spec as data, each ledger URL with its password redacted."""
+    from privfair.budget.ledger import redact
+
+    d = spec.model_dump(mode="json")
+    for key in ("budget", "republish"):
+        if isinstance(d.get(key), dict) and d[key].get("ledger"):
+            d[key]["ledger"] = redact(d[key]["ledger"])
+    return d
+
+
+def cost_of_protection(plan: ReleasePlan, beside: Beside) -> dict:
+    """The report's cost of protection (owner-only), from ``beside`` (``privfair.release.beside``: the
+    measurements the run started beside it, or measures now). A mechanism that is not replayable
+    (a differentially private one) is not run again on the private input: a second run would
+    spend privacy budget its ledger does not record."""
+    if not plan.algo.replayable:
+        return {
+            "status": "not applicable",
+            "reason": f"{plan.algo.title} is differentially private: measuring it on a hold-out "
+            "would run the mechanism again on the private input, spending budget its ledger "
+            "does not record; privfair evaluate measures it on folds, on the owner's side",
+        }
+    return beside.cost_of_protection()
+
+
+def build_candidate(
+    plan: ReleasePlan | PipelineSpec,
+    ing: Ingested,
+    result: ComponentResult,
+    cand: Candidate,
+    adm: Admission | None = None,
+    beside: Beside | None = None,
+) -> tuple[Validation, dict]:
+    """Write the candidate's files, validate what was written (against the contract rebuilt
+    from the spec and the input), then write the owner's report, the shareable copy (public
+    manifest and report, when validation passed) and, last, the owner's manifest with the
+    checksums of every other file (a candidate with a manifest is complete). A candidate that
+    passes also gets the cost of protection (``cost_of_protection``) and the algorithm's
+    ``input_measures`` for the owner's report: from ``beside`` when the run started them beside
+    protection (``privfair.release.beside``), else started here, beside validation, and stopped if
+    validation fails."""
+    plan = plan if isinstance(plan, ReleasePlan) else ReleasePlan.of(plan, cand.store)
+    if beside is None:
+        with Beside.start(plan, ing.table, ing.input["fingerprint"]) as beside:
+            return build_candidate(plan, ing, result, cand, adm, beside)
+    with progress.phase("write"):
+        for k, t in result.outputs.items():
+            cand.write(output_file(k), parquet_bytes(t))
+        for k, t in result.sidecars.items():
+            cand.write(sidecar_file(k), parquet_bytes(t))
+        outputs = {k: cand.read_mapped(output_file(k)) for k in result.outputs}
+        sidecars = {k: cand.read_mapped(sidecar_file(k)) for k in result.sidecars}
+    # from here on the run works from what was written, and its own copies go: the driver
+    # would otherwise hold the published table twice (~1.7 GB each at 10M rows)
+    result.outputs, result.sidecars = outputs, sidecars
+    memory.release(ing.table.num_rows)  # what protection freed goes before validation's peak
+    with progress.phase("validate") as ph:
+        validation = _validated(plan, ing, result, outputs, sidecars, cand)
+        ph.note(f"{sum(r.passed for r in validation.guarantees)}/{len(validation.guarantees)} hold")
+    # Great Expectations' objects hold the evidence frames in reference cycles (the validator
+    # lets go of its module-level context): collect them before the cost of protection and the
+    # report allocate theirs
+    if not memory.release(ing.table.num_rows):  # a large table's release collects too
+        memory.collect(ing.table.num_rows)
+    if validation.passed and adm is not None:
+        adm.enter()  # a release that is not DP is recorded once it may be published
+    man = manifest(plan, ing, result, validation, cand.version, adm)
+    if validation.passed:
+        with progress.phase("cost of protection"):
+            man["cost_of_protection"] = cost_of_protection(plan, beside)
+            measures = beside.input_measures()
+            if measures is not None:
+                man["input_measures"] = measures
+    with progress.phase("report"):
+        _reports(plan, ing, result, cand, man, outputs, sidecars, adm, validation.passed)
+    man["checksums"] = checksums(cand.store, *cand.parts)
+    cand.write("manifest.json", dumps(man))
+    return validation, man
+
+
+def _validated(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    outputs: dict[str, pa.Table],
+    sidecars: dict[str, pa.Table],
+    cand: Candidate,
+) -> Validation:
+    """``validate_release`` of the candidate's files as written."""
+    return validate_release(
+        plan.algo,
+        plan.spec.params,
+        ing.table,
+        outputs,
+        sidecars,
+        plan.required(ing.table),
+        declared_copies(result.contract, outputs),
+        cand.local_dir if cand.store.local else None,
+    )
+
+
+def _reports(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    cand: Candidate,
+    man: dict,
+    outputs: dict[str, pa.Table],
+    sidecars: dict[str, pa.Table],
+    adm: Admission | None,
+    passed: bool,
+) -> None:
+    """The owner's report and, for a release that ``passed``, the shareable copy (public report
+    and manifest with its own checksums); ``man`` gets the ``shared`` entry."""
+    from privfair.release.report import render_public_report, render_report
+
+    algo = plan.algo
+    if passed:
+        release_id = share.public_id(store_secret(cand.store), plan.name, cand.version)
+        pub = share.public_manifest(
+            plan.spec,
+            algo,
+            release_id,
+            man["code_version"],
+            result.params,
+            result.contract,
+            result.metrics,
+            man["validation"],
+            outputs,
+            partition=plan.partition,
+            charge=adm.public() if adm is not None else None,
+        )
+        cand.write(
+            share.shared_file(share.REPORT), render_public_report(pub, algo, outputs).encode()
+        )
+        pub["checksums"] = {
+            name.removeprefix(f"{share.SHARED}/"): v
+            for name, v in checksums(cand.store, *cand.parts).items()
+            if name.startswith(f"{share.SHARED}/")
+        }
+        cand.write(share.shared_file(share.MANIFEST), dumps(pub))
+        man["shared"] = {
+            "release": release_id,
+            "folder": share.SHARED,
+            "manifest": share.shared_file(share.MANIFEST),
+            "report": share.shared_file(share.REPORT),
+        }
+    cand.write("report.html", render_report(man, algo, outputs, ing.table, sidecars).encode())
+
+
+@dataclass
+class Staged:
+    """What ``stage`` left: a validated candidate in staging (``cand``), or a quarantined one
+    (``quarantine`` names its folder)."""
+
+    validation: Validation
+    cand: Candidate | None
+    quarantine: str | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.validation.passed
+
+
+def stage(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    version: str,
+    adm: Admission | None = None,
+    beside: Beside | None = None,
+) -> Staged:
+    """Build and validate the candidate of ``version`` in the store's staging area
+    (``build_candidate``; ``beside``: the input-only measurements the run started). A candidate whose
+    validation fails is quarantined (nothing is published; its ledger entry says
+    ``quarantined``, its charge stays); a failure while writing leaves no candidate and no
+    empty folder behind (the entry says ``failed``)."""
+    try:
+        staged = _stage(plan, ing, result, version, adm, beside)
+    except BaseException:
+        if adm is not None:
+            adm.failed()
+        raise
+    if not staged.passed and adm is not None:
+        adm.mark("quarantined", staged.quarantine)
+    return staged
+
+
+def _stage(
+    plan: ReleasePlan,
+    ing: Ingested,
+    result: ComponentResult,
+    version: str,
+    adm: Admission | None,
+    beside: Beside | None,
+) -> Staged:
+    store = plan.open_store()
+    sweep_staging(store, plan.name, older_than_s=3600)
+    try:
+        cand = Candidate(store, plan.name, version)
+        try:
+            validation, _ = build_candidate(plan, ing, result, cand, adm, beside)
+        except OSError as e:  # a write of the candidate (validation artefacts included)
+            cand.discard()
+            raise StoreError(
+                getattr(e, "filename", None) or store.path(*cand.parts),
+                f"cannot write the release candidate: {e.strerror or e}",
+            ) from None
+        except BaseException:
+            cand.discard()
+            raise
+    except BaseException:
+        tidy(store, plan.name)
+        raise
+    if validation.passed and plan.spec.target is not None:
+        try:
+            audit_target(plan, ing, result, cand)
+        except ContractViolation as e:
+            where = cand.quarantine()
+            tidy(store, plan.name)
+            raise ContractViolation(e.failed, f"{e}\ncandidate quarantined at {where}") from None
+        except BaseException:
+            cand.discard()
+            tidy(store, plan.name)
+            raise
+    if validation.passed:
+        return Staged(validation, cand)
+    where = cand.quarantine()
+    tidy(store, plan.name)
+    return Staged(validation, None, where)
+
+
+def audit_target(plan: ReleasePlan, ing: Ingested, result: ComponentResult, cand: Candidate):
+    """Write the validated candidate's public outputs to the spec's ``target`` and validate
+    them as read back from it (``privfair.release.targets.write_and_audit``: write-audit-publish)."""
+    from privfair.release import targets
+
+    outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
+    sidecars = {k: cand.read_table(sidecar_file(k)) for k in result.sidecars}
+    required = plan.required(ing.table)
+
+    def revalidate(back: dict) -> list[str]:
+        return validate_release(
+            plan.algo,
+            plan.spec.params,
+            ing.table,
+            {**outputs, **back},
+            sidecars,
+            required,
+            declared_copies(result.contract, back),
+        ).failed
+
+    release_id = share.public_id(store_secret(cand.store), plan.name, cand.version)
+    return targets.write_and_audit(plan, cand, result, release_id, revalidate)
+
+
+def publish_target(plan: ReleasePlan, cand: Candidate) -> dict:
+    """Fast-forward the spec's ``target`` to the audited release (``privfair.release.targets``)."""
+    from privfair.release import targets
+
+    man = json.loads(cand.store.read_text(*cand.parts, "manifest.json"))
+    outputs = {k: cand.read_table(output_file(k)) for k in man["outputs"]}
+    contract = C.parse_contract(man["contract"])
+    return targets.publish(plan, outputs, man["shared"]["release"], contract, cand)
+
+
+def published_or_failed(staged: Staged) -> None:
+    """``ContractViolation`` listing each failed check of a quarantined candidate."""
+    if not staged.passed:
+        raise violation(
+            staged.validation.failed, staged.validation.summary()["results"], staged.quarantine
+        )
+
+
+def publish(
+    plan: ReleasePlan,
+    cand: Candidate,
+    crash_after: str | None = None,
+    adm: Admission | None = None,
+) -> bool:
+    """Move the validated candidate into ``<store>/<pipeline>/<version>`` atomically, then
+    ``latest``. False when another run published this version first (``latest`` is then
+    pointed at it); the candidate is gone either way. The ledger entry says ``published``,
+    or ``failed`` (its charge stays: the mechanism ran)."""
+    store = plan.open_store()
+    try:
+        try:
+            if plan.spec.target is not None and not store.exists(plan.name, cand.version):
+                publish_target(plan, cand)
+            published = cand.publish(crash_after=crash_after)
+        finally:
+            cand.discard()
+    except BaseException:
+        tidy(store, plan.name)
+        if adm is not None:
+            adm.failed()
+        raise
+    if not published:
+        set_latest(store, plan.name, cand.version)
+    if adm is not None:
+        adm.mark(
+            "published" if published else "failed",
+            None if published else "another run published this version first",
+        )
+    return published
+
+
+def admit(plan: ReleasePlan, ing: Ingested, version: str) -> Admission | None:
+    """Record this release in the plan's ledger before its algorithm runs, reserving the cost
+    of a differentially private one against the spec's budget (``privfair.budget.admission.admit``:
+    ``BudgetExceeded`` when it does not fit, before any noise is drawn). What the release owes
+    is computed first, so a spec or input it would refuse (a demand on a missing column, a
+    role the algorithm does not read) is refused before anything is recorded or charged."""
+    plan.required(ing.table)
+    return _admit(plan, ing, version)
+
+
+def admitted(plan: ReleasePlan, adm: Admission | None, result: ComponentResult) -> None:
+    """Apply the spec's re-publication policy to ``result``'s public outputs
+    (``privfair.budget.admission.check_republish``: ``RepublishRefused``, nothing written), adding
+    its warnings to the result's."""
+    try:
+        result.warnings.extend(check_republish(plan, adm, result.outputs))
+    except BaseException:
+        if adm is not None:
+            adm.failed()
+        raise
+
+
+@dataclass(frozen=True)
+class Existing:
+    """What ``already_published`` found: true when the version is published and complete.
+    ``problem`` says why a folder of that version was not (it was then moved to
+    ``quarantined``, None if another run moved it first)."""
+
+    version: str
+    complete: bool
+    problem: str | None = None
+    quarantined: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.complete
+
+    @property
+    def message(self) -> str | None:
+        if self.problem is None:
+            return None
+        return (
+            f"existing release {self.version} was incomplete or corrupted ({self.problem}); "
+            "quarantined and rebuilt"
+        )
+
+
+def already_published(store: Store, pipeline: str, version: str) -> Existing:
+    """Whether ``version`` is published and complete (``release.verify_release``: manifest
+    readable, every file it lists present with its recorded checksum). A folder of that version
+    that is not complete is moved to ``.quarantine/`` (the result says why) so that the caller
+    builds it again. ``latest`` is not touched here: the caller moves it when it (re)uses the
+    version."""
+    if not store.exists(pipeline, version):
+        return Existing(version, False)
+    problem = verify_release(store, pipeline, version)
+    if problem is None:
+        return Existing(version, True)
+    where = quarantine_release(store, pipeline, version, problem)
+    return Existing(version, False, problem, where)
+
+
+def status_of(published: bool, rebuilt: bool) -> str:
+    """published | exists (another run published it first) | rebuilt (an incomplete folder of
+    this version was quarantined first)."""
+    return "exists" if not published else "rebuilt" if rebuilt else "published"
+
+
+@dataclass
+class Outcome:
+    status: str  # published | exists | rebuilt (an incomplete release was quarantined)
+    pipeline: str
+    version: str
+    path: str
+    validation: Validation | None = None
+    metrics: dict = field(default_factory=dict)
+    headline: list = field(default_factory=list)
+    message: str | None = None
+    warnings: list = field(default_factory=list)
+    ledger: dict | None = None
+
+
+def run_release(
+    spec: PipelineSpec,
+    store_uri: str | Path,
+    data_dir: str | Path | None = None,
+    crash_after: str | None = None,
+    partition: str | None = None,
+    table: pa.Table | None = None,
+) -> Outcome:
+    """Publish one release of ``spec``. Idempotent: an existing complete version is not
+    rewritten, and ``latest`` is moved to it (a re-run points ``latest`` at the version it
+    produced); an incomplete one is quarantined and rebuilt (status ``rebuilt``, with a
+    ``message``). A failed validation quarantines the candidate and raises
+    ``ContractViolation``; a failed run leaves no empty staging or pipeline folder behind.
+    ``partition`` releases that partition of a partitioned spec (``PipelineSpec.partitions``).
+    ``table`` is the input of a spec whose dataset is in memory (``source: {kind: memory}``).
+
+    A release that runs is first recorded in the ledger (``admit``: a differentially private
+    one reserves its cost, ``BudgetExceeded`` if over budget); a re-run of a published version
+    runs nothing and charges nothing. The spec's ``republish`` policy is applied to the
+    outputs before anything is written (``admitted``). ``crash_after="charge"`` kills the
+    process right after the charge (tests)."""
+    plan = ReleasePlan.of(spec, store_uri, data_dir, partition, table)
+    store = plan.open_store()
+    with progress.phase("ingest") as ph:
+        ing = plan.ingest()
+        ph.note(f"{ing.table.num_rows} rows")
+    version = plan.version(ing.input["fingerprint"])
+    headline = list(plan.algo.headline)
+    path = store.path(spec.name, version)
+    sweep_staging(store, spec.name, older_than_s=3600)
+    existing = already_published(store, spec.name, version)
+    if existing:
+        set_latest(store, spec.name, version)
+        man = json.loads(store.read_text(spec.name, version, "manifest.json"))
+        return Outcome(
+            "exists",
+            spec.name,
+            version,
+            path,
+            metrics=man.get("metrics", {}),
+            headline=headline,
+            warnings=man.get("warnings", []),
+            ledger=man.get("ledger"),
+        )
+    adm = admit(plan, ing, version)
+    if crash_after == "charge":
+        import os
+
+        os._exit(17)
+    # the report's reruns of the algorithm need only the spec and the input: they are measured
+    # beside protection and validation (``privfair.release.beside``), and dropped if those fail
+    with (
+        plan.running() as engine,
+        Beside.start(plan, ing.table, ing.input["fingerprint"]) as beside,
+    ):
+        try:
+            with progress.phase(f"protect ({plan.algo.name})"):
+                result = protect(plan, ing, engine)
+        except BaseException:
+            if adm is not None:
+                adm.failed()
+            raise
+        admitted(plan, adm, result)
+        with progress.phase("stage"):
+            staged = stage(plan, ing, result, version, adm, beside)
+    published_or_failed(staged)
+    if crash_after == "validate":
+        import os
+
+        os._exit(17)
+    assert staged.cand is not None
+    with progress.phase("publish"):
+        published = publish(plan, staged.cand, crash_after=crash_after, adm=adm)
+    return Outcome(
+        status_of(published, existing.problem is not None),
+        spec.name,
+        version,
+        path,
+        staged.validation,
+        result.metrics,
+        headline,
+        existing.message if published else None,
+        result.warnings,
+        adm.record() if adm is not None else None,
+    )
+
+
+# --- re-check a published release ----------------------------------------------------------------
+def release_files(man: dict) -> tuple[dict[str, str], dict[str, str]]:
+    """(outputs, sidecars) as name -> file inside the release, from its manifest (releases
+    written before named outputs had ``data.parquet`` and ``lineage.parquet``)."""
+    if "outputs" in man:
+        return (
+            {k: v["file"] for k, v in man["outputs"].items()},
+            {k: v["file"] for k, v in (man.get("sidecars") or {}).items()},
+        )
+    files = man.get("files") or {}
+    return {"data": files.get("data", "data.parquet")}, {
+        "lineage": files.get("lineage", "lineage.parquet")
+    }
+
+
+def revalidate(
+    release: Path, data_dir: str | Path | None = None, table: pa.Table | None = None
+) -> Validation:
+    """Recompute every guarantee of ``release`` against the contract rebuilt from its spec. The
+    input is re-loaded from the spec in the manifest and must match the fingerprint recorded at
+    publication; the contract copies the release carries are only compared with that contract.
+    ``release`` may be a ``<store>/<pipeline>/latest`` pointer file. A release whose input was
+    given in memory needs that table again (``table``; without it ``DataSourceError`` says so),
+    and it must have the recorded fingerprint like any other input."""
+    release = resolve_release(release)
+    mpath = release / "manifest.json"
+    if not mpath.is_file():
+        raise PrivfairError(f"{release}: not a release folder (no manifest.json)")
+    try:
+        man = json.loads(mpath.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise PrivfairError(f"{mpath}: the manifest cannot be read: {e}") from None
+    if isinstance(man, dict) and man.get("format") == share.FORMAT:
+        raise PrivfairError(
+            f"{release}: this is the shareable copy of a release; its guarantees are recomputed "
+            "from the owner's release and the input (privfair validate <store>/<pipeline>/"
+            "<version>); `privfair verify` checks the copy's files against its manifest"
+        )
+    damaged = not_intact(release, man)  # the published bytes, or which file is not
+    spec = parse_spec(man["spec"], source=str(mpath))
+    partition = (man.get("input") or {}).get("partition")
+    plan = ReleasePlan.of(spec, data_dir=data_dir, partition=partition, table=table)
+    with progress.phase("ingest") as ph:
+        ing = plan.ingest()
+        ph.note(f"{ing.table.num_rows} rows")
+    if ing.input["fingerprint"] != man["input"]["fingerprint"]:
+        raise DataSourceError(
+            f"input fingerprint {ing.input['fingerprint'][:12]} differs from the release's "
+            f"{man['input']['fingerprint'][:12]}: cannot re-check guarantees relative to the input"
+        )
+    out_files, side_files = release_files(man)
+    try:
+        # mapped as a run maps what it wrote: a 10M-row release re-checked is not held twice
+        outputs = {k: memory.mapped_parquet(str(release / f)) for k, f in out_files.items()}
+        sidecars = {k: memory.mapped_parquet(str(release / f)) for k, f in side_files.items()}
+    except (OSError, pa.ArrowInvalid) as e:
+        raise PrivfairError(f"{release}: a release file cannot be read: {e}") from None
+    try:
+        declared = declared_copies(C.parse_contract(man.get("contract") or []), outputs)
+    except C.GuaranteeError as e:
+        raise PrivfairError(f"{release}: its declared contract cannot be read: {e}") from None
+    with progress.phase("validate") as ph, plan.running():
+        v = validate_release(
+            plan.algo, spec.params, ing.table, outputs, sidecars, plan.required(ing.table), declared
+        )
+        ph.note(f"{sum(r.passed for r in v.guarantees)}/{len(v.guarantees)} hold")
+    if v.passed and damaged is not None:
+        raise damaged  # the guarantees hold on bytes that are not the release's
+    return v

@@ -1,0 +1,1 @@
+"""Checking a release: every guarantee recomputed from the published outputs, the sidecars and the input (``validate``), with the generated Great Expectations suites (``expectations``, ``gx_import``)."""
