@@ -73,6 +73,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.spec import PipelineSpec
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import NoReturn
 
 import yaml
+
 from privfair.schemas.errors import ContractViolation, PrivfairError, SpecError
 
 DEFAULT_STORE = os.environ.get("PRIVFAIR_STORE", "releases")
@@ -698,6 +699,7 @@ def main(argv: list[str] | None = None) -> int:
     naming the phase and the log holding the traceback (``privfair.crashlog``)."""
     from privfair import crashlog
     from privfair.components.core.progress import reporting
+    from privfair.extras import missing_extra
 
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parser().parse_args(argv)
@@ -715,7 +717,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"privfair: error: {e}", file=sys.stderr)
         return 2
     except Exception as e:  # noqa: BLE001  (not raised on purpose: never a traceback, exit 1)
-        missing = crashlog.missing_extra(e)
+        missing = missing_extra(e)
         if missing is not None:
             print(f"privfair: error: {missing}", file=sys.stderr)
             return 2

@@ -13,14 +13,13 @@ quarantined.
 
 An optional package that is missing (``ModuleNotFoundError`` of an ADBC driver, pyiceberg,
 deltalake, pyspark) is the environment, not a bug: exit 2 naming the ``pip install
-'privfair[EXTRA]'`` that installs it (``missing_extra``).
+'privfair[EXTRA]'`` that installs it (``privfair.extras.missing_extra``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import importlib.util
 import os
 import platform
 import sys
@@ -31,58 +30,7 @@ from pathlib import Path
 
 #: the optional packages a spec may need, by top-level module: (the extra that installs it,
 #: what it serves); the extras are pyproject.toml's [project.optional-dependencies]
-EXTRAS: dict[str, tuple[str, str]] = {
-    "adbc_driver_sqlite": ("sql", "a SQLite source (source: {kind: sql, url: sqlite:///...})"),
-    "adbc_driver_postgresql": (
-        "postgres",
-        "PostgreSQL (a source: {kind: sql, url: postgresql://...}, or a PostgreSQL ledger)",
-    ),
-    "adbc_driver_manager": ("sql", "a database source (ADBC)"),
-    "pyiceberg": ("iceberg", "an Iceberg source or target"),
-    "deltalake": ("delta", "a Delta source or target"),
-    "pyspark": ("spark", "the Spark engine (--engine spark)"),
-}
-
 SEP = " › "  # between a phase and its sub-phase, as the progress lines show them
-
-
-def installed(module: str) -> bool:
-    """Whether the top-level ``module`` can be imported (an entry None in ``sys.modules``, a
-    module that is hidden, counts as absent)."""
-    try:
-        return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def extra_hint(module: str) -> str | None:
-    """``"pip install 'privfair[EXTRA]'"`` for a missing optional module, else None.
-
-    >>> extra_hint("deltalake.table"), extra_hint("numpy")
-    ("pip install 'privfair[delta]'", None)
-    """
-    known = EXTRAS.get(module.split(".")[0])
-    return None if known is None else f"pip install 'privfair[{known[0]}]'"
-
-
-def missing_extra(e: BaseException) -> str | None:
-    """The message of an error that is an optional package not installed (``e`` or an error it
-    was raised from), else None: an import of a module that is installed but fails (a broken
-    installation, a submodule privfair hides) is not one."""
-    seen: set[int] = set()
-    while e is not None and id(e) not in seen:
-        seen.add(id(e))
-        name = getattr(e, "name", None)
-        if isinstance(e, ModuleNotFoundError) and name:
-            root = name.split(".")[0]
-            if root in EXTRAS and not installed(root):
-                extra, what = EXTRAS[root]
-                return (
-                    f"{what} needs the '{extra}' extra, which is not installed (no module "
-                    f"named '{name}'): pip install 'privfair[{extra}]'"
-                )
-        e = e.__cause__ or e.__context__  # type: ignore[assignment]
-    return None
 
 
 # --- the phase an error happened in ---------------------------------------------------------

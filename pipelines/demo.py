@@ -46,6 +46,7 @@ def main(argv: list[str] | None = None) -> int:
 
     home = ensure_dagster_home()
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
     from privfair.spec.catalogue import load_specs
 

@@ -21,9 +21,6 @@ from typing import Any, ClassVar, Literal
 
 import pyarrow as pa
 import pyarrow.compute as pc
-from privfair.schemas.errors import PrivfairError
-from privfair.schemas.numbers import finite
-from privfair.schemas.roles import ColumnRole, Role, TableRoles, read_roles
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -32,6 +29,10 @@ from pydantic import (
     field_validator,
     model_serializer,
 )
+
+from privfair.schemas.errors import PrivfairError
+from privfair.schemas.numbers import finite
+from privfair.schemas.roles import ColumnRole, Role, TableRoles, read_roles
 
 __all__ = [
     "Guarantee",

@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+
 from privfair.schemas.errors import DataSourceError
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

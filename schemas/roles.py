@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 import pyarrow as pa
+
 from privfair.schemas.errors import InputError
 
 META_ROLE = b"privfair.role"

@@ -19,8 +19,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from privfair.schemas.errors import SpecError
-from privfair.schemas.roles import Kind, Role
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -30,6 +28,9 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from privfair.schemas.errors import SpecError
+from privfair.schemas.roles import Kind, Role
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
 _CRON_PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@yearly"}

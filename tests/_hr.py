@@ -12,6 +12,7 @@ from datetime import date, timedelta
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
 ROWS = 2000

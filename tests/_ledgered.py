@@ -27,6 +27,7 @@ def release_cost(folder: Path):
     """The cost of one release of the DP spec (MST over the four toy columns), as the flow
     computes it from the ingested table (written to ``folder``)."""
     from _partitioned import write_days
+
     from privfair.run.flow import ReleasePlan
     from privfair.spec.catalogue import load_spec
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.descriptor import KindCheck, resolve
 from privfair.schemas import contracts as C
 from privfair.schemas.errors import PrivfairError

@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, ClassVar
 
-from privfair.schemas.contracts import Guarantee, kind_of
-from privfair.schemas.numbers import finite
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -30,6 +28,9 @@ from pydantic import (
     field_validator,
     model_serializer,
 )
+
+from privfair.schemas.contracts import Guarantee, kind_of
+from privfair.schemas.numbers import finite
 
 __all__ = [
     "Params",

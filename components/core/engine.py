@@ -50,6 +50,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+
 from privfair.schemas.errors import PrivfairError, SpecError
 
 __all__ = [

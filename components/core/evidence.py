@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.schemas.errors import InputError
 
 __all__ = ["lineage_audit", "published_positions"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import Role, TableRoles, read_roles
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.memory import CHUNK_ROWS, mapped_take
 
 __all__ = ["canonical_chunks", "published_form", "published_order", "publish_in_order"]

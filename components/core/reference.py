@@ -21,10 +21,11 @@ import types
 import typing
 from dataclasses import dataclass
 
-from privfair.components.core.descriptor import Algorithm
-from privfair.schemas.errors import SpecError
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+
+from privfair.components.core.descriptor import Algorithm
+from privfair.schemas.errors import SpecError
 
 __all__ = ["Param", "named", "parameters", "type_name", "describe", "listing", "markdown"]
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+
 from privfair.schemas.contracts import Guarantee, contract_to_json
 
 __all__ = ["ComponentResult", "stamp", "META_CONTRACT", "META_COMPONENT", "META_PARAMS"]

@@ -32,6 +32,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.evidence import lineage_audit, published_positions
 from privfair.components.generalisation.domains import plain
 from privfair.components.generalisation.inputs import (

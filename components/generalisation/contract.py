@@ -9,6 +9,7 @@ and kinds).
 from __future__ import annotations
 
 import pyarrow as pa
+
 from privfair.components.generalisation import guarantees as G
 from privfair.components.generalisation.params import GeneralisationParams
 from privfair.schemas import contracts as C

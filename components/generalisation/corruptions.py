@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.generalisation import guarantees as G
 from privfair.components.generalisation.inputs import prepare
 from privfair.components.generalisation.measures import t_max

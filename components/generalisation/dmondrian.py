@@ -24,6 +24,7 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.generalisation.contract import dmondrian_contract
 from privfair.components.generalisation.inputs import prepare_for
 from privfair.components.generalisation.params import DMondrianParams

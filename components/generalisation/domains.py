@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.inputs import null_options
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import Kind

@@ -35,12 +35,13 @@ import time
 
 import numpy as np
 import pyarrow as pa
+from scipy.spatial import cKDTree
+
 from privfair.components.generalisation.contract import dsabre_contract
 from privfair.components.generalisation.dmondrian import TOL, _tau, k_allows
 from privfair.components.generalisation.inputs import prepare_for
 from privfair.components.generalisation.params import DSabreParams
 from privfair.components.generalisation.publish import release
-from scipy.spatial import cKDTree
 
 __all__ = ["dsabre", "dichotomize", "take_out", "normalised_ranks"]
 

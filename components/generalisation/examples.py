@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

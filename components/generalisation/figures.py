@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core import plots
 from privfair.components.core.descriptor import Figure
 from privfair.components.core.inputs import RERUN_ROWS, uniform_sample

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from privfair.components.core.descriptor import OptIn
 from privfair.schemas.contracts import Guarantee
-from pydantic import Field
 
 __all__ = [
     "PublishedGroups",

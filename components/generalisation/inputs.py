@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.inputs import (
     absent_value,
     member,

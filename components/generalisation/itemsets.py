@@ -26,6 +26,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from privfair.components.generalisation.measures import MEASURES, bounds, measures, tau
 
 __all__ = [

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from privfair.components.core.descriptor import OptIn, Params
 from pydantic import Field
+
+from privfair.components.core.descriptor import OptIn, Params
 
 __all__ = ["GeneralisationParams", "DMondrianParams", "DSabreParams"]
 

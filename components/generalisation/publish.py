@@ -20,6 +20,7 @@ import time
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core import memory
 from privfair.components.core.order import published_form, published_order
 from privfair.components.core.result import ComponentResult

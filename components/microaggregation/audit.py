@@ -29,6 +29,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from privfair.components.core.checks import published_frame
 from privfair.components.core.evidence import lineage_audit, published_positions
 from privfair.components.core.parts import EvidenceParts, PackedParts

@@ -37,6 +37,7 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core.engine import current_engine
 from privfair.components.microaggregation.encoding import EncodedQIs
 from privfair.components.microaggregation.grouping import Grouping, make_fairlets, mdav

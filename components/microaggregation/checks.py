@@ -13,6 +13,7 @@ from fractions import Fraction
 
 import numpy as np
 import pandas as pd
+
 from privfair.components.core.checks import (
     CheckResult,
     make_result,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core.corruptions import set_cells
 from privfair.components.microaggregation import guarantees as G
 from privfair.schemas.roles import Role, read_roles

@@ -23,6 +23,7 @@ from typing import Literal, get_args
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.inputs import absent_value, member, null_options
 from privfair.components.microaggregation.columns import plain
 from privfair.schemas.errors import InputError

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

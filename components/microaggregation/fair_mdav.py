@@ -19,6 +19,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core import memory
 from privfair.components.core.inputs import require_rows
 from privfair.components.core.metrics import (

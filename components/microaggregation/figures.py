@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core import plots
 from privfair.components.core.descriptor import Figure
 from privfair.components.core.plots import esc, fmt_num, fmt_value

@@ -40,6 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+
 from privfair.components.core import progress
 from privfair.components.microaggregation.encoding import EncodedQIs
 

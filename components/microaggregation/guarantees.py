@@ -7,9 +7,10 @@ from __future__ import annotations
 
 from typing import Literal
 
+from pydantic import Field
+
 from privfair.components.microaggregation.encoding import Scaling
 from privfair.schemas.contracts import Guarantee
-from pydantic import Field
 
 __all__ = [
     "GroupSizeRange",

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.inputs import absent_value, require_role, table_roles
 from privfair.components.microaggregation.columns import plain
 from privfair.components.microaggregation.encoding import binary_values

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core import memory
 from privfair.components.core.inputs import require_rows
 from privfair.components.core.metrics import demographic_parity_difference, positive_ratio

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core import memory
 from privfair.components.microaggregation.columns import levels_as
 from privfair.components.microaggregation.encoding import EncodedQIs

@@ -5,9 +5,10 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Literal
 
+from pydantic import Field, field_validator, model_validator
+
 from privfair.components.core.descriptor import OptIn, Params
 from privfair.components.microaggregation.encoding import Scaling
-from pydantic import Field, field_validator, model_validator
 
 __all__ = ["MDAVParams", "FairMDAVParams", "DEFAULT_FLOAT_DECIMALS"]
 

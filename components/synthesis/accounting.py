@@ -46,6 +46,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core import noise
 from privfair.components.core.accounting import (
     _dp,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from privfair.components.synthesis.domain import declared_domains
 from privfair.components.synthesis.inputs import index_roles
 from privfair.components.synthesis.model import Measurement, noisy_total

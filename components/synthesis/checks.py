@@ -15,12 +15,13 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy.stats import chi2
+
 from privfair.components.core.checks import CheckResult, make_result
 from privfair.components.synthesis import guarantees as G
 from privfair.components.synthesis.accounting import composed_total, epsilon_of, step_rho
 from privfair.components.synthesis.params import noisy_rows
 from privfair.components.synthesis.selection import DisjointSets, tree_path
-from scipy.stats import chi2
 
 __all__ = [
     "expected_plan",

@@ -11,6 +11,7 @@ may hold a null are the declared ones (``domain.declared_nulls``: the roles and
 from __future__ import annotations
 
 import pyarrow as pa
+
 from privfair.components.synthesis import guarantees as G
 from privfair.components.synthesis.accounting import rho_budget
 from privfair.components.synthesis.compression import THRESHOLD

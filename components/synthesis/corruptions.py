@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.synthesis.selection import tree_path
 
 __all__ = [

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.inputs import absent_column, null_options
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import ColumnRole, Kind, TableRoles, attach_roles, read_roles

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.synthesis.params import MSTParams, PreFairParams
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import pyarrow as pa
+
 from privfair.components.core import plots
 from privfair.components.core.descriptor import Figure
 from privfair.components.core.plots import _line, _svg, _text, esc

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import ClassVar, Literal
 
+from pydantic import Field
+
 from privfair.components.synthesis.params import MAX_ROWS
 from privfair.schemas.contracts import Guarantee
-from pydantic import Field
 
 __all__ = [
     "PrivacyLedger",

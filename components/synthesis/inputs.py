@@ -12,6 +12,7 @@ them, and the attribute index sets the selection works on.
 from __future__ import annotations
 
 import pyarrow as pa
+
 from privfair.components.core.inputs import table_roles
 from privfair.components.synthesis.selection import Roles
 from privfair.schemas.errors import InputError

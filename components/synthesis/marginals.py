@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core.engine import current_engine
 
 __all__ = ["Marginals", "SparseCounts", "codes_table", "column_name"]

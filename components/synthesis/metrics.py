@@ -27,6 +27,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
 from privfair.components.core.metrics import _binary, fairness_measures
 from privfair.schemas.errors import InputError
 

@@ -20,7 +20,6 @@ import math
 from collections.abc import Mapping
 from typing import ClassVar, Literal
 
-from privfair.components.core.descriptor import OptIn, Params
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -29,6 +28,8 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+
+from privfair.components.core.descriptor import OptIn, Params
 
 __all__ = [
     "Range",

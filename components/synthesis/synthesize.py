@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core.inputs import group_indicator, outcome_indicator
 from privfair.components.core.result import ComponentResult
 from privfair.components.synthesis import metrics as M

@@ -34,6 +34,7 @@ import time
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core.inputs import absent_value
 from privfair.components.core.result import ComponentResult
 from privfair.components.transparency.cells import Cells, build_cells

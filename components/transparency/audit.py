@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
 from privfair.components.transparency.cells import build_cells
 from privfair.components.transparency.fairness import default_measures, measure_rows
 

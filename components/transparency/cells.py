@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.engine import current_engine
 from privfair.components.core.inputs import member, null_options, require_role, table_roles
 from privfair.components.transparency.contract import RULE_FIELDS, SUMMARY_FIELDS

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+
 from privfair.components.core.checks import CheckResult, make_result
 from privfair.components.transparency import guarantees as G
 

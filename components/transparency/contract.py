@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+
 from privfair.components.transparency import guarantees as G
 from privfair.components.transparency.params import ATRParams
 

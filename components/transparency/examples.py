@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.transparency.params import ATRParams
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 

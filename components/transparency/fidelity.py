@@ -36,6 +36,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
 from privfair.schemas.errors import InputError
 
 __all__ = ["FidelityMode", "fidelity_bounds", "as_unit_vector"]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core import plots
 from privfair.components.core.descriptor import Figure
 from privfair.components.core.plots import esc, fmt_num

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from privfair.schemas.contracts import Guarantee
 from pydantic import Field
+
+from privfair.schemas.contracts import Guarantee
 
 __all__ = [
     "InputValidity",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core.inputs import member, null_options
 from privfair.components.transparency.params import ATRParams
 from privfair.schemas.errors import InputError

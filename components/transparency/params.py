@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from privfair.components.core.descriptor import Params
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from privfair.components.core.descriptor import Params
 
 __all__ = ["FairnessMeasure", "ATRParams"]
 

@@ -116,6 +116,7 @@ from typing import Literal
 
 import numpy as np
 from numpy.typing import ArrayLike
+
 from privfair.components.transparency.fidelity import as_unit_vector, fidelity_bounds
 from privfair.schemas.errors import InputError
 

@@ -80,6 +80,7 @@ from airflow.sdk import (
     dag,
     task,
 )
+
 from privfair.schemas.errors import SpecError
 from privfair.spec import partitions
 from privfair.spec.catalogue import load_specs  # light: YAML, pydantic, descriptors
@@ -186,6 +187,7 @@ def _partition_of(spec) -> str | None:
 def _run_settings(spec_name: str) -> dict:
     """Store, data dir, overrides and work folder of the running task (lazy: task-side only)."""
     from airflow.sdk import get_current_context
+
     from privfair.spec.settings import resolve_data_dir, resolve_store, safe_name
 
     ctx = get_current_context()
@@ -314,6 +316,7 @@ def build_dag(spec_path: Path, spec):
         def publish(protected: dict, validated: dict) -> dict:
             from airflow.sdk import get_current_context
             from airflow.sdk.exceptions import AirflowSkipException
+
             from privfair.run import tasks
 
             s = _run_settings(name)

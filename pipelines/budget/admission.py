@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
+
 from privfair.budget.ledger import (
     Charge,
     Ledger,

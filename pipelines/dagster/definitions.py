@@ -74,13 +74,14 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import dagster as dg
+from pydantic import Field, create_model
+
 from privfair.components.core.descriptor import Algorithm, Metric
 from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import PipelineSpec
 from privfair.spec.catalogue import algorithm_of, check_keys, load_specs, outline, with_params
 from privfair.spec.partitions import WHOLE, schedule_note, schedule_of
 from privfair.spec.settings import cron_of, resolve_data_dir, resolve_store
-from pydantic import Field, create_model
 
 CONTRACT_CHECK = "contract"
 RELEASES_JOB = "privfair_releases"  # every spec's release group, no evaluation asset
@@ -729,6 +730,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
     )
     def evaluation(context: dg.AssetExecutionContext, config: EvaluationConfig, raw: dict):
         import pyarrow.parquet as pq
+
         from privfair.run import tasks
 
         out = tasks.evaluate_task(

@@ -39,6 +39,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import yaml
+
 from privfair.components.core import progress as pbar
 from privfair.components.core.inputs import (
     RERUN_ROWS,
@@ -721,6 +722,7 @@ def find_evaluation(spec, input_fingerprint: str | None, root=None) -> dict | No
     from pathlib import Path
 
     import pyarrow.parquet as pq
+
     from privfair.spec.settings import resolve_evaluations
 
     folder = Path(resolve_evaluations(root)) / spec.name

@@ -16,6 +16,7 @@ HERE = Path(__file__).resolve().parent
 
 def main(argv: list[str] | None = None) -> int:
     import adbc_driver_sqlite.dbapi as driver
+
     from privfair.io.ingest import _load_builtin
     from privfair.schemas.errors import PrivfairError
 

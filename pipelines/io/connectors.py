@@ -35,6 +35,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.core import memory
 from privfair.schemas.errors import DataSourceError, InputError, SpecError
 from privfair.schemas.spec import SourceSpec
@@ -336,7 +337,7 @@ def optional(module: str, key: str):
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as e:
-        from privfair.crashlog import EXTRAS
+        from privfair.extras import EXTRAS
 
         extra, what = EXTRAS[module.split(".")[0]]
         raise DataSourceError(
@@ -435,6 +436,7 @@ def _read_delta(src: SourceSpec, base: Path) -> Read:
 def _read_file(src: SourceSpec, base: Path) -> Read:
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
+
     from privfair.io.ingest import read_csv
 
     url = expand(src.url, "dataset.source.url")

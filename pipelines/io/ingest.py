@@ -21,6 +21,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
+
 from privfair.components.core import memory
 from privfair.components.core.inputs import META_DROPPED
 from privfair.io.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file

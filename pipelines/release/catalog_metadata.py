@@ -25,6 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from privfair.schemas.roles import read_roles
 
 __all__ = ["Column", "columns", "describe", "guarantees_naming", "table_name"]

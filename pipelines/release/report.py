@@ -18,6 +18,7 @@ import json
 import re
 
 import pyarrow as pa
+
 from privfair.components.core.descriptor import Algorithm, Metric, resolve
 from privfair.components.core.plots import esc, fmt_num, fmt_value
 

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+
 from privfair.components.core.descriptor import Algorithm
 from privfair.release.store import SHARED, resolve_release
 from privfair.schemas import contracts as C

@@ -64,6 +64,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+
 from privfair.components.core import memory
 from privfair.schemas.errors import StoreError
 

@@ -48,6 +48,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.components.core.order import published_order
 from privfair.schemas import contracts as C
 from privfair.schemas.errors import ContractViolation, SpecError, StoreError

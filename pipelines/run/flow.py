@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+
 from privfair.budget.admission import Admission, check_republish
 from privfair.budget.admission import admit as _admit
 from privfair.components.core import memory, progress

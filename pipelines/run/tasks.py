@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow.parquet as pq
+
 from privfair.budget.admission import Admission, check_republish
 from privfair.components.core.result import ComponentResult
 from privfair.release.store import STAGING, Candidate, Store, set_latest

@@ -12,13 +12,14 @@ import re
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from privfair.components.core.descriptor import Algorithm
 from privfair.components.core.registry import algorithm, known_names
 from privfair.schemas import spec as envelope
 from privfair.schemas.contracts import GuaranteeError, parse_guarantee
 from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import PipelineSpec
-from pydantic import ValidationError
 
 __all__ = [
     "resolve",

@@ -26,6 +26,7 @@ from datetime import date, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
+
 from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.spec import PartitionSpec, PipelineSpec, aligned
 

@@ -50,6 +50,7 @@ from great_expectations.render import (
 )
 from great_expectations.render.renderer.renderer import renderer
 from great_expectations.validator.metric_configuration import MetricConfiguration
+
 from privfair.components.core.checks import (
     CheckerError,
     CheckResult,

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+
 from privfair.components.core import memory, progress
 from privfair.components.core.checks import (
     CheckerError,

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import pixel_stats
+
 from privfair.release.report import render_report
 from privfair.run.flow import ingest, run_release
 from privfair.schemas.contracts import parse_contract

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.checks import check_contract, check_guarantee
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.order import published_order

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
+
 from privfair.components.core.checks import check_guarantee
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.registry import algorithms, kind_check

@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import columns_of
+
 from privfair.components.core.descriptor import Metric, resolve
 from privfair.components.core.registry import algorithms
 from privfair.release import share

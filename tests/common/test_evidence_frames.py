@@ -9,6 +9,7 @@ import pandas as pd
 import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.checks import check_k_anonymity, hashable, published_frame
 from privfair.components.generalisation.dmondrian import dmondrian
 from privfair.components.generalisation.examples import dmondrian_example

@@ -7,6 +7,7 @@ from __future__ import annotations
 import typing
 
 import pytest
+
 from privfair.components.core.checks import check_guarantee
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.registry import algorithms

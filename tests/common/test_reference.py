@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from pydantic import Field
+
 from privfair.components.core import reference
 from privfair.components.core.descriptor import Algorithm, Params
 from privfair.components.core.registry import algorithms
-from pydantic import Field
-
 from tests._shared import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

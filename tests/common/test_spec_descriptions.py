@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+
 from privfair.io.ingest import load_dataset
 from privfair.spec.catalogue import load_spec
 from privfair.spec.settings import DEFAULT_SPECS_DIR

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.generalisation.audit import evidence
 from privfair.components.generalisation.contract import contract

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.registry import algorithm
 from privfair.components.generalisation.inputs import prepare
 from privfair.run.flow import ingest

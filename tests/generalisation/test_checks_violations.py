@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.generalisation import checks as K
 from privfair.components.generalisation import corruptions as X

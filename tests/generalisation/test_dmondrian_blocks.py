@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.engine import LocalEngine, using
 from privfair.components.generalisation.dmondrian import dmondrian, dmondrian_classes
 from privfair.components.generalisation.params import DMondrianParams

@@ -10,6 +10,7 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.generalisation import dmondrian
 from privfair.components.generalisation.dmondrian import TOL, _grow, _tau, find_median, k_allows
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from privfair.components.generalisation.dsabre import _distinct_rows, dichotomize, take_out
 from privfair.components.generalisation.measures import t_max
 

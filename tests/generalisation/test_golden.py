@@ -8,6 +8,7 @@ from collections import defaultdict
 
 import numpy as np
 import pytest
+
 from privfair.components.generalisation.dmondrian import dmondrian
 from privfair.components.generalisation.dsabre import dichotomize, dsabre, take_out
 from privfair.components.generalisation.examples import toy_table

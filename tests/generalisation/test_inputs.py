@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.generalisation.dmondrian import dmondrian
 from privfair.components.generalisation.domains import Domain
 from privfair.components.generalisation.dsabre import dsabre

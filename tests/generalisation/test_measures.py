@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+
 from privfair.components.generalisation.examples import TOY_ROWS
 from privfair.components.generalisation.measures import (
     LOWER_IS_WORSE,

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from privfair.run.flow import run_release
 from privfair.schemas.errors import ContractViolation
 from privfair.spec.catalogue import load_spec, parse_spec

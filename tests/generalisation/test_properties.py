@@ -8,6 +8,7 @@ import math
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.generalisation.audit import build_audit
 from privfair.components.generalisation.checks import labels_of, p_minus_of
 from privfair.components.generalisation.dmondrian import dmondrian
@@ -133,6 +134,7 @@ def test_labels_materialised_in_order_are_the_sorted_release(case):
     order; the result is, byte for byte, the table with every label in place put in canonical
     order (``publish_in_order``)."""
     import pyarrow as pa
+
     from privfair.components.core.order import publish_in_order
     from privfair.components.generalisation.publish import (
         class_ranges,
@@ -193,6 +195,7 @@ def test_a_value_set_is_read_back_as_its_slice_of_the_domain(cells, cuts, sliced
     however the column is cut into chunks (slices of one array, or arrays of their own, as a
     release read back from its row groups holds them)."""
     import pyarrow as pa
+
     from privfair.components.generalisation.domains import Domain
 
     values = ["a", "b", "c", "d"]
@@ -233,6 +236,7 @@ def test_pd_groups_compares_each_row_as_its_objects_do(rows, groups):
     values, a null publishing a null."""
     import pandas as pd
     import pyarrow as pa
+
     from privfair.components.core.evidence import _audited
     from privfair.components.generalisation import guarantees as G
     from privfair.components.generalisation.checks import check_pd_groups
@@ -278,6 +282,7 @@ def test_the_pd_ranks_codes_are_those_of_np_unique(values, pieces):
     """The utility measures' PD codes (``_sorted_codes``) are ``np.unique``'s inverse of the
     column's values, however it is chunked."""
     import pyarrow as pa
+
     from privfair.components.generalisation.publish import _sorted_codes
 
     whole = pa.array(values)

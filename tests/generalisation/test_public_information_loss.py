@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.generalisation import FAMILY
 from privfair.components.generalisation.dmondrian import dmondrian
 from privfair.components.generalisation.dsabre import dsabre

@@ -9,6 +9,7 @@ class silently; now it is refused, naming t, tau(R) and the rule, unless the spe
 from __future__ import annotations
 
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.generalisation.audit import evidence
 from privfair.components.generalisation.dmondrian import dmondrian

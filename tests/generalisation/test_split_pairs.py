@@ -10,6 +10,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.checks import check_contract
 from privfair.components.generalisation.audit import evidence
 from privfair.components.generalisation.contract import dsabre_contract

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from privfair.components.generalisation import utility as U
 from privfair.components.generalisation.utility import (
     Queries,

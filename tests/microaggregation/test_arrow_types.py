@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.microaggregation.audit import evidence
 from privfair.components.microaggregation.fair_mdav import fair_mdav

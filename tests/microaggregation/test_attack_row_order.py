@@ -25,6 +25,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.registry import algorithm
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 

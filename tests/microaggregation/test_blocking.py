@@ -10,6 +10,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.checks import check_contract
 from privfair.components.core.engine import LocalEngine, using
 from privfair.components.microaggregation.audit import evidence

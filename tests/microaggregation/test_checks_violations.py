@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import SHARED_KINDS, check_contract, check_guarantee
 from privfair.components.core.registry import kind_checks
 from privfair.components.microaggregation import FAMILY

@@ -9,6 +9,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.microaggregation.correction import (
     correct_fairness,
     relabel_counts,

@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.checks import check_guarantee, compose
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.engine import LocalEngine, using

@@ -8,6 +8,7 @@ from collections import Counter
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.microaggregation.audit import evidence
 from privfair.components.microaggregation.fair_mdav import contract, fair_mdav, fairlet_sizes

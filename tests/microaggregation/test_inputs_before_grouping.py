@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
 from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles

@@ -8,6 +8,7 @@ from fractions import Fraction
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.microaggregation import grouping
 from privfair.components.microaggregation.fair_mdav import fair_mdav
 from privfair.components.microaggregation.mdav import mdav
@@ -248,6 +249,7 @@ def test_group_means_that_overflow_are_refused_naming_the_column():
     """A numeric QI near the float limit would publish infinite group means: refused."""
     import pyarrow as pa
     import pytest
+
     from privfair.components.microaggregation.mdav import mdav
     from privfair.components.microaggregation.params import MDAVParams
     from privfair.schemas.errors import InputError

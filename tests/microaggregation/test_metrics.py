@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.metrics import (
     demographic_parity_difference,
     demographic_parity_ratio,

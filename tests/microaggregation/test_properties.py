@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.checks import check_contract
 from privfair.components.core.metrics import demographic_parity_difference
 from privfair.components.microaggregation import fair_mdav as fair_mdav_module

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.microaggregation.audit import evidence
 from privfair.components.microaggregation.fair_mdav import fair_mdav
@@ -182,6 +183,7 @@ def test_a_domain_read_off_the_input_names_only_published_levels(tmp_path):
     import json
 
     import pyarrow.parquet as pq
+
     from privfair import api
 
     rng = np.random.default_rng(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.microaggregation.audit import evidence
 from privfair.components.microaggregation.encoding import encode_qis, scale_of

@@ -104,6 +104,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
     """Reference releases (run_release, in a background process) and one in-process Dagster run
     of every asset and check of every shipped spec, side by side."""
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
 
     tmp = tmp_path_factory.mktemp("dagster_all")
@@ -141,6 +142,7 @@ def everything(tmp_path_factory: pytest.TempPathFactory):
 
 def test_every_spec_publishes_what_privfair_run_publishes(everything):
     import dagster as dg
+
     from privfair.components.core.registry import algorithm
     from privfair.spec.catalogue import load_specs
 
@@ -278,6 +280,7 @@ def test_materialisation_metadata(everything):
 
 def test_jobs_and_schedules_follow_the_specs(everything):
     import dagster as dg
+
     from privfair.spec.catalogue import load_specs
 
     defs = everything["defs"]
@@ -298,6 +301,7 @@ def test_the_evaluation_asset_stays_out_of_the_release_jobs(tmp_path: Path, monk
     ``<spec>_job``; materialised with run config it writes the evaluation the next release's
     report picks up."""
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
     from privfair.evaluation.evaluate import find_evaluation
 
@@ -370,6 +374,7 @@ def test_dagster_cli_materialises_german(tmp_path: Path):
 
 def test_failing_contract_stops_before_publishing(tmp_path: Path):
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
     from privfair.release.store import Store, list_releases
 
@@ -410,6 +415,7 @@ def test_checks_take_their_result_by_key_and_fail_without_one(tmp_path: Path, mo
     second C5 fails, every other one passes with its own guarantee; the blocking failures stop
     the release."""
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
     from privfair.run import tasks
     from privfair.spec.catalogue import check_keys, load_spec, outline
@@ -478,6 +484,7 @@ def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
     """Copy the shipped specs, add Fair-MDAV on German at k=20: Dagster gets a new asset graph
     (which materialises) and Airflow a new DAG, without touching any code."""
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
 
     specs = tmp_path / "specs"
@@ -525,6 +532,7 @@ def test_new_spec_file_adds_assets_and_a_dag(tmp_path: Path):
 
 def test_run_config_overrides_params(tmp_path: Path):
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
     from privfair.run.flow import run_release
     from privfair.spec.catalogue import load_spec, with_params
@@ -575,6 +583,7 @@ def test_run_config_overrides_params(tmp_path: Path):
 
 def test_tasks_publish_is_idempotent_and_refuses_a_failed_validation(tmp_path: Path):
     import yaml
+
     from privfair.release.store import Store, list_releases
     from privfair.run import tasks
     from privfair.schemas.errors import ContractViolation
@@ -633,6 +642,7 @@ def test_the_execution_engine_resource_sends_blocks_to_spark(tmp_path: Path, spa
     release is the one the spec's own local engine publishes."""
     import dagster as dg
     import yaml
+
     from privfair.dagster.definitions import ExecutionEngine, build_defs
 
     specs = tmp_path / "specs"

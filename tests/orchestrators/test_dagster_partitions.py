@@ -75,6 +75,7 @@ def backfilled(tmp_path_factory: pytest.TempPathFactory):
     """The toy daily spec (5 days), its source observed, then a backfill of its job over the 5
     days through the Dagster CLI, on a real instance; waits for the 5 runs to end."""
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
 
     tmp = tmp_path_factory.mktemp("dagster_partitions")
@@ -285,6 +286,7 @@ def test_source_versions_are_partition_fingerprints_and_staleness_follows(tmp_pa
     import dagster as dg
     from dagster._core.definitions.data_version import StaleStatus
     from dagster._utils.test.data_versions import get_stale_status_resolver
+
     from privfair.dagster.definitions import build_defs
 
     specs = tmp_path / "specs"
@@ -340,6 +342,7 @@ def _tick(sensor, instance, cursor, defs):
 
 def test_the_sensor_requests_a_run_only_when_a_partition_changes(tmp_path: Path):
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
     from privfair.run.flow import ReleasePlan
     from privfair.spec.catalogue import load_spec
@@ -375,6 +378,7 @@ def test_the_sensor_requests_a_run_only_when_a_partition_changes(tmp_path: Path)
 
 def test_the_sensor_of_an_unpartitioned_and_of_a_dynamic_spec(tmp_path: Path):
     import dagster as dg
+
     from privfair.dagster.definitions import build_defs
 
     specs = tmp_path / "specs"
@@ -414,6 +418,7 @@ def test_the_sensor_of_an_unpartitioned_and_of_a_dynamic_spec(tmp_path: Path):
 
 def test_partition_keys_match_the_partitions_module():
     import dagster as dg
+
     from privfair.dagster.definitions import partitions_def_of
     from privfair.schemas.spec import PipelineSpec
     from privfair.spec.partitions import check_key, key_for

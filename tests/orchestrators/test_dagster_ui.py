@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from _shared import pixel_stats, read_latest
+
 from privfair.spec.catalogue import check_keys, load_spec, outline
 
 pytestmark = pytest.mark.slow

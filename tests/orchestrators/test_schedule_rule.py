@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from _partitioned import write_days, write_spec
+
 from privfair.schemas.errors import SpecError
 from privfair.spec.partitions import CRON
 

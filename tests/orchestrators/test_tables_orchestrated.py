@@ -87,6 +87,7 @@ def test_cli_dagster_and_airflow_publish_the_same_release(setup, airflow_home, m
 
     # Dagster: the connections resource, the warehouse from the environment
     import dagster as dg
+
     from privfair.dagster.definitions import Connections, build_defs
 
     monkeypatch.delenv("AIRFLOW_CONN_RAW_DB")

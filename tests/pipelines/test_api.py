@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from privfair import api
 from privfair.components.core.registry import algorithm
 from privfair.schemas.errors import ContractViolation, DataSourceError, InputError, SpecError
 from privfair.schemas.roles import read_roles
-
 from tests._shared import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -23,6 +23,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import run_cli
+
 from privfair.budget.ledger import RepublishRefused
 
 ROWS = 3000
@@ -151,6 +152,7 @@ def test_another_store_and_a_remote_store(first, capsys):
     """A new local store, and a store that is not a local folder (a ``pyarrow.fs`` store):
     the owner's ledger is the same."""
     import pyarrow.fs as pafs
+
     from privfair.release.store import Store
     from privfair.run.flow import run_release
     from privfair.spec.catalogue import load_spec
@@ -172,6 +174,7 @@ def test_the_python_api(first):
     that spec's dataset), and with a spec built in code naming the dataset; a frame that names
     nothing is refused outright."""
     import pandas as pd
+
     from privfair import api
     from privfair.schemas.errors import SpecError
 

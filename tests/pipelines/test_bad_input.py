@@ -9,6 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import yaml
+from pydantic import ValidationError
+
 from privfair.cli import main
 from privfair.components.microaggregation.fair_mdav import fair_mdav
 from privfair.components.microaggregation.mdav import mdav
@@ -18,7 +20,6 @@ from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 from privfair.schemas.spec import DatasetSpec
 from privfair.spec.catalogue import parse_spec
-from pydantic import ValidationError
 
 N = 30
 ROLES = TableRoles.of(

@@ -8,9 +8,10 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 import privfair.components.generalisation.figures as gen_figures
 import privfair.evaluation.evaluate
-import pytest
 from privfair.evaluation.evaluate import cost_of_protection
 from privfair.release import beside
 from privfair.run.flow import ReleasePlan, ingest, run_release

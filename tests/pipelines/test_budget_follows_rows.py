@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from privfair.budget.ledger import BudgetExceeded, Ledger, Partitioning, cap_rho
 from privfair.io.identity import identity_of
 from privfair.schemas.errors import SpecError

@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import read_latest
+
 from privfair.cli import main
 from privfair.run.flow import release_files as release_outputs
 from privfair.schemas.contracts import contract_from_json

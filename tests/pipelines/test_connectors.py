@@ -18,6 +18,7 @@ import pytest
 import yaml
 from _partitioned import day_rows
 from _shared import TOY_COLUMNS, run_cli
+
 from privfair.io.connectors import quote_name, read_source, redact
 from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import SourceSpec

@@ -12,6 +12,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 from _partitioned import day_keys, write_days, write_spec
 from _shared import read_latest, run_cli
+
 from privfair import api
 
 DAYS = day_keys(3)

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+
 from privfair.components.microaggregation.fair_mdav import fair_mdav
 from privfair.components.microaggregation.params import FairMDAVParams
 from privfair.io.ingest import load_dataset, validate_table

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from _shared import TOY_COLUMNS, run_cli
+
 from privfair.components.core.engine import LocalEngine, make_engine, worker_python
 from privfair.schemas.errors import PrivfairError
 from privfair.schemas.spec import parse_spec

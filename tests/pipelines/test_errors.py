@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 import yaml
 from _shared import TOY_COLUMNS, run_cli
+
 from privfair.schemas.errors import SpecError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+
 from privfair.cli import main
 from privfair.evaluation.evaluate import METRICS, cost_of_protection, evaluate, parse_grid
 from privfair.run.flow import ingest
@@ -105,11 +106,12 @@ def test_the_protected_arm_can_be_scored_on_a_protected_test_fold(german):
 def test_prefair_conditional_measures_are_scored_per_admissible_stratum():
     """With ``admissible`` columns declared, CDP/CTPRB/CTNRB are scored given their joint value
     on the test fold; the "none" arm's value is recomputed here from its own predictions."""
+    from sklearn.naive_bayes import GaussianNB
+
     from privfair.components.core.inputs import group_indicator, outcome_indicator
     from privfair.components.core.metrics import fairness_measures
     from privfair.evaluation.evaluate import CONDITIONAL, Features, _folds
     from privfair.schemas.roles import Role, read_roles
-    from sklearn.naive_bayes import GaussianNB
 
     spec = load_spec(SPECS / "compas_prefair.yaml")
     table = ingest(spec).table
@@ -186,12 +188,13 @@ def test_cli_writes_the_tables_and_the_page(tmp_path, capsys):
 def test_cost_of_protection_is_a_stratified_holdout_recomputed_here(german, tmp_path):
     """The report's numbers: the component on the first fold's 75 % alone, LR on its output and
     on the raw 75 %, both scored on the untouched 25 %; rebuilt here with scikit-learn."""
+    from sklearn.linear_model import LogisticRegression
+
     from privfair.components.core.inputs import group_indicator, outcome_indicator
     from privfair.components.core.metrics import demographic_parity_difference
     from privfair.evaluation.evaluate import Features, _folds
     from privfair.schemas.roles import Role, read_roles
     from privfair.spec.catalogue import algorithm_of
-    from sklearn.linear_model import LogisticRegression
 
     spec, table = german
     cost = cost_of_protection(spec, table, evaluations=tmp_path)
@@ -251,6 +254,7 @@ def test_a_classifier_that_predicts_one_class_is_flagged_degenerate():
     """A constant prediction scores the base rate and dPar 0: the cost of protection names
     the arm instead of letting it read as a fair, accurate classifier."""
     import numpy as np
+
     from privfair.evaluation.evaluate import _score, degenerate
 
     y = np.array([True, False, True, False])
@@ -277,8 +281,9 @@ def test_cli_names_an_arm_that_predicts_one_class_in_every_fold(tmp_path, capsys
     of printing its base-rate accuracy and dPar 0 as if they meant something."""
     import types
 
-    import privfair.evaluation.evaluate as E
     import pyarrow as pa
+
+    import privfair.evaluation.evaluate as E
 
     rows = [
         {"protection": p, "classifier": "lr", "grid": "{}", "metric": m, "mean": v}

@@ -16,6 +16,8 @@ from typing import Literal
 import numpy as np
 import pyarrow as pa
 import pytest
+from pydantic import Field
+
 from privfair.components.core.checks import check_contract
 from privfair.components.core.registry import kind_checks
 from privfair.components.microaggregation.audit import build_audit, evidence
@@ -33,7 +35,6 @@ from privfair.spec.catalogue import (
 )
 from privfair.validation import expectations as E
 from privfair.validation.validate import DECLARED_ID, validate_release
-from pydantic import Field
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -634,6 +635,7 @@ def test_the_evidence_frames_do_not_outlive_the_validation():
     import gc
 
     import pandas as pd
+
     from privfair.components.core.descriptor import resolve
     from privfair.components.core.registry import algorithm
 

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import read_latest
+
 from privfair.cli import main
 from privfair.components.generalisation.examples import table as random_table
 from privfair.components.generalisation.examples import toy_table

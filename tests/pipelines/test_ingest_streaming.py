@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
+
 from privfair.components.core import memory
 from privfair.io.ingest import load_dataset, read_csv, table_fingerprint
 from privfair.schemas.errors import InputError

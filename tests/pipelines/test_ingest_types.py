@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 from _shared import columns_of
+
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.registry import algorithms
 from privfair.io.ingest import load_dataset, normalise_type

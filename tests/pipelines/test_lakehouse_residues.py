@@ -23,6 +23,7 @@ import pytest
 import yaml
 from _partitioned import day_keys, write_days
 from _shared import TOY_COLUMNS
+
 from privfair.release import targets
 from privfair.run import flow
 from privfair.spec.catalogue import load_spec

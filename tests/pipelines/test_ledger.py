@@ -23,6 +23,7 @@ from _partitioned import day_keys, write_days
 from _shared import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.budget.ledger import Ledger, compose, default_url, redact
 
 REPO = Path(__file__).resolve().parents[2]
@@ -84,6 +85,7 @@ def test_budget_of_three_releases_refuses_the_fourth(
     from opendp.domains import atom_domain, vector_domain
     from opendp.measurements import make_gaussian
     from opendp.metrics import l2_distance
+
     from privfair.components.synthesis.accounting import composed_total, epsilon_of
 
     monkeypatch.setenv("PF_TEST_LEDGER", ledger_url)
@@ -297,6 +299,7 @@ def test_tasks_charge_once_and_reuse_charges_nothing(tmp_path, cost, kind):
     second run of the same version reuses it and charges nothing, on a local store and on one
     that is not a local folder (a ``pyarrow.fs`` store: it used to draw noise again)."""
     import pyarrow.fs as pafs
+
     from privfair.release.store import Store
     from privfair.run import tasks
 

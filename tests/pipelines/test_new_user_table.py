@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+
 from privfair.cli import main
 from privfair.components.core.checks import check_parity_gap
 from privfair.components.core.corruptions import break_parity_gap

@@ -8,6 +8,7 @@ from datetime import datetime
 import pytest
 import yaml
 from _partitioned import spec_text
+
 from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import PipelineSpec
 from privfair.spec.partitions import CRON, key_for, schedule_note, schedule_of

@@ -20,6 +20,7 @@ from _partitioned import START, day_keys, day_rows, write_days, write_spec
 from _shared import run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.spec import PartitionSpec
 from privfair.spec.catalogue import load_spec, parse_spec

@@ -18,6 +18,7 @@ import yaml
 from _partitioned import day_rows
 from _postgres import new_database
 from _shared import TOY_COLUMNS, run_cli
+
 from privfair.io.connectors import read_source
 from privfair.schemas.spec import SourceSpec
 

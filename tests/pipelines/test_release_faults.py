@@ -29,6 +29,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 import yaml
+
 from privfair import cli
 from privfair.release.store import LATEST, QUARANTINE, STAGING, Store, latest, repair_latest
 from privfair.release.version import code_version

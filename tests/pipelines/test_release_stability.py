@@ -36,6 +36,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+
 from privfair.run.flow import ingest
 from privfair.spec.catalogue import algorithm_of, load_spec
 

@@ -13,6 +13,7 @@ import pytest
 import yaml
 from _partitioned import day_keys, spec_text, write_days
 from _shared import read_latest, run_cli
+
 from privfair.budget.ledger import Ledger, default_url
 
 

@@ -25,6 +25,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from _shared import read_latest
+
 from privfair.cli import main
 
 N = 40

@@ -127,6 +127,7 @@ def test_what_a_writer_stored_beside_the_data_is_not_ingested(tmp_path: Path):
     """pandas records its index (with the input's row count) in the file's metadata; a release
     built from the ingested table must not carry it, whatever the family."""
     import pandas as pd
+
     from privfair.io.ingest import load_dataset
     from privfair.schemas.spec import DatasetSpec
 
@@ -148,6 +149,7 @@ def test_a_relative_dataset_path_is_read_again_by_every_task_and_by_validate(tmp
     import numpy as np
     import yaml
     from _shared import TOY_COLUMNS
+
     from privfair.cli import main
     from privfair.run import tasks
     from privfair.spec.catalogue import load_spec

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from privfair.run.flow import run_release
 from privfair.spec.catalogue import load_spec
 from privfair.spec.settings import DEFAULT_SPECS_DIR

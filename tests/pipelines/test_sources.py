@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
 from privfair.io.ingest import load_dataset
 from privfair.io.sources import cache_dir, fingerprint, locate, sha256_file, source_url
 from privfair.schemas.datasets import DATASETS, RawFile

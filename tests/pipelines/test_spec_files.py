@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _shared import TOY_COLUMNS, run_cli
+
 from privfair.io.ingest import load_dataset
 from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import DatasetSpec, load_spec

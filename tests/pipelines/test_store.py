@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 from _shared import BROKEN_SPEC, TOY_COLUMNS, read_latest, run_cli
+
 from privfair.cli import main
 from privfair.release import store as release
 from privfair.release.store import Store

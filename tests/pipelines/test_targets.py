@@ -19,6 +19,7 @@ import pytest
 import yaml
 from _partitioned import day_keys, write_days
 from _shared import TOY_COLUMNS, run_cli
+
 from privfair.release import targets
 from privfair.run import flow
 from privfair.schemas.errors import StoreError

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scipy.stats import chisquare
+
 from privfair.components.synthesis.accounting import (
     Compositor,
     _gaussian,
@@ -22,7 +24,6 @@ from privfair.components.synthesis.accounting import (
     rho_budget,
     step_rho,
 )
-from scipy.stats import chisquare
 
 # spec table C1: rho via the CKS conversion (the authors' cdp_rho), delta = 1e-9
 C1 = {0.1: 1.77138e-4, 1: 1.49731e-2, 10: 1.09079, 100: 42.3802, 1000: 753.034}

@@ -15,6 +15,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+
 from privfair.components.core.checks import check_contract, check_guarantee
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.registry import kind_checks

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from privfair.components.synthesis import MST, PREFAIR
 from privfair.components.synthesis.figures import figures
 from privfair.components.synthesis.params import MSTParams, PreFairParams

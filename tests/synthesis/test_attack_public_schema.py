@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pytest
+
 from privfair.components.synthesis.params import MSTParams, PreFairParams
 from privfair.components.synthesis.synthesize import mst, prefair
 from privfair.io.ingest import load_dataset

@@ -12,6 +12,8 @@ from contextlib import contextmanager
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+from pydantic import ValidationError
+
 from privfair.components.core.checks import check_contract
 from privfair.components.synthesis.accounting import plan, rho_budget
 from privfair.components.synthesis.audit import evidence
@@ -20,7 +22,6 @@ from privfair.components.synthesis.params import MAX_ROWS, MSTParams, PreFairPar
 from privfair.components.synthesis.synthesize import prefair
 from privfair.schemas.errors import InputError, SpecError
 from privfair.spec.catalogue import parse_spec
-from pydantic import ValidationError
 
 INF, NAN = float("inf"), float("nan")
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.synthesis.domain import ColumnDomain, edge_decimals
 
 

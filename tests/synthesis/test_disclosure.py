@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from privfair.components.synthesis import MST, PREFAIR, PUBLIC
 from privfair.components.synthesis.compression import Compression
 from privfair.components.synthesis.domain import declared_domains, encode_table

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.engine import Engine, LocalEngine, using

@@ -13,6 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
+from scipy.stats import chi2_contingency
+
 from privfair.components.synthesis.metrics import (
     acd,
     cramers_v,
@@ -24,7 +26,6 @@ from privfair.components.synthesis.metrics import (
     two_way_tvd,
 )
 from privfair.schemas.errors import InputError
-from scipy.stats import chi2_contingency
 
 SETTINGS = settings(
     max_examples=60,

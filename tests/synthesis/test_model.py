@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.synthesis.checks import conditional_mi, g_test
 from privfair.components.synthesis.model import (
     Measurement,

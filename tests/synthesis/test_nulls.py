@@ -11,6 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
+
 from privfair.components.core.checks import check_contract, check_guarantee
 from privfair.components.synthesis import FAMILY
 from privfair.components.synthesis import public_domains as D

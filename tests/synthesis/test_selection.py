@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from privfair.components.synthesis.checks import check_fair_tree
 from privfair.components.synthesis.guarantees import FairTree
 from privfair.components.synthesis.selection import (

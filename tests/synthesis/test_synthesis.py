@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+from pydantic import ValidationError
+
 from privfair.components.core.checks import check_contract, check_guarantee
 from privfair.components.synthesis.accounting import rho_budget
 from privfair.components.synthesis.audit import evidence
@@ -20,7 +22,6 @@ from privfair.run.flow import ingest
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 from privfair.spec.catalogue import load_spec
-from pydantic import ValidationError
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
 

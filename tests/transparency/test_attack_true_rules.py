@@ -38,6 +38,7 @@ import itertools
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.transparency import ATR, FAMILY
 from privfair.components.transparency.atr import atr
 from privfair.components.transparency.figures import figures

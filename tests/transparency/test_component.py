@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import check_contract, check_guarantee
 from privfair.components.transparency.atr import atr
 from privfair.components.transparency.audit import evidence

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from privfair.components.core.checks import CheckResult, check_contract, check_guarantee
 from privfair.components.transparency.atr import atr
 from privfair.components.transparency.audit import evidence

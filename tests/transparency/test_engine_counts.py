@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 import pytest
+
 from privfair.components.core.checks import check_contract
 from privfair.components.core.engine import LocalEngine, using
 from privfair.components.transparency import FAMILY

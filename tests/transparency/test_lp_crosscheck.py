@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from privfair.components.transparency.fidelity import fidelity_bounds
 from privfair.components.transparency.scheme import adversary_confidence, solve
 

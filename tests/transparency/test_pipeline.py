@@ -10,6 +10,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
+
 from privfair.run.flow import revalidate, run_release
 from privfair.spec.catalogue import load_spec
 from privfair.spec.settings import DEFAULT_SPECS_DIR

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from privfair.components.transparency.fidelity import fidelity_bounds
 from privfair.components.transparency.scheme import CASES, adversary_confidence, solve
 from privfair.schemas.errors import InputError
