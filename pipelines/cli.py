@@ -26,6 +26,7 @@ from typing import NoReturn
 
 import yaml
 
+from privfair.exits import leave
 from privfair.schemas.errors import ContractViolation, PrivfairError, SpecError
 
 DEFAULT_STORE = os.environ.get("PRIVFAIR_STORE", "releases")
@@ -723,25 +724,6 @@ def main(argv: list[str] | None = None) -> int:
             return 2
         print(crashlog.report(e, trail, args.command, argv), file=sys.stderr)
         return 3
-
-
-def leave(code: int | None) -> NoReturn:
-    """End the ``privfair`` process with ``code``, skipping the interpreter's last garbage
-    collections.
-
-    At exit CPython collects cyclic garbage again and again while it clears the modules. With
-    Great Expectations, SciPy and pandas loaded that costs ~0.9 s of one core (of the 2 s a run
-    may spend beyond its algorithm on Adult), spent on objects the operating system takes back
-    anyway. ``gc.freeze`` moves every object out of the collector's sight first: the exit
-    handlers still run (temporary folders, worker pools, a Spark gateway) and objects
-    outside cycles are still freed, but nothing is left for the collector to do. Every file a
-    command writes is closed before it returns: a release is published by a rename."""
-    import gc
-
-    sys.stdout.flush()
-    sys.stderr.flush()
-    gc.freeze()
-    sys.exit(code)
 
 
 def entry() -> NoReturn:

@@ -135,7 +135,7 @@ def _open_new(folder: Path, stem: str):
 
 
 def _redacted(argv: list[str]) -> list[str]:
-    from privfair.budget.ledger import redact
+    from privfair.io.urls import redact
 
     return [redact(a) if "://" in a else a for a in argv]
 

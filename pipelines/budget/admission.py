@@ -50,7 +50,7 @@ from privfair.schemas.errors import SpecError, StoreError
 
 if TYPE_CHECKING:  # pragma: no cover
     from privfair.components.core.descriptor import Cost
-    from privfair.run.flow import Ingested, ReleasePlan
+    from privfair.release.plan import Ingested, ReleasePlan
 
 __all__ = [
     "Admission",
@@ -106,26 +106,6 @@ def dataset_identity(plan: ReleasePlan, ing: Ingested | None = None) -> Identity
         input_record=ing.input if ing is not None else None,
         alias=spec.budget.dataset if spec.budget is not None else None,
     )
-
-
-def source_key(src) -> str:
-    """A database or lakehouse source's ledger name: its kind and table (a query by its hash,
-    a Delta table or file by its URL without credentials, or its connection's name). Two
-    databases with a table of the same name share it: the safe direction for a budget.
-
-    >>> from privfair.schemas.spec import SourceSpec
-    >>> source_key(SourceSpec(kind="sql", url="postgresql://u:${PW}@db/raw", table="people"))
-    'sql:people'
-    >>> source_key(SourceSpec(kind="delta", url="s3://b/raw/people", version=3))
-    'delta:s3://b/raw/people'
-    """
-    if src.table is not None:
-        return f"{src.kind}:{src.table}"
-    if src.query is not None:
-        return f"{src.kind}:query:{hashlib.sha256(src.query.encode()).hexdigest()[:12]}"
-    if src.url is not None:
-        return f"{src.kind}:{redact(src.url)}"
-    return f"{src.kind}:conn:{src.conn_id}"
 
 
 def _budget(plan: ReleasePlan) -> dict | None:
@@ -370,7 +350,7 @@ def grouping_of(outputs: dict[str, pa.Table]) -> str:
     >>> grouping_of({"data": t}) == grouping_of({"data": t.replace_schema_metadata({"x": "y"})})
     True
     """
-    from privfair.io.ingest import table_fingerprint
+    from privfair.io.files import table_fingerprint
 
     plain = {}
     for name, table in sorted(outputs.items()):

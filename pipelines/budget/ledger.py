@@ -51,7 +51,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from privfair.io.connectors import expand, redact  # one rule for ${VAR} and for what a URL shows
+from privfair.io.urls import expand, redact  # one rule for ${VAR} and for what a URL shows
 from privfair.schemas.errors import PrivfairError, SpecError, StoreError
 
 __all__ = [

@@ -107,7 +107,7 @@ class Connections(dg.ConfigurableResource):
     uris: dict[str, str] = Field(default_factory=dict, description="conn_id -> URI")
 
     def scope(self):
-        from privfair.io.connectors import connections
+        from privfair.io.urls import connections
 
         return connections(self.uris)
 

@@ -267,7 +267,7 @@ def _level_columns(table: pa.Table) -> dict[str, dict[str, str]]:
 def published_groups(table: pa.Table) -> set[str]:
     """The columns of a protected table that publish a protected attribute as its groups
     (``privfair.components.generalisation.publish.group_field``: ``"protected"`` / ``"unprotected"``)."""
-    from privfair.components.generalisation.publish import GROUPS_META
+    from privfair.components.core.result import GROUPS_META
 
     return {f.name for f in table.schema if f.metadata and GROUPS_META in f.metadata}
 

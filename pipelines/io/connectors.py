@@ -23,20 +23,17 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from types import MappingProxyType
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import numpy as np
 import pyarrow as pa
 
 from privfair.components.core import memory
+from privfair.io.urls import connection_uri, connections, expand, redact, resolve_url, where_of
 from privfair.schemas.errors import DataSourceError, InputError, SpecError
 from privfair.schemas.spec import SourceSpec
 
@@ -51,7 +48,6 @@ __all__ = [
     "resolve_url",
 ]
 
-_ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: seconds a database gets to accept a connection before the run stops (exit 2)
 CONNECT_TIMEOUT_S = 5
 #: the name a SQL catalog keeps its tables under when a spec gives none (``catalog_name``)
@@ -72,108 +68,6 @@ class Read:
 
 
 #: connection URIs an orchestrator resource provides for this run (``connections``)
-_CONNECTIONS: ContextVar[Mapping[str, str]] = ContextVar(
-    "privfair_connections", default=MappingProxyType({})
-)
-
-
-@contextmanager
-def connections(uris: Mapping[str, str]) -> Iterator[None]:
-    """Within the block, a source's ``conn_id`` is looked up in ``uris`` first (a Dagster
-    resource's connections: their values come from its configuration, e.g. ``EnvVar``, never
-    from the spec).
-
-    >>> with connections({"raw": "sqlite:///raw.db"}):
-    ...     resolve_url(SourceSpec(kind="sql", conn_id="raw", table="t"))
-    'sqlite:///raw.db'
-    """
-    token = _CONNECTIONS.set(MappingProxyType({**_CONNECTIONS.get(), **uris}))
-    try:
-        yield
-    finally:
-        _CONNECTIONS.reset(token)
-
-
-# --- URLs ----------------------------------------------------------------------------------------
-def expand(text: str, key: str) -> str:
-    """``text`` with every ``${VAR}`` replaced from the environment (``SpecError`` naming
-    ``key`` and the variable when it is not set)."""
-
-    def value(m: re.Match) -> str:
-        name = m.group(1)
-        if name not in os.environ:
-            raise SpecError(key, f"environment variable {name} is not set (used as ${{{name}}})")
-        return os.environ[name]
-
-    return _ENV.sub(value, text)
-
-
-def redact(url: str) -> str:
-    """``url`` with its password replaced by ``***`` and without its query (which may hold
-    one): the only form of a URL a message, a manifest or a report shows.
-
-    >>> redact("sqlite:///lake/catalog.db")
-    'sqlite:///lake/catalog.db'
-    """
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparsable URL>"
-    if "@" not in parts.netloc:
-        return url.split("?", 1)[0]
-    user = parts.username or ""
-    host = parts.hostname or ""
-    port = f":{parts.port}" if parts.port else ""
-    secret = ":***" if parts.password is not None else ""
-    return urlunsplit((parts.scheme, f"{user}{secret}@{host}{port}", parts.path, "", ""))
-
-
-def _where(url: str) -> str:
-    parts = urlsplit(url)
-    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}"
-
-
-def resolve_url(src: SourceSpec, key: str = "dataset.source") -> str:
-    """The source's URL with ``${VAR}`` expanded: ``url``, or the URI of connection
-    ``conn_id`` (from the run's ``connections``, else ``$AIRFLOW_CONN_<ID>``, else the Airflow
-    Connection when Airflow is configured here)."""
-    if src.url is not None:
-        return expand(src.url, f"{key}.url")
-    return connection_uri(src.conn_id or "", f"{key}.conn_id")
-
-
-def connection_uri(conn: str, key: str) -> str:
-    """The URI of connection ``conn`` (``key`` names it in errors): the run's
-    ``connections``, else ``$AIRFLOW_CONN_<ID>``, else the Airflow Connection when Airflow is
-    configured here; ``${VAR}`` in it expanded."""
-    env = f"AIRFLOW_CONN_{conn.upper()}"
-    if conn in _CONNECTIONS.get():
-        uri = _CONNECTIONS.get()[conn]
-    elif env in os.environ:
-        uri = os.environ[env]
-    else:
-        uri = _airflow_connection(conn)
-        if uri is None:
-            raise SpecError(
-                key, f"no connection '{conn}': set ${env} to its URI or define it in Airflow"
-            )
-    # Airflow writes postgres:// for its Postgres connections
-    return re.sub(r"^postgres://", "postgresql://", expand(uri, key))
-
-
-def _airflow_connection(conn_id: str) -> str | None:
-    if "AIRFLOW_HOME" not in os.environ:
-        return None
-    try:
-        from airflow.sdk import BaseHook
-    except ImportError:  # pragma: no cover - Airflow is a dependency
-        return None
-    try:
-        return BaseHook.get_connection(conn_id).get_uri()
-    except Exception:  # Airflow raises its own AirflowNotFoundException
-        return None
-
-
 def quote_name(name: str) -> str:
     """A dotted table name as quoted SQL identifiers (a quote inside is doubled)."""
     return ".".join('"' + p.replace('"', '""') + '"' for p in name.split("."))
@@ -227,7 +121,7 @@ def _value(text: str):
 def read_source(src: SourceSpec, base_dir: str | Path | None = None) -> Read:
     """Read ``src`` (module docstring); a relative ``sqlite:///`` path or file URL is taken
     relative to ``base_dir`` (the spec's folder)."""
-    from privfair.io.ingest import table_fingerprint
+    from privfair.io.files import table_fingerprint
 
     reader = {"sql": _read_sql, "iceberg": _read_iceberg, "delta": _read_delta, "file": _read_file}
     out = reader[src.kind](src, Path(base_dir) if base_dir is not None else Path.cwd())
@@ -292,7 +186,7 @@ def _read_sql(src: SourceSpec, base: Path) -> Read:
     try:
         conn = connect()
     except Exception as e:
-        where = _where(url) if url.startswith("postgres") else shown
+        where = where_of(url) if url.startswith("postgres") else shown
         raise DataSourceError(
             f"cannot connect to the database at {where} ({redact(url)}): {_first_line(e)}"
         ) from None
@@ -437,7 +331,7 @@ def _read_file(src: SourceSpec, base: Path) -> Read:
     import pyarrow.fs as pafs
     import pyarrow.parquet as pq
 
-    from privfair.io.ingest import read_csv
+    from privfair.io.files import read_csv
 
     url = expand(src.url, "dataset.source.url")
     if "://" not in url:

@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
+from privfair.io.urls import redact
 from privfair.schemas.spec import DatasetSpec, PipelineSpec, SourceSpec
 
 __all__ = ["Identity", "identity_of", "memory_atoms", "ANONYMOUS"]
@@ -205,7 +206,7 @@ def query_tables(query: str) -> list[str]:
 
 
 def _source_atoms(src: SourceSpec, base: Path) -> set[str]:
-    from privfair.io.connectors import expand, resolve_url
+    from privfair.io.urls import expand, resolve_url
 
     if src.kind == "file":
         return {_url_atom(expand(src.url or "", "dataset.source.url"), base)}
@@ -225,9 +226,27 @@ def _source_atoms(src: SourceSpec, base: Path) -> set[str]:
     return {f"sql:{db}/query:{hashlib.sha256(text.encode()).hexdigest()[:16]}"}
 
 
-def _source_name(src: SourceSpec) -> str:
-    from privfair.budget.admission import source_key
+def source_key(src) -> str:
+    """A database or lakehouse source's ledger name: its kind and table (a query by its hash,
+    a Delta table or file by its URL without credentials, or its connection's name). Two
+    databases with a table of the same name share it: the safe direction for a budget.
 
+    >>> from privfair.schemas.spec import SourceSpec
+    >>> source_key(SourceSpec(kind="sql", url="postgresql://u:${PW}@db/raw", table="people"))
+    'sql:people'
+    >>> source_key(SourceSpec(kind="delta", url="s3://b/raw/people", version=3))
+    'delta:s3://b/raw/people'
+    """
+    if src.table is not None:
+        return f"{src.kind}:{src.table}"
+    if src.query is not None:
+        return f"{src.kind}:query:{hashlib.sha256(src.query.encode()).hexdigest()[:12]}"
+    if src.url is not None:
+        return f"{src.kind}:{redact(src.url)}"
+    return f"{src.kind}:conn:{src.conn_id}"
+
+
+def _source_name(src: SourceSpec) -> str:
     return source_key(src)
 
 

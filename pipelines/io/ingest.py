@@ -9,7 +9,6 @@ each family checks its own (binary protected attribute, at least one QI...) befo
 from __future__ import annotations
 
 import codecs
-import contextvars
 import dataclasses
 import hashlib
 import json
@@ -20,15 +19,15 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.csv as pacsv
 
 from privfair.components.core import memory
 from privfair.components.core.inputs import META_DROPPED
+from privfair.io.files import SOURCE_CSV, read_csv, table_fingerprint
 from privfair.io.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
 from privfair.schemas.datasets import DATASETS
 from privfair.schemas.errors import DataSourceError, InputError, SpecError
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from privfair.schemas.spec import ColumnSpec, CsvSpec, DatasetSpec, Impute, PartitionSpec
+from privfair.schemas.spec import ColumnSpec, DatasetSpec, Impute, PartitionSpec
 from privfair.spec.partitions import check_key, key_column, keys_of, select
 
 
@@ -169,54 +168,6 @@ def source_versions(
         k: partition_fingerprint(k, table.filter(pc.equal(keys, k)))
         for k in sorted(pc.unique(keys).to_pylist())
     }
-
-
-def table_fingerprint(table: pa.Table) -> str:
-    """sha256 of a table's schema and values: its Arrow IPC stream in batches of
-    ``memory.CHUNK_ROWS`` rows, each copied into fresh buffers from whatever chunks the rows
-    came in (how the table was read, or cut, does not matter).
-
-    The stream goes straight into the hash, a batch at a time: a 10M-row table is neither
-    combined nor serialised whole.
-
-    >>> a = pa.table({"x": pa.chunked_array([[1, 2], [3]])})
-    >>> table_fingerprint(a) == table_fingerprint(pa.table({"x": [1, 2, 3]}))
-    True
-    """
-    digest = hashlib.sha256()
-    with (
-        pa.PythonFile(_HashSink(digest), mode="w") as sink,
-        pa.ipc.new_stream(sink, table.schema) as w,
-    ):
-        for start in range(0, table.num_rows, memory.CHUNK_ROWS):
-            rows = table.slice(start, memory.CHUNK_ROWS)
-            # concat_arrays copies even one chunk: the IPC writer writes a zero-offset slice
-            # of a longer array with other padding than the same values in their own buffers
-            w.write_batch(
-                pa.record_batch(
-                    [pa.concat_arrays(c.chunks) for c in rows.columns], schema=table.schema
-                )
-            )
-    return digest.hexdigest()
-
-
-class _HashSink:
-    """A writable file that feeds what is written to ``digest`` and keeps nothing."""
-
-    closed = False
-
-    def __init__(self, digest) -> None:
-        self.digest = digest
-
-    def write(self, data) -> int:
-        self.digest.update(data)
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-    def close(self) -> None:
-        self.closed = True
 
 
 # --- types ---------------------------------------------------------------------------------------
@@ -469,50 +420,6 @@ def _load_file(
     return table, label, {path.name: sha256_file(path)}
 
 
-#: the ``dataset.csv`` options of the source being read (``_load_source``): a ``source: {kind:
-#: file}`` CSV is parsed by ``read_csv`` inside ``privfair.io.connectors``, which takes them here
-_SOURCE_CSV: contextvars.ContextVar[CsvSpec | None] = contextvars.ContextVar(
-    "privfair_source_csv", default=None
-)
-
-
-def read_csv(source: Path | pa.Buffer, options: CsvSpec | None = None) -> pa.Table:
-    """The CSV file at ``source`` (a path, or the bytes of a remote file) as
-    ``pyarrow.csv.read_csv`` reads it (empty cells are nulls), streamed into a memory map when
-    it is large (``memory.mapped_batches``): a 10M-row input is never decoded whole in the
-    process's memory. ``options`` (``dataset.csv``): the delimiter, quote character and text
-    encoding, passed to pyarrow's parse and read options (default: ``,``, ``"``, UTF-8).
-
-    A streaming reader takes each column's type from the file's first block; ``read_csv``
-    widens it over the whole file (an integer column with a decimal value further down is a
-    float column). When a later block does not fit the first block's types, the file is read
-    again whole with ``read_csv``, so the table is always the one ``read_csv`` reads.
-
-    >>> import tempfile
-    >>> p = Path(tempfile.mkdtemp()) / "t.csv"
-    >>> _ = p.write_text("x,s\\n1,a\\n2,\\n")
-    >>> read_csv(p).to_pydict()
-    {'x': [1, 2], 's': ['a', None]}
-    """
-    convert = pacsv.ConvertOptions(strings_can_be_null=True)
-    o = options or _SOURCE_CSV.get() or CsvSpec()
-    parse = pacsv.ParseOptions(delimiter=o.delimiter, quote_char=o.quote)
-    read = pacsv.ReadOptions(encoding=o.encoding)
-    kw = {"convert_options": convert, "parse_options": parse, "read_options": read}
-
-    def opened():  # a buffer is read from its start each time
-        return pa.BufferReader(source) if isinstance(source, pa.Buffer) else source
-
-    def whole() -> pa.Table:
-        return pacsv.read_csv(opened(), **kw)
-
-    try:
-        with pacsv.open_csv(opened(), **kw) as reader:
-            return memory.mapped_batches(reader.schema, iter(reader), whole)
-    except pa.ArrowInvalid:
-        return whole()  # a malformed file raises here again, with read_csv's message
-
-
 def label_columns(
     table: pa.Table,
     columns: Mapping[str, ColumnSpec],
@@ -561,11 +468,11 @@ def _load_source(
     from privfair.io.connectors import read_source, roles_from_docs
 
     assert ds.source is not None
-    token = _SOURCE_CSV.set(ds.csv)  # a file source's CSV is read by read_csv, with these
+    token = SOURCE_CSV.set(ds.csv)  # a file source's CSV is read by read_csv, with these
     try:
         read = read_source(ds.source, base_dir)
     finally:
-        _SOURCE_CSV.reset(token)
+        SOURCE_CSV.reset(token)
     # roles the source's comments/docs declare, then the spec's, which win
     kept = {c: ColumnSpec.model_validate(v) for c, v in roles_from_docs(read.docs).items()}
     columns = {**kept, **(ds.columns or {})}

@@ -268,7 +268,7 @@ def _main() -> None:
 
 
 if __name__ == "__main__":
-    from privfair.cli import leave
+    from privfair.exits import leave
 
     _main()
     leave(0)  # the parent waits for this exit: no last collections

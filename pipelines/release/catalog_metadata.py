@@ -138,7 +138,7 @@ def describe(schema: pa.Schema, contract: list[dict]) -> list[Column]:
 def columns(release: str | Path, manifest: dict) -> dict[str, list[Column]]:
     """Each published output of ``release`` (its folder; ``manifest`` its owner manifest) with
     its columns, in file order."""
-    from privfair.run.flow import release_files
+    from privfair.release.layout import release_files
 
     outputs, _ = release_files(manifest)
     contract = manifest.get("contract") or []

@@ -144,7 +144,7 @@ def _catalog_location(
 ) -> tuple[str, str | None] | None:
     """(catalog URI, warehouse) of an Iceberg target, both expanded; None when ``create`` is
     false and the default lakehouse has not been created yet."""
-    from privfair.io.connectors import connection_uri, expand
+    from privfair.io.urls import connection_uri, expand
 
     if target.conn_id is not None:
         uri = connection_uri(target.conn_id, "target.conn_id")
@@ -173,13 +173,13 @@ def _catalog(target: TargetSpec, plan, create: bool = True):
     try:
         return _iceberg_catalog(uri, warehouse, _base(plan), target.catalog_name)
     except Exception as e:
-        from privfair.io.connectors import redact
+        from privfair.io.urls import redact
 
         raise StoreError(redact(uri), f"the Iceberg catalog cannot be opened: {e}") from None
 
 
 def _delta_url(target: TargetSpec, plan, output: str) -> str:
-    from privfair.io.connectors import connection_uri, expand
+    from privfair.io.urls import connection_uri, expand
 
     if target.conn_id is not None:
         url = connection_uri(target.conn_id, "target.conn_id")
@@ -208,12 +208,12 @@ def residues(target: TargetSpec, plan, outputs: Iterable[str] | None = None) -> 
     ``TABLE@privfair-audit-<release>#<snapshot id>`` a snapshot of that release no branch or tag
     reaches (a branch dropped, its snapshots not expired), ``TABLE#<snapshot id>`` such a
     snapshot that names no release, ``URL__privfair_staging_<release>`` a Delta staging table
-    (the URL as ``privfair.io.connectors.redact`` shows it). ``StoreError`` when the catalog or
+    (the URL as ``privfair.io.urls.redact`` shows it). ``StoreError`` when the catalog or
     the folder cannot be read."""
     names = list(outputs) if outputs is not None else list(plan.algo.outputs)
     if target.kind == "iceberg":
         return _iceberg_residues(target, plan, names)
-    from privfair.io.connectors import redact
+    from privfair.io.urls import redact
 
     return [redact(u) for k in names for u in _stagings(_delta_url(target, plan, k))]
 
@@ -351,7 +351,7 @@ def _stagings(url: str) -> list[str]:
             parent = Path(url.removeprefix("file://")).parent
             found = [p.name for p in parent.iterdir() if p.is_dir()] if parent.is_dir() else []
     except Exception as e:
-        from privfair.io.connectors import redact
+        from privfair.io.urls import redact
 
         raise StoreError(redact(url), f"cannot list the Delta table's folder: {e}") from None
     return sorted(beside + f for f in found if f.startswith(base + STAGING_MARK))
@@ -401,7 +401,7 @@ def write_and_audit(plan, cand, result, release_id: str, revalidate) -> Written:
     back from the target as the release's public outputs and returns the failed check ids.
     Raises ``ContractViolation`` (id ``target.audit``) after dropping what it wrote when the
     audit fails; ``StoreError`` when the target cannot be written."""
-    from privfair.run.flow import output_file
+    from privfair.release.layout import output_file
 
     target = plan.spec.target
     outputs = {k: cand.read_table(output_file(k)) for k in result.outputs}
@@ -555,7 +555,7 @@ def record(plan, published: dict[str, Any]) -> dict[str, Any]:
     under it), URI (password redacted) and warehouse, and each output's table with the
     snapshot (Iceberg) or version (Delta) this release published and its tag. The owner's
     only: the shareable copy names no table, catalog or location."""
-    from privfair.io.connectors import redact
+    from privfair.io.urls import redact
 
     target = plan.spec.target
     names = (

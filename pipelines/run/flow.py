@@ -25,30 +25,29 @@ and spends nothing.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
-import io
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from privfair.budget.admission import Admission, check_republish
 from privfair.budget.admission import admit as _admit
 from privfair.components.core import memory, progress
 from privfair.components.core.descriptor import Algorithm
-from privfair.components.core.engine import Engine, make_engine, using
-from privfair.components.core.registry import family_of
+from privfair.components.core.engine import Engine, using
 from privfair.components.core.result import META_CONTRACT, ComponentResult
-from privfair.io.ingest import load_dataset, private_columns, source_versions
 from privfair.release import share
 from privfair.release.beside import Beside
+from privfair.release.layout import (
+    dumps,
+    output_file,
+    parquet_bytes,
+    release_files,
+    sidecar_file,
+)
+from privfair.release.plan import Ingested, ReleasePlan, role_guarantees
 from privfair.release.store import (
     Candidate,
     Store,
@@ -67,50 +66,15 @@ from privfair.schemas import contracts as C
 from privfair.schemas.errors import (
     ContractViolation,
     DataSourceError,
-    InputError,
     PrivfairError,
-    SpecError,
     StoreError,
 )
-from privfair.schemas.roles import read_roles
 from privfair.schemas.spec import PipelineSpec
-from privfair.spec.catalogue import algorithm_of, parse_spec
-from privfair.spec.partitions import check_key
+from privfair.spec.catalogue import parse_spec
 from privfair.validation.validate import Validation, validate_release
-
-SIDECAR_DIR = "internal"
 
 
 # --- small helpers ---------------------------------------------------------------------------------
-def _json_default(o: Any) -> Any:
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def dumps(obj: Any) -> bytes:
-    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default).encode()
-
-
-def parquet_bytes(table: pa.Table) -> bytes:
-    buf = io.BytesIO()
-    pq.write_table(table, buf, compression="zstd")
-    return buf.getvalue()
-
-
-def output_file(name: str) -> str:
-    """Where a public output lies in a release: in its shareable copy."""
-    return share.shared_file(f"{name}.parquet")
-
-
-def sidecar_file(name: str) -> str:
-    return f"{SIDECAR_DIR}/{name}.parquet"
-
-
 def violation(
     failed: list[str], results: list[dict], where: str | None = None, reused: str | None = None
 ) -> ContractViolation:
@@ -128,167 +92,6 @@ def violation(
 
 
 # --- the plan ----------------------------------------------------------------------------------------
-@dataclass
-class Ingested:
-    table: pa.Table
-    input: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class ReleasePlan:
-    """One release of one spec, resolved once: the spec, its algorithm's descriptor, the
-    family package that versions it, the store (None where only the algorithm is run), the
-    raw-data folder, the partition released (None: every row of the input) and, for a spec
-    whose input is in memory (``dataset.source.kind: memory``), the table handed over by the
-    Python API. Every step of the flow takes the plan; none resolves the spec again."""
-
-    spec: PipelineSpec
-    algo: Algorithm
-    package: str
-    store: Store | None = None
-    data_dir: str | Path | None = None
-    partition: str | None = None
-    table: pa.Table | None = field(default=None, compare=False, repr=False)
-
-    @classmethod
-    def of(
-        cls,
-        spec: PipelineSpec,
-        store: Store | str | Path | None = None,
-        data_dir: str | Path | None = None,
-        partition: str | None = None,
-        table: pa.Table | None = None,
-    ) -> ReleasePlan:
-        """The plan of ``spec``: its algorithm resolved (``SpecError`` for an unknown one), the
-        partition key checked against the spec's partitions (``SpecError`` naming
-        ``--partition``) and its store opened and checked (``StoreError``) before anything is
-        read."""
-        algo = algorithm_of(spec)
-        if partition is not None:
-            check_key(spec.partitions, partition)
-        if store is not None and not isinstance(store, Store):
-            store = Store.open(store)
-        if store is not None:
-            store.check_pipeline(spec.name)
-        return cls(spec, algo, family_of(algo).package, store, data_dir, partition, table)
-
-    @property
-    def name(self) -> str:
-        return self.spec.name
-
-    def ingest(self) -> Ingested:
-        """The spec's input table (roles attached, generic rules checked) and its input record;
-        a built-in dataset takes the role presets of the algorithm's family; a relative file
-        path is resolved against the spec file's folder, then ``data_dir``. A large table is
-        held memory-mapped (``memory.mapped``): every phase reads it, none needs it in the
-        process's own memory."""
-        presets = family_of(self.algo).dataset_roles
-        table, info = load_dataset(
-            self.spec.dataset,
-            self.data_dir,
-            presets,
-            base_dir=self.spec.spec_dir,
-            partitions=self.spec.partitions,
-            partition=self.partition,
-            table=self.table,
-            empty_partition=self.algo.cost is not None,  # a DP release exists for every key
-        )
-        held = memory.mapped(table)
-        rows, table = table.num_rows, None
-        memory.release(rows)  # the decoded copy goes back to the system before protection
-        return Ingested(held, info)
-
-    def observe(self) -> tuple[str, dict[str, str]]:
-        """The source's fingerprint now and each partition's (``ingest.source_versions``), read
-        as ``ingest`` reads it: what a release of the whole input, or of each partition, would
-        record as its input fingerprint."""
-        return source_versions(
-            self.spec.dataset,
-            self.data_dir,
-            family_of(self.algo).dataset_roles,
-            base_dir=self.spec.spec_dir,
-            partitions=self.spec.partitions,
-        )
-
-    def version(self, input_fingerprint: str) -> str:
-        """Deterministic release version: input fingerprint + spec + the code version of the
-        shared core and the algorithm's family, + the partition key for a partition's release
-        (owner-side: the shareable copy shows ``share.public_id`` of it instead)."""
-        key = [input_fingerprint, self.spec.fingerprint(), code_version(self.package)]
-        if self.partition is not None:
-            key.append(self.partition)
-        h = hashlib.sha256(json.dumps(key).encode())
-        return h.hexdigest()[:16]
-
-    def demands(self, input_table: pa.Table, owed: list) -> list:
-        """The spec's demanded guarantees for this input: each column they name must exist
-        (in the input, or among the quasi-identifiers the algorithm publishes), and a
-        k-anonymity demand without quasi-identifiers applies to the ones the algorithm's own
-        k-anonymity names (else the input's)."""
-        published_qis: tuple[str, ...] = ()
-        for g in owed:
-            if isinstance(g, C.KAnonymity) and g.quasi_identifiers:
-                published_qis = g.quasi_identifiers
-                break
-        known = set(input_table.column_names) | set(published_qis)
-        roles = read_roles(input_table)
-        out = []
-        for i, g in enumerate(self.spec.demands):
-            if g.row_level and not self.algo.row_level:
-                raise SpecError(
-                    f"guarantees.{i}.kind",
-                    f"{g.kind} is checked on the input rows a release keeps; {self.algo.name} "
-                    "publishes new rows, not the input's",
-                )
-            try:
-                g = g.completed(input_table)
-            except (C.GuaranteeError, InputError) as e:
-                raise SpecError(f"guarantees.{i}", str(e)) from None
-            for f in g.column_fields:
-                value = getattr(g, f)
-                for name in (value,) if isinstance(value, str) else value:
-                    if name not in known:
-                        raise SpecError(
-                            f"guarantees.{i}.{f}",
-                            f"no column '{name}' in the input of '{self.spec.name}'",
-                        )
-            if isinstance(g, C.KAnonymity) and not g.quasi_identifiers:
-                qis = published_qis or tuple(roles.quasi_identifiers)
-                g = g.model_copy(update={"quasi_identifiers": qis})
-            out.append(g)
-        return out
-
-    def required(self, input_table: pa.Table) -> list:
-        """What a release on ``input_table`` must guarantee: the algorithm's contract for the
-        spec's params on this input, then the spec's demands, then what the roles demand.
-        Computed from the spec and the input only, never from what a release says about
-        itself."""
-        owed = self.algo.required_contract(self.spec.params, input_table)
-        return owed + self.demands(input_table, owed) + role_guarantees(input_table)
-
-    def engine(self) -> Engine:
-        """The engine the spec's ``execution`` names (``privfair.components.core.engine.make_engine``)."""
-        ex = self.spec.execution
-        return make_engine(ex.engine, ex.master, ex.workers)
-
-    @contextlib.contextmanager
-    def running(self) -> Iterator[Engine]:
-        """The spec's engine, current for the whole block and closed after it: protection,
-        validation in parts and the cost of protection's re-run all go to the engine the spec
-        names (one Spark session or process pool per run), not only the grouping."""
-        engine = self.engine()
-        try:
-            with using(engine):
-                yield engine
-        finally:
-            engine.close()
-
-    def open_store(self) -> Store:
-        if self.store is None:
-            raise StoreError("", "this step needs a release store")
-        return self.store
-
-
 def ingest(spec: PipelineSpec, data_dir: str | Path | None = None) -> Ingested:
     """``ReleasePlan.ingest`` of ``spec``."""
     return ReleasePlan.of(spec, data_dir=data_dir).ingest()
@@ -302,13 +105,6 @@ def required_contract(spec: PipelineSpec, input_table: pa.Table) -> list:
 def version_id(spec: PipelineSpec, input_fingerprint: str) -> str:
     """``ReleasePlan.version`` of ``spec``."""
     return ReleasePlan.of(spec).version(input_fingerprint)
-
-
-def role_guarantees(input_table: pa.Table) -> list:
-    """What every release owes the input's roles whatever the algorithm: its ``private``
-    columns (refused or dropped at ingest) are in no public output."""
-    private = private_columns(input_table)
-    return [C.ColumnsAbsent(id="roles.private", columns=tuple(private))] if private else []
 
 
 # --- protect -------------------------------------------------------------------------------------
@@ -403,7 +199,7 @@ def manifest(
 
 def _redacted_spec(spec: PipelineSpec) -> dict:
     """The spec as data, each ledger URL with its password redacted."""
-    from privfair.budget.ledger import redact
+    from privfair.io.urls import redact
 
     d = spec.model_dump(mode="json")
     for key in ("budget", "republish"):
@@ -878,20 +674,6 @@ def run_release(
 
 
 # --- re-check a published release ----------------------------------------------------------------
-def release_files(man: dict) -> tuple[dict[str, str], dict[str, str]]:
-    """(outputs, sidecars) as name -> file inside the release, from its manifest (releases
-    written before named outputs had ``data.parquet`` and ``lineage.parquet``)."""
-    if "outputs" in man:
-        return (
-            {k: v["file"] for k, v in man["outputs"].items()},
-            {k: v["file"] for k, v in (man.get("sidecars") or {}).items()},
-        )
-    files = man.get("files") or {}
-    return {"data": files.get("data", "data.parquet")}, {
-        "lineage": files.get("lineage", "lineage.parquet")
-    }
-
-
 def revalidate(
     release: Path, data_dir: str | Path | None = None, table: pa.Table | None = None
 ) -> Validation:
