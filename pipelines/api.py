@@ -74,6 +74,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from privfair.schemas.contracts import SCHEMA_CHECK_ID
 from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.spec import PipelineSpec
 
@@ -443,8 +444,8 @@ def open_release(path: str | Path, status: str = "open") -> Release:
     except (OSError, ValueError) as e:
         raise StoreError(folder, f"not a release folder (manifest.json: {e})") from None
     results = (man.get("validation") or {}).get("results") or []
-    verdicts = tuple(Verdict.of(r) for r in results if r.get("id") != "schema")
-    schema = tuple(Verdict.of(r) for r in results if r.get("id") == "schema")
+    verdicts = tuple(Verdict.of(r) for r in results if r.get("id") != SCHEMA_CHECK_ID)
+    schema = tuple(Verdict.of(r) for r in results if r.get("id") == SCHEMA_CHECK_ID)
     metrics = man.get("metrics") or {}
     headline = {m.label: m.get(metrics) for m in _headline(man)}
     return Release(
@@ -536,25 +537,26 @@ def evaluate(
     ``out/<spec>/``; nothing is written otherwise."""
     from privfair.evaluation.evaluate import evaluate as _evaluate
     from privfair.evaluation.evaluate import write
+    from privfair.evaluation.options import EvaluateOptions
     from privfair.run.flow import ReleasePlan
 
+    options = EvaluateOptions.of(
+        {
+            "grid": {k: list(v) for k, v in (grid or {}).items()},
+            "folds": folds,
+            "seed": seed,
+            "classifiers": list(classifiers),
+            "drop_protected": drop_protected,
+            "protect_test": protect_test,
+        }
+    )
     s = _spec_of(spec)
     arrow = None
     if table is not None:
         arrow = as_table(table)
         s = in_memory(s)
     ing = ReleasePlan.of(s, data_dir=data_dir, table=arrow).ingest()
-    ev = _evaluate(
-        s,
-        ing.table,
-        grid={k: list(v) for k, v in (grid or {}).items()},
-        folds=folds,
-        seed=seed,
-        classifiers=list(classifiers),
-        drop_protected=drop_protected,
-        protect_test=protect_test,
-        input_fingerprint=ing.input["fingerprint"],
-    )
+    ev = _evaluate(s, ing.table, **options.arguments(), input_fingerprint=ing.input["fingerprint"])
     files = write(ev, Path(out) / s.name) if out is not None else {}
     return Evaluated(s.name, ev.summary, ev.folds, ev.seconds, files)
 

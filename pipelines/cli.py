@@ -27,6 +27,7 @@ from typing import NoReturn
 import yaml
 
 from privfair.exits import leave
+from privfair.schemas.contracts import SCHEMA_CHECK_ID
 from privfair.schemas.errors import ContractViolation, PrivfairError, SpecError
 
 DEFAULT_STORE = os.environ.get("PRIVFAIR_STORE", "releases")
@@ -244,7 +245,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         raise StoreError(str(folder), f"not an intact shareable copy: {problem}")
     v = man.get("validation") or {}
     for r in v.get("results") or []:
-        if r.get("id") != "schema":
+        if r.get("id") != SCHEMA_CHECK_ID:
             print(f"{'PASS' if r.get('passed') else 'FAIL'}  {r.get('id', ''):<6} {r.get('kind')}")
     print(
         f"  {man.get('pipeline')} release {man.get('release')}: every file matches its manifest; "
@@ -391,15 +392,23 @@ def _writable_folder(folder: Path, what: str) -> None:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from privfair.components.core.progress import phase
-    from privfair.evaluation.evaluate import check_options, evaluate, parse_grid, write
+    from privfair.evaluation.evaluate import evaluate, write
+    from privfair.evaluation.options import EvaluateOptions
     from privfair.run.flow import ingest
     from privfair.schemas.errors import StoreError
     from privfair.spec.catalogue import load_spec
     from privfair.spec.settings import resolve_evaluations
 
-    classifiers = [c.strip() for c in args.classifiers.split(",") if c.strip()]
-    check_options(args.folds, args.seed, classifiers)  # before the input is read
-    grid = parse_grid(args.grid)
+    options = EvaluateOptions.of(  # checked before the input is read
+        {
+            "grid": args.grid,
+            "folds": args.folds,
+            "seed": args.seed,
+            "classifiers": args.classifiers,
+            "drop_protected": args.drop_protected,
+            "protect_test": args.protect_test,
+        }
+    )
     spec = load_spec(args.spec)
     folder = resolve_evaluations(args.out) / spec.name
     _writable_folder(folder, "the evaluation's folder (--out or $PRIVFAIR_EVALUATIONS)")
@@ -409,15 +418,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     table = ing.table
     with phase(f"evaluate ({args.folds} folds)"):
         ev = evaluate(
-            spec,
-            table,
-            grid=grid,
-            folds=args.folds,
-            seed=args.seed,
-            classifiers=classifiers,
-            drop_protected=args.drop_protected,
-            protect_test=args.protect_test,
-            input_fingerprint=ing.input["fingerprint"],
+            spec, table, **options.arguments(), input_fingerprint=ing.input["fingerprint"]
         )
     try:
         paths = write(ev, folder)

@@ -35,6 +35,7 @@ from privfair.schemas.numbers import finite
 from privfair.schemas.roles import ColumnRole, Role, TableRoles, read_roles
 
 __all__ = [
+    "SCHEMA_CHECK_ID",
     "Guarantee",
     "KAnonymity",
     "TCloseness",
@@ -51,6 +52,10 @@ __all__ = [
     "contract_from_json",
     "contract_to_data",
 ]
+
+#: The id of the validator's built-in checks of a published table's schema (one result beside
+#: the guarantees' own): every reader of validation results tells them apart by it.
+SCHEMA_CHECK_ID = "schema"
 
 
 class Guarantee(BaseModel):

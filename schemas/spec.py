@@ -33,7 +33,17 @@ from privfair.schemas.errors import SpecError
 from privfair.schemas.roles import Kind, Role
 
 _NAME = re.compile(r"^[a-z][a-z0-9_]{0,62}$")
-_CRON_PRESETS = {"@once", "@hourly", "@daily", "@weekly", "@monthly", "@yearly"}
+#: The schedule presets a spec may name, each with its cron (``@once``: run once, no cron). The
+#: one table of them: the spec's validation, the orchestrators' schedules and the partitions'
+#: schedule rule read it.
+CRON_PRESETS: dict[str, str | None] = {
+    "@once": None,
+    "@hourly": "0 * * * *",
+    "@daily": "0 0 * * *",
+    "@weekly": "0 0 * * 0",
+    "@monthly": "0 0 1 * *",
+    "@yearly": "0 0 1 1 *",
+}
 
 
 class _Model(BaseModel):
@@ -535,11 +545,11 @@ class PipelineSpec(_Model):
     @field_validator("schedule")
     @classmethod
     def _schedule(cls, v: str | None) -> str | None:
-        if v is None or v in _CRON_PRESETS:
+        if v is None or v in CRON_PRESETS:
             return v
         if len(v.split()) != 5:
             raise ValueError(
-                "must be a 5-field cron expression or one of " + ", ".join(sorted(_CRON_PRESETS))
+                "must be a 5-field cron expression or one of " + ", ".join(sorted(CRON_PRESETS))
             )
         return v
 

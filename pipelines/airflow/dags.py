@@ -293,15 +293,9 @@ def build_dag(spec_path: Path, spec):
             if not options:
                 print("evaluate: not requested (run conf 'evaluate' is null)")
                 return {"skipped": True}
-            allowed = {"grid", "folds", "seed", "classifiers", "drop_protected", "protect_test"}
-            unknown = sorted(set(options) - allowed)
-            if unknown:
-                from privfair.schemas.errors import SpecError
+            from privfair.evaluation.options import EvaluateOptions
 
-                raise SpecError(
-                    f"evaluate.{unknown[0]}", f"unknown option; known: {', '.join(sorted(allowed))}"
-                )
-            out = tasks.evaluate_task(ingested, progress=print, **options)
+            out = tasks.evaluate_task(ingested, EvaluateOptions.of(options), progress=print)
             print(f"evaluation: {out.page} ({out.seconds:.1f} s)")
             return out.as_dict()
 

@@ -77,11 +77,13 @@ import dagster as dg
 from pydantic import Field, create_model
 
 from privfair.components.core.descriptor import Algorithm, Metric
+from privfair.evaluation.options import EvaluateOptions
+from privfair.schemas.contracts import SCHEMA_CHECK_ID
 from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import PipelineSpec
 from privfair.spec.catalogue import algorithm_of, check_keys, load_specs, outline, with_params
-from privfair.spec.partitions import WHOLE, schedule_note, schedule_of
-from privfair.spec.settings import cron_of, resolve_data_dir, resolve_store
+from privfair.spec.partitions import WHOLE, cron_of, schedule_note, schedule_of
+from privfair.spec.settings import resolve_data_dir, resolve_store
 
 CONTRACT_CHECK = "contract"
 RELEASES_JOB = "privfair_releases"  # every spec's release group, no evaluation asset
@@ -364,25 +366,14 @@ def ledger_metadata(man: dict) -> dict[str, Any]:
 
 
 # --- one spec ----------------------------------------------------------------------------------
-class EvaluationConfig(dg.Config):
-    """Run config of ``<spec>/evaluation`` (the options of ``privfair evaluate``)."""
-
-    grid: str = Field(
-        default="",
-        description="parameters to sweep, as on the command line: 'k=5,10 tau=0.5,1'",
-    )
-    folds: int = Field(default=5, ge=2, description="stratified folds")
-    seed: int = Field(default=0, description="fold shuffling and classifier seed")
-    classifiers: str = Field(
-        default="lr,rf,sgd,gnb", description="comma-separated: lr, rf, sgd, gnb, dt, ada, mlp"
-    )
-    drop_protected: bool = Field(
-        default=False, description="leave the protected attribute out of the features"
-    )
-    protect_test: bool = Field(
-        default=False,
-        description="score on the test fold as the component publishes it (row-level only)",
-    )
+#: Run config of ``<spec>/evaluation``: the fields of ``EvaluateOptions`` (the options of
+#: ``privfair evaluate``), as a Dagster config class.
+EvaluationConfig = create_model(
+    "EvaluationConfig",
+    __base__=dg.Config,
+    __doc__="Run config of ``<spec>/evaluation`` (the options of ``privfair evaluate``).",
+    **{name: (f.annotation, f) for name, f in EvaluateOptions.model_fields.items()},
+)
 
 
 def _known_previews(fn):
@@ -584,7 +575,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
         if not v.passed:  # the blocking checks stop the run: the release step never runs
             tasks.cleanup(Path(protected["work"]).parent)
         by_key = {r["key"]: r for r in summary["results"] if r.get("key")}
-        schema = [r for r in summary["results"] if r.get("id") == "schema"]
+        schema = [r for r in summary["results"] if r.get("id") == SCHEMA_CHECK_ID]
         selected = {k.name for k in context.selected_asset_check_keys}
         for key in keys:
             if key not in selected:
@@ -733,16 +724,8 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
 
         from privfair.run import tasks
 
-        out = tasks.evaluate_task(
-            raw,
-            grid=config.grid,
-            folds=config.folds,
-            seed=config.seed,
-            classifiers=config.classifiers,
-            drop_protected=config.drop_protected,
-            protect_test=config.protect_test,
-            progress=context.log.info,
-        )
+        options = EvaluateOptions.of(config.model_dump(), key="config")
+        out = tasks.evaluate_task(raw, options, progress=context.log.info)
         rows = pq.read_table(out.summary).to_pylist()
         lines = ["| protection | grid | classifier | accuracy | dPar |", "|---|---|---|---|---|"]
         by: dict[tuple, dict] = {}

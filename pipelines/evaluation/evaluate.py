@@ -38,7 +38,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import yaml
 
 from privfair.components.core import progress as pbar
 from privfair.components.core.inputs import (
@@ -51,6 +50,11 @@ from privfair.components.core.metrics import (
     demographic_parity_difference,
     equalized_odds_sum,
     fairness_measures,
+)
+from privfair.evaluation.options import (
+    CLASSIFIERS,
+    check_options,
+    parse_grid,
 )
 from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.roles import Role, read_roles
@@ -65,69 +69,8 @@ __all__ = [
     "Evaluation",
 ]
 
-CLASSIFIERS = ("lr", "rf", "sgd", "gnb", "dt", "ada", "mlp")
 METRICS = ("accuracy", "precision", "recall", "dpar", "eodds", "tprb", "tnrb", "positive_rate")
 CONDITIONAL = ("cdp", "ctprb", "ctnrb", "cdp_reference", "ctprb_reference", "ctnrb_reference")
-
-
-MAX_SEED = 2**31 - 1  # a classifier's seed is ``seed + fold``: within NumPy's 2**32 - 1
-
-
-def parse_grid(pairs: Iterable[str]) -> dict[str, list]:
-    """``["k=5,10", ...]`` as ``{"k": [5, 10]}`` (each value read as YAML; ``null`` for None).
-
-    Raises ``SpecError`` (key ``--grid``) for a pair without ``=`` or a key, an empty value, a
-    key given twice or a value listed twice (each would evaluate one setting twice)."""
-    grid: dict[str, list] = {}
-    for p in pairs:
-        key, eq, values = p.partition("=")
-        key = key.strip()
-        if not eq or not key:
-            raise SpecError("--grid", f"expects key=v1,v2,..., got '{p}'")
-        if key in grid:
-            raise SpecError("--grid", f"'{key}' is given twice; list its values once: {key}=v1,v2")
-        parsed: list = []
-        for v in values.split(","):
-            if not v.strip():
-                raise SpecError("--grid", f"'{p}' has an empty value for '{key}' (null for none)")
-            try:
-                value = yaml.safe_load(v)
-            except yaml.YAMLError as e:
-                why = getattr(e, "problem", None) or type(e).__name__
-                raise SpecError(
-                    "--grid", f"'{p}': the value '{v.strip()}' is not YAML ({why})"
-                ) from None
-            if value in parsed:
-                raise SpecError("--grid", f"'{p}' lists {key}={v.strip()} twice")
-            parsed.append(value)
-        grid[key] = parsed
-    return grid
-
-
-def check_options(folds: int, seed: int, classifiers: Sequence[str]) -> None:
-    """Refuse what no data can fix: fewer than 2 folds, a seed outside 0..``MAX_SEED``, no
-    classifier, an unknown or repeated one (``SpecError`` naming the option and the value)."""
-    if isinstance(folds, bool) or not isinstance(folds, int) or folds < 2:
-        raise SpecError(
-            "--folds",
-            f"must be a whole number of at least 2 (each fold is the test part once and "
-            f"training data otherwise), got {folds!r}",
-        )
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
-        raise SpecError("--seed", f"must be a whole number from 0 to {MAX_SEED}, got {seed!r}")
-    if not classifiers:
-        raise SpecError(
-            "--classifiers", f"names no classifier; give one or more of {', '.join(CLASSIFIERS)}"
-        )
-    seen: set[str] = set()
-    for c in classifiers:
-        if c not in CLASSIFIERS:
-            raise SpecError(
-                "--classifiers", f"unknown classifier '{c}'; known: {', '.join(CLASSIFIERS)}"
-            )
-        if c in seen:
-            raise SpecError("--classifiers", f"names '{c}' twice")
-        seen.add(c)
 
 
 def check_folds(folds: int, y: np.ndarray, label: str) -> None:

@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from privfair.components.core.descriptor import Algorithm, Metric, resolve
 from privfair.components.core.plots import esc, fmt_num, fmt_value
+from privfair.schemas.contracts import SCHEMA_CHECK_ID
 
 MAX_OFFENDERS_SHOWN = 10
 
@@ -160,7 +161,7 @@ def _offenders(r: dict) -> str:
     )
 
 
-SCHEMA_ID = "schema"  # the validator's built-in checks of the published table's schema
+SCHEMA_ID = SCHEMA_CHECK_ID
 
 
 def _split(results: list[dict]) -> tuple[list[dict], list[dict]]:

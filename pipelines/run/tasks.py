@@ -40,6 +40,7 @@ import json
 import os
 import shutil
 import uuid
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, TypeVar
@@ -48,6 +49,7 @@ import pyarrow.parquet as pq
 
 from privfair.budget.admission import Admission, check_republish
 from privfair.components.core.result import ComponentResult
+from privfair.evaluation.options import EvaluateOptions
 from privfair.release.store import STAGING, Candidate, Store, set_latest
 from privfair.run import flow
 from privfair.schemas.contracts import contract_to_data, parse_contract
@@ -529,37 +531,26 @@ def publish_task(
 
 def evaluate_task(
     ingested: IngestRecord | dict[str, Any],
-    grid: str | dict[str, list] | None = None,
-    folds: int = 5,
-    seed: int = 0,
-    classifiers: str | list[str] = "lr,rf,sgd,gnb",
-    drop_protected: bool = False,
-    protect_test: bool = False,
+    options: EvaluateOptions | Mapping[str, Any] | None = None,
     out_root: str | Path | None = None,
     progress=None,
+    **given: Any,
 ) -> EvaluateRecord:
     """``privfair evaluate`` on an ingested table (the spec and the table ``ingest_task``
-    wrote), its files in ``<out_root or the evaluations setting>/<pipeline>/``. ``grid`` as
-    the CLI writes it (``"k=5,10 tau=0.5,1"``) or as a mapping; ``classifiers`` comma-separated
-    or a list."""
-    from privfair.evaluation.evaluate import evaluate, parse_grid, write
+    wrote), its files in ``<out_root or the evaluations setting>/<pipeline>/``. ``options``
+    (or keyword arguments: ``grid="k=5,10"``, ``folds=5``...) as ``EvaluateOptions.of`` reads
+    them."""
+    from privfair.evaluation.evaluate import evaluate, write
     from privfair.spec.settings import resolve_evaluations
 
+    if not isinstance(options, EvaluateOptions):
+        options = EvaluateOptions.of({**(options or {}), **given})
     rec = IngestRecord.of(ingested)
     spec = spec_of(rec)
-    if isinstance(grid, str):
-        grid = parse_grid(grid.split())
-    if isinstance(classifiers, str):
-        classifiers = [c.strip() for c in classifiers.split(",") if c.strip()]
     ev = evaluate(
         spec,
         load_ingested(plan_of(spec, data_dir=rec.data_dir, partition=rec.partition), rec).table,
-        grid=grid or {},
-        folds=folds,
-        seed=seed,
-        classifiers=classifiers,
-        drop_protected=drop_protected,
-        protect_test=protect_test,
+        **options.arguments(),
         input_fingerprint=rec.fingerprint,
         progress=progress,
     )
@@ -573,7 +564,7 @@ def evaluate_task(
         page=paths["evaluation.html"],
         seconds=ev.seconds,
         grid=ev.meta["grid"],
-        folds=folds,
-        classifiers=list(classifiers),
+        folds=options.folds,
+        classifiers=options.classifier_list,
         points=len({r["grid"] for r in ev.summary.to_pylist()}),
     )

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from privfair.schemas.errors import InputError, SpecError
-from privfair.schemas.spec import PartitionSpec, PipelineSpec, aligned
+from privfair.schemas.spec import CRON_PRESETS, PartitionSpec, PipelineSpec, aligned
 
 __all__ = [
     "CRON",
@@ -37,6 +37,7 @@ __all__ = [
     "key_column",
     "key_for",
     "keys_of",
+    "cron_of",
     "schedule_note",
     "schedule_of",
     "select",
@@ -50,11 +51,10 @@ WHOLE = "*"
 #: orchestrator's data interval between two ticks is exactly one partition. Weeks tick on
 #: Monday: cron's ``@weekly`` is Sunday-based and would straddle two partitions.
 CRON = {"day": "0 0 * * *", "week": "0 0 * * 1", "month": "0 0 1 * *"}
-#: The spellings of each granularity's cron a spec's ``schedule`` may use.
+#: The spellings of each granularity's cron a spec's ``schedule`` may use: the cron itself and
+#: the presets that mean it (``@weekly`` is Sunday-based: not a week's).
 _SAME_CRON = {
-    "day": {"@daily", "@midnight", CRON["day"]},
-    "week": {CRON["week"]},
-    "month": {"@monthly", CRON["month"]},
+    g: {cron, *(p for p, c in CRON_PRESETS.items() if c == cron)} for g, cron in CRON.items()
 }
 
 _ALIGN = {"day": "a day", "week": "a week (a Monday)", "month": "a month (the 1st)"}
@@ -219,3 +219,14 @@ def schedule_note(spec: PipelineSpec) -> str | None:
         "sensor or a launch of the key's partition; Airflow: a run with conf "
         '{"partition": KEY})'
     )
+
+
+def cron_of(schedule: str | None) -> str | None:
+    """A schedule as a cron string (None: no schedule; ``@once`` has none).
+
+    >>> cron_of("@daily"), cron_of("@once"), cron_of("*/5 * * * *")
+    ('0 0 * * *', None, '*/5 * * * *')
+    """
+    if schedule is None:
+        return None
+    return CRON_PRESETS.get(schedule, schedule)

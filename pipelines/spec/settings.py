@@ -23,15 +23,6 @@ DEFAULT_SPECS_DIR = Path(__file__).resolve().parents[1] / "specs"
 ENV_STORE = "PRIVFAIR_STORE"
 ENV_EVALUATIONS = "PRIVFAIR_EVALUATIONS"
 
-# Spec presets -> cron (Dagster has no '@once'; that spec gets a job but no schedule).
-CRON_PRESETS = {
-    "@hourly": "0 * * * *",
-    "@daily": "0 0 * * *",
-    "@weekly": "0 0 * * 0",
-    "@monthly": "0 0 1 * *",
-    "@yearly": "0 0 1 1 *",
-}
-
 
 def specs_dir(specs: str | Path | None = None) -> Path:
     """The folder of pipeline specs: ``specs``, else ``$PRIVFAIR_SPECS_DIR``, else the shipped ones."""
@@ -71,13 +62,6 @@ def pin_defaults(env: dict[str, str]) -> dict[str, str]:
     env[ENV_STORE] = resolve_store(env.get(ENV_STORE))
     env[ENV_EVALUATIONS] = str(resolve_evaluations(env.get(ENV_EVALUATIONS)))
     return env
-
-
-def cron_of(schedule: str | None) -> str | None:
-    """A spec's schedule as a cron string for Dagster (None: no schedule)."""
-    if schedule is None or schedule == "@once":
-        return None
-    return CRON_PRESETS.get(schedule, schedule)
 
 
 def safe_name(text: str) -> str:

@@ -59,7 +59,7 @@ from privfair.components.core.checks import (
     describe_error,
 )
 from privfair.components.core.registry import families, kind_checks
-from privfair.schemas.contracts import Guarantee, kind_of, parse_guarantee
+from privfair.schemas.contracts import SCHEMA_CHECK_ID, Guarantee, kind_of, parse_guarantee
 from privfair.schemas.errors import PrivfairError
 from privfair.schemas.roles import Role, read_roles
 
@@ -71,7 +71,8 @@ if TYPE_CHECKING:
     from great_expectations.expectations.expectation import Expectation
 
 GUARANTEE_METRIC = "privfair.guarantee"
-BUILTIN_ID = "schema"
+#: the id of the validator's built-in checks of the published table's schema (one result)
+BUILTIN_ID = SCHEMA_CHECK_ID
 META_KEY = "privfair"
 PUBLISHED = "published"  # the frame built-in expectations run on
 PARTS = "parts"  # the per-part results of by-group guarantees (privfair.components.core.parts)
