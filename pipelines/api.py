@@ -64,7 +64,6 @@ mdav: MDAV microaggregation
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -74,7 +73,6 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from privfair.schemas.contracts import SCHEMA_CHECK_ID
 from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.spec import PipelineSpec
 
@@ -429,6 +427,7 @@ def open_release(path: str | Path, status: str = "open") -> Release:
     StoreError
         Not a release folder, or its manifest cannot be read.
     """
+    from privfair.release.manifest import Manifest, ManifestError
     from privfair.release.store import Store, resolve_release
     from privfair.schemas.errors import StoreError
 
@@ -440,13 +439,12 @@ def open_release(path: str | Path, status: str = "open") -> Release:
     fs = store.fs
     try:
         with fs.open_input_stream(f"{folder}/manifest.json") as f:
-            man = json.loads(f.read())
-    except (OSError, ValueError) as e:
+            man = Manifest.parse(f.read())
+    except (OSError, ManifestError) as e:
         raise StoreError(folder, f"not a release folder (manifest.json: {e})") from None
-    results = (man.get("validation") or {}).get("results") or []
-    verdicts = tuple(Verdict.of(r) for r in results if r.get("id") != SCHEMA_CHECK_ID)
-    schema = tuple(Verdict.of(r) for r in results if r.get("id") == SCHEMA_CHECK_ID)
-    metrics = man.get("metrics") or {}
+    verdicts = tuple(Verdict.of(r) for r in man.verdicts)
+    schema = tuple(Verdict.of(r) for r in man.schema_results)
+    metrics = man.metrics
     headline = {m.label: m.get(metrics) for m in _headline(man)}
     return Release(
         pipeline=man["pipeline"],

@@ -77,11 +77,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(f"  release: {out.path}")
     print(f"  shareable copy: {out.path}/shared (privfair export {out.path} DEST)")
     if spec.target is not None:  # the lakehouse table, catalog and snapshot it published
+        from privfair.release.manifest import Manifest
         from privfair.release.store import Store
         from privfair.release.targets import published_lines
 
-        man = Store.open(args.store).read_text(out.pipeline, out.version, "manifest.json")
-        print("\n".join(published_lines(json.loads(man))) or "  target: not recorded")
+        man = Manifest.read(Store.open(args.store), out.pipeline, out.version)
+        print("\n".join(published_lines(dict(man.data))) or "  target: not recorded")
     if out.validation is not None:
         print(_tally(out.validation))
     for m in out.headline:

@@ -26,9 +26,11 @@ record gives the charge back); a run killed after the charge stays ``reserved`` 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -55,6 +57,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Admission",
     "admit",
+    "failing",
     "check_republish",
     "ledger_for",
     "dataset_identity",
@@ -268,6 +271,19 @@ class Admission:
         if self.cost is None:
             return None
         return {"rho": self.cost.rho, "epsilon": self.cost.epsilon, "delta": self.cost.delta}
+
+
+@contextlib.contextmanager
+def failing(adm: Admission | None) -> Iterator[None]:
+    """A block whose failure is the release's: on any error its ledger entry is marked
+    (``Admission.failed``: the charge is given back only when no noise was drawn) and the
+    error goes on. The one guard of every step that runs after a charge."""
+    try:
+        yield
+    except BaseException:
+        if adm is not None:
+            adm.failed()
+        raise
 
 
 def _unnamed(plan: ReleasePlan, dp: bool) -> SpecError:

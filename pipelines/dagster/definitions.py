@@ -78,6 +78,7 @@ from pydantic import Field, create_model
 
 from privfair.components.core.descriptor import Algorithm, Metric
 from privfair.evaluation.options import EvaluateOptions
+from privfair.release.manifest import Manifest
 from privfair.schemas.contracts import SCHEMA_CHECK_ID
 from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import PipelineSpec
@@ -675,7 +676,7 @@ def spec_definitions(path: Path, spec: PipelineSpec) -> dict[str, list]:
             md["shareable_copy"] = dg.MetadataValue.path(out.shared)
             md["shareable_report_url"] = _file_md(str(Path(out.shared) / "report.html"))["url"]
         if out.manifest:
-            man = json.loads(Path(out.manifest).read_text())
+            man = Manifest.load(out.manifest)
             val = man.get("validation", {})
             docs_path = (val.get("artefacts") or {}).get("data_docs")
             if docs_path and (Path(out.path) / docs_path).is_file():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from privfair.release import share
+from privfair.release.manifest import Manifest
 
 __all__ = ["SIDECAR_DIR", "dumps", "output_file", "parquet_bytes", "release_files", "sidecar_file"]
 
@@ -49,15 +51,7 @@ def sidecar_file(name: str) -> str:
     return f"{SIDECAR_DIR}/{name}.parquet"
 
 
-def release_files(man: dict) -> tuple[dict[str, str], dict[str, str]]:
-    """(outputs, sidecars) as name -> file inside the release, from its manifest (releases
-    written before named outputs had ``data.parquet`` and ``lineage.parquet``)."""
-    if "outputs" in man:
-        return (
-            {k: v["file"] for k, v in man["outputs"].items()},
-            {k: v["file"] for k, v in (man.get("sidecars") or {}).items()},
-        )
-    files = man.get("files") or {}
-    return {"data": files.get("data", "data.parquet")}, {
-        "lineage": files.get("lineage", "lineage.parquet")
-    }
+def release_files(man: Mapping[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """(outputs, sidecars) as name -> file inside the release, from its manifest
+    (``Manifest.files``)."""
+    return (man if isinstance(man, Manifest) else Manifest(man)).files()

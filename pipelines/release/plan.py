@@ -52,6 +52,10 @@ class ReleasePlan:
     data_dir: str | Path | None = None
     partition: str | None = None
     table: pa.Table | None = field(default=None, compare=False, repr=False)
+    # the required contract of each input table the plan was asked about: computed once
+    _required: dict[int, tuple[pa.Table, list, int]] = field(
+        default_factory=dict, init=False, compare=False, repr=False
+    )
 
     @classmethod
     def of(
@@ -165,9 +169,23 @@ class ReleasePlan:
         """What a release on ``input_table`` must guarantee: the algorithm's contract for the
         spec's params on this input, then the spec's demands, then what the roles demand.
         Computed from the spec and the input only, never from what a release says about
-        itself."""
+        itself; once per input table of the plan (every step asks again)."""
+        return list(self._contract(input_table)[0])
+
+    def demanded(self, input_table: pa.Table) -> list:
+        """The part of ``required`` beyond the algorithm's own contract: the spec's demands
+        and what the roles demand (appended to the contract a result declares)."""
+        out, own = self._contract(input_table)
+        return list(out[own:])
+
+    def _contract(self, input_table: pa.Table) -> tuple[list, int]:
+        hit = self._required.get(id(input_table))
+        if hit is not None and hit[0] is input_table:
+            return hit[1], hit[2]
         owed = self.algo.required_contract(self.spec.params, input_table)
-        return owed + self.demands(input_table, owed) + role_guarantees(input_table)
+        out = owed + self.demands(input_table, owed) + role_guarantees(input_table)
+        self._required[id(input_table)] = (input_table, out, len(owed))
+        return out, len(owed)
 
     def engine(self) -> Engine:
         """The engine the spec's ``execution`` names (``privfair.components.core.engine.make_engine``)."""

@@ -53,7 +53,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import json
 import os
 import time
 import uuid
@@ -66,13 +65,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from privfair.components.core import memory
+from privfair.release.manifest import MANIFEST, Manifest, ManifestError
 from privfair.schemas.errors import StoreError
 
 STAGING = ".staging"
 SHARED = "shared"  # the shareable copy inside a release folder
 QUARANTINE = ".quarantine"
 LATEST = "latest"
-MANIFEST = "manifest.json"
 
 
 def _reason(e: BaseException) -> str:
@@ -463,11 +462,11 @@ def verify_release(store: Store, pipeline: str, version: str) -> str | None:
     if store.kind(pipeline, version, MANIFEST) != pafs.FileType.File:
         return "manifest.json is missing"
     try:
-        man = json.loads(store.read_text(pipeline, version, MANIFEST))
-    except (StoreError, ValueError) as e:
+        man = Manifest.parse(store.read_text(pipeline, version, MANIFEST)).data
+    except StoreError as e:
         return f"manifest.json cannot be read: {e}"
-    if not isinstance(man, dict):
-        return "manifest.json is not a JSON object"
+    except ManifestError as e:
+        return str(e)
     if man.get("version") != version:
         return f"manifest.json names version {man.get('version')!r}"
     sums = man.get("checksums")
@@ -630,10 +629,8 @@ def _summary(store: Store, pipeline: str, folder: tuple[str, ...], version: str)
     if store.kind(*folder, MANIFEST) != pafs.FileType.File:
         return None
     try:
-        m = json.loads(store.read_text(*folder, MANIFEST))
-        if not isinstance(m, dict):
-            raise ValueError("not a JSON object")
-    except (StoreError, ValueError):
+        m = dict(Manifest.read(store, *folder).data)
+    except (StoreError, ManifestError):
         m = {"validation": {"status": "unreadable manifest"}}
     outputs = m.get("outputs") if isinstance(m.get("outputs"), dict) else {}
     inp = m.get("input") if isinstance(m.get("input"), dict) else {}

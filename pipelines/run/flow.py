@@ -25,14 +25,13 @@ and spends nothing.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pyarrow as pa
 
-from privfair.budget.admission import Admission, check_republish
+from privfair.budget.admission import Admission, check_republish, failing
 from privfair.budget.admission import admit as _admit
 from privfair.components.core import memory, progress
 from privfair.components.core.descriptor import Algorithm
@@ -47,7 +46,8 @@ from privfair.release.layout import (
     release_files,
     sidecar_file,
 )
-from privfair.release.plan import Ingested, ReleasePlan, role_guarantees
+from privfair.release.manifest import Manifest, ManifestError
+from privfair.release.plan import Ingested, ReleasePlan
 from privfair.release.store import (
     Candidate,
     Store,
@@ -116,14 +116,13 @@ def protect(
     naming a missing column is refused before anything runs."""
     plan = plan if isinstance(plan, ReleasePlan) else ReleasePlan.of(plan)
     algo = plan.algo
-    owed = algo.required_contract(plan.spec.params, ing.table)
-    extra = plan.demands(ing.table, owed)
+    extra = plan.demanded(ing.table)  # a demand naming a missing column fails here
     if engine is None:
         with plan.running() as own:
             result = _run_on(own, algo, ing, plan.spec.params)
     else:
         result = _run_on(engine, algo, ing, plan.spec.params)
-    result.contract = list(result.contract) + extra + role_guarantees(ing.table)
+    result.contract = list(result.contract) + extra
     return result.stamped()
 
 
@@ -375,12 +374,8 @@ def stage(
     validation fails is quarantined (nothing is published; its ledger entry says
     ``quarantined``, its charge stays); a failure while writing leaves no candidate and no
     empty folder behind (the entry says ``failed``)."""
-    try:
+    with failing(adm):
         staged = _stage(plan, ing, result, version, adm, beside)
-    except BaseException:
-        if adm is not None:
-            adm.failed()
-        raise
     if not staged.passed and adm is not None:
         adm.mark("quarantined", staged.quarantine)
     return staged
@@ -458,7 +453,7 @@ def publish_target(plan: ReleasePlan, cand: Candidate) -> dict:
     """Fast-forward the spec's ``target`` to the audited release (``privfair.release.targets``)."""
     from privfair.release import targets
 
-    man = json.loads(cand.store.read_text(*cand.parts, "manifest.json"))
+    man = dict(Manifest.read(cand.store, *cand.parts).data)
     outputs = {k: cand.read_table(output_file(k)) for k in man["outputs"]}
     contract = C.parse_contract(man["contract"])
     return targets.publish(plan, outputs, man["shared"]["release"], contract, cand)
@@ -483,18 +478,17 @@ def publish(
     pointed at it); the candidate is gone either way. The ledger entry says ``published``,
     or ``failed`` (its charge stays: the mechanism ran)."""
     store = plan.open_store()
-    try:
+    with failing(adm):
         try:
-            if plan.spec.target is not None and not store.exists(plan.name, cand.version):
-                publish_target(plan, cand)
-            published = cand.publish(crash_after=crash_after)
-        finally:
-            cand.discard()
-    except BaseException:
-        tidy(store, plan.name)
-        if adm is not None:
-            adm.failed()
-        raise
+            try:
+                if plan.spec.target is not None and not store.exists(plan.name, cand.version):
+                    publish_target(plan, cand)
+                published = cand.publish(crash_after=crash_after)
+            finally:
+                cand.discard()
+        except BaseException:
+            tidy(store, plan.name)
+            raise
     if not published:
         set_latest(store, plan.name, cand.version)
     if adm is not None:
@@ -519,12 +513,8 @@ def admitted(plan: ReleasePlan, adm: Admission | None, result: ComponentResult) 
     """Apply the spec's re-publication policy to ``result``'s public outputs
     (``privfair.budget.admission.check_republish``: ``RepublishRefused``, nothing written), adding
     its warnings to the result's."""
-    try:
+    with failing(adm):
         result.warnings.extend(check_republish(plan, adm, result.outputs))
-    except BaseException:
-        if adm is not None:
-            adm.failed()
-        raise
 
 
 @dataclass(frozen=True)
@@ -619,16 +609,16 @@ def run_release(
     existing = already_published(store, spec.name, version)
     if existing:
         set_latest(store, spec.name, version)
-        man = json.loads(store.read_text(spec.name, version, "manifest.json"))
+        man = Manifest.read(store, spec.name, version)
         return Outcome(
             "exists",
             spec.name,
             version,
             path,
-            metrics=man.get("metrics", {}),
+            metrics=man.metrics,
             headline=headline,
-            warnings=man.get("warnings", []),
-            ledger=man.get("ledger"),
+            warnings=man.warnings,
+            ledger=man.ledger,
         )
     adm = admit(plan, ing, version)
     if crash_after == "charge":
@@ -641,13 +631,8 @@ def run_release(
         plan.running() as engine,
         Beside.start(plan, ing.table, ing.input["fingerprint"]) as beside,
     ):
-        try:
-            with progress.phase(f"protect ({plan.algo.name})"):
-                result = protect(plan, ing, engine)
-        except BaseException:
-            if adm is not None:
-                adm.failed()
-            raise
+        with failing(adm), progress.phase(f"protect ({plan.algo.name})"):
+            result = protect(plan, ing, engine)
         admitted(plan, adm, result)
         with progress.phase("stage"):
             staged = stage(plan, ing, result, version, adm, beside)
@@ -688,10 +673,10 @@ def revalidate(
     if not mpath.is_file():
         raise PrivfairError(f"{release}: not a release folder (no manifest.json)")
     try:
-        man = json.loads(mpath.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+        man = dict(Manifest.load(mpath).data)
+    except (OSError, ManifestError) as e:
         raise PrivfairError(f"{mpath}: the manifest cannot be read: {e}") from None
-    if isinstance(man, dict) and man.get("format") == share.FORMAT:
+    if man.get("format") == share.FORMAT:
         raise PrivfairError(
             f"{release}: this is the shareable copy of a release; its guarantees are recomputed "
             "from the owner's release and the input (privfair validate <store>/<pipeline>/"

@@ -47,9 +47,10 @@ from typing import Any, TypeVar
 
 import pyarrow.parquet as pq
 
-from privfair.budget.admission import Admission, check_republish
+from privfair.budget.admission import Admission, check_republish, failing
 from privfair.components.core.result import ComponentResult
 from privfair.evaluation.options import EvaluateOptions
+from privfair.release.manifest import Manifest
 from privfair.release.store import STAGING, Candidate, Store, set_latest
 from privfair.run import flow
 from privfair.schemas.contracts import contract_to_data, parse_contract
@@ -297,8 +298,8 @@ def protect_task(
     adm = None
     published = _published_here(st, spec.name, version, work) if existing else None
     if published is not None:
-        man = _read_json(published / "manifest.json")
-        out_files, side_files = flow.release_files(man)
+        man = Manifest.load(published)
+        out_files, side_files = man.files()
         outputs = {k: str(published / f) for k, f in out_files.items()}
         sidecars = {k: str(published / f) for k, f in side_files.items()}
         contract, params, metrics = man["contract"], man["params"], man["metrics"]
@@ -312,12 +313,8 @@ def protect_task(
         adm = flow.admit(
             flow.ReleasePlan.of(spec, st, ing_rec.data_dir, ing_rec.partition), ing, version
         )
-        try:
+        with failing(adm):
             result = flow.protect(plan, ing)
-        except BaseException:
-            if adm is not None:
-                adm.failed()
-            raise
         outputs = {
             k: _write(work / flow.output_file(k), flow.parquet_bytes(t))
             for k, t in result.outputs.items()
@@ -370,8 +367,7 @@ def _published_here(st: Store | None, pipeline: str, version: str, work: Path) -
     if st.local:
         return Path(st.path(pipeline, version))
     folder = work / "published"
-    man = json.loads(st.read_text(pipeline, version, "manifest.json"))
-    out_files, side_files = flow.release_files(man)
+    out_files, side_files = Manifest.read(st, pipeline, version).files()
     for f in ["manifest.json", *out_files.values(), *side_files.values()]:
         _write(folder / f, st.read_bytes(pipeline, version, *Path(f).parts))
     return folder
@@ -443,12 +439,8 @@ def _validate_or_stage(
     else:
         adm = Admission.restore(plan, rec.ledger)
         raw = {k: Path(p).read_bytes() for k, p in rec.outputs.items()}
-        try:
+        with failing(adm):
             result.warnings.extend(check_republish(plan, adm, raw))
-        except BaseException:
-            if adm is not None:
-                adm.failed()
-            raise
         staged = flow.stage(plan, ing, result, rec.version, adm)
         validation = staged.validation
     return validation, staged
@@ -465,7 +457,7 @@ def _staged_ledger(store: Store, cand: Candidate | None) -> dict | None:
     """The ledger record of a staged candidate's manifest (its entry exists once staged)."""
     if cand is None:
         return None
-    return json.loads(store.read_text(*cand.parts, "manifest.json")).get("ledger")
+    return Manifest.read(store, *cand.parts).ledger
 
 
 def publish_task(
@@ -512,7 +504,7 @@ def publish_task(
         message = message if published else None
     local: dict[str, Any] = {}
     if st.exists(name, version, "manifest.json"):
-        local["ledger"] = json.loads(st.read_text(name, version, "manifest.json")).get("ledger")
+        local["ledger"] = Manifest.read(st, name, version).ledger
     if st.local:
         for key, fname in (("manifest", "manifest.json"), ("report", "report.html")):
             if st.exists(name, version, fname):
