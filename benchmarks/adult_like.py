@@ -18,7 +18,6 @@ by ``--set``).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -26,12 +25,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from privfair.run.flow import ingest  # noqa: E402
-from privfair.schemas.roles import read_roles  # noqa: E402
-from privfair.spec.catalogue import load_spec  # noqa: E402
-from privfair.spec.settings import specs_dir  # noqa: E402
+from privfair.run.flow import ingest
+from privfair.schemas.roles import read_roles
+from privfair.spec.catalogue import load_spec
+from privfair.spec.settings import specs_dir
 
 JITTER_INT = {"age": (17, 90), "hours-per-week": (1, 99)}
 

@@ -23,7 +23,7 @@ What runs:
   published parquet (``benchmarks/peers/pycanon_check.py``, its own environment); they must
   agree with our checkers (C7's class sizes, C4's maximum q-block distance).
 
-Results: Markdown on stdout and in ``benchmarks/results_generalisation.md`` (``--out``).
+Results: Markdown on stdout and in ``benchmarks/results/results_generalisation.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -43,10 +43,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
+from harness import HERE, ROOT, result
 
 REPLICAS = 6
 PEERS = {
@@ -357,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data-dir", default=os.environ.get("PRIVFAIR_DATA_DIR"))
     ap.add_argument("--quick", action="store_true", help="no 300k grid, no peers")
-    ap.add_argument("--out", type=Path, default=HERE / "results_generalisation.md")
+    ap.add_argument("--out", type=Path, default=result("results_generalisation.md"))
     ap.add_argument("--from-json", type=Path, help="only rewrite the report from saved results")
     args = ap.parse_args(argv)
     if args.from_json:

@@ -7,7 +7,7 @@
 
 Each measurement is a fresh interpreter running ``privfair.run.flow.ingest`` of the spec (what
 ``privfair run`` does before it protects: the file read, labelled, checked and held in a
-memory-mapped copy) on one tree, sampled by ``_harness.tracked``: the driver's private memory
+memory-mapped copy) on one tree, sampled by ``harness.tracked``: the driver's private memory
 is its RSS less file-backed pages, so the mapped table it keeps is not counted, what it
 decoded on the way is. The spec's Parquet file is also written beside it as CSV and as a
 SQLite table read through ADBC (``--formats``), and each format is measured; the table each tree ingested is fingerprinted
@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 from pathlib import Path
@@ -28,14 +27,13 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from _harness import ROOT, export_code, machine, tracked  # noqa: E402
+from harness import ROOT, child_env, export_code, machine, result, tracked
 
 CHILD = """
-import hashlib, json, sys, time
-sys.path.insert(0, {tree!r})
+import hashlib, json, os, time
+import privfair
+where = os.path.realpath(privfair.__file__)
+assert where.startswith(os.path.realpath(os.getcwd()) + os.sep), f"privfair imported from {{where}}"
 from privfair.spec.catalogue import load_spec
 from privfair.run.flow import ingest
 t0 = time.perf_counter()
@@ -84,21 +82,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline", default="ca39161", help="the code before (a git revision)")
     ap.add_argument("--formats", default="parquet,csv,sqlite")
     ap.add_argument("--rounds", type=int, default=1)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results_ingest.md")
+    ap.add_argument("--out", type=Path, default=result("results_ingest.md"))
     args = ap.parse_args(argv)
     spec = args.spec.resolve()
     with tempfile.TemporaryDirectory(prefix="privfair-ingest-") as tmp:
         base = Path(tmp) / "baseline"
         commit = export_code(args.baseline, base)
         trees = {f"baseline ({commit[:7]})": base, "new (working tree)": ROOT}
-        env = {**os.environ, "PYTHONPATH": ""}
         rows = []
         for fmt in args.formats.split(","):
             path = spec_as(spec, fmt, spec.parent)
             for _ in range(args.rounds):
                 for name, tree in trees.items():
-                    code = CHILD.format(tree=str(tree), spec=str(path))
-                    got = tracked([sys.executable, "-c", code], tree, env)
+                    code = CHILD.format(spec=str(path))
+                    got = tracked([sys.executable, "-c", code], tree, child_env(tree))
                     if got["rc"] != 0:
                         print(got["stderr"][-2000:], file=sys.stderr)
                         return 1

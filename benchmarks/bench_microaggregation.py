@@ -19,7 +19,7 @@ What runs (each measurement in a fresh subprocess, so its peak RSS is its own):
   both groupings, and a replay of our grouping through the baseline's own distances (the largest
   amount by which any of our seed or nearest-neighbour choices is worse than the best choice).
 
-Results: a Markdown report on stdout and in ``benchmarks/results.md`` (``--out``).
+Results: a Markdown report on stdout and in ``benchmarks/results/results.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -37,10 +37,8 @@ from statistics import median
 
 import numpy as np
 import pyarrow as pa
-from _harness import machine
+from harness import ROOT, child_env, machine, result
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 SUB_ROWS = 10_000
 REPLICAS = 4
 JITTER = 0.01  # replicated data: Gaussian noise with sd = JITTER x column sd, clipped at 0
@@ -245,8 +243,7 @@ def run_child(task: Task, data_dir: str | None, workdir: Path) -> Result:
     out = workdir / f"{task.impl}-{task.algo}-{task.k}-{task.data}.json"
     cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(asdict(task))]
     cmd += ["--child-out", str(out)] + (["--data-dir", data_dir] if data_dir else [])
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]))
-    subprocess.run(cmd, check=True, cwd=ROOT, env=env)
+    subprocess.run(cmd, check=True, cwd=ROOT, env=child_env())
     raw = json.loads(out.read_text())
     raw["task"] = Task(**raw["task"])
     return Result(**raw)
@@ -534,7 +531,7 @@ def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     p.add_argument("--quick", action="store_true", help="skip the full-Adult baseline run")
     p.add_argument("--repeats", type=int, default=3, help="runs of ours per configuration")
-    p.add_argument("--out", type=Path, default=HERE / "results.md", help="Markdown report")
+    p.add_argument("--out", type=Path, default=result("results.md"), help="Markdown report")
     p.add_argument("--data-dir", default=None, help="Adult files (default: PRIVFAIR_DATA_DIR)")
     p.add_argument("--max-load", type=float, default=1.5, help="wait while the load is higher")
     p.add_argument("--max-wait", type=float, default=600.0, help="longest wait for that, s")

@@ -36,7 +36,7 @@ tree's for both.
   columns), lineage and the rest (metrics, pass-through columns). One more run per
   implementation on Adult under ``cProfile`` lists where the grouping spends its time.
 
-The report goes to stdout and to ``benchmarks/results_microaggregation_speed.md`` (``--out``).
+The report goes to stdout and to ``benchmarks/results/results_microaggregation_speed.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -56,10 +56,8 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from _harness import export_code, machine
+from harness import ROOT, child_env, export_code, machine, result
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 K = 10
 TARGETS_S = {"adult": 1.0, "rep": 10.0}
 TARGET_PEAK_MB = 2048.0
@@ -165,9 +163,10 @@ def _component(algo: str):
 def _pass_cost(grouping, table: pa.Table) -> float:
     """Nanoseconds per row of one full distance pass (to a row, over every row of ``table``;
     best of 30, BLAS on one thread): the unit cost of the direct algorithm."""
+    from threadpoolctl import threadpool_limits
+
     from privfair.components.microaggregation.encoding import encode_qis
     from privfair.components.microaggregation.inputs import prepare
-    from threadpoolctl import threadpool_limits
 
     table, roles, _ = prepare(table)
     enc = encode_qis(table, roles, "minmax")
@@ -198,11 +197,11 @@ def _pass_cost(grouping, table: pa.Table) -> float:
 
 def child_main(task: dict) -> dict:
     """Build the data, run the component once (or under cProfile), report."""
-    sys.path.insert(0, str(HERE))
     if task["impl"].startswith("old"):
         _use_old(task["old_root"])
-    import privfair.components.microaggregation.grouping as grouping
     from bench_microaggregation import build_data
+
+    import privfair.components.microaggregation.grouping as grouping
 
     expected = task["old_root"] if task["impl"].startswith("old") else str(ROOT)
     assert grouping.__file__.startswith(expected), grouping.__file__
@@ -253,7 +252,8 @@ def run_child(task: dict) -> dict:
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(task)]
         cmd += ["--child-out", out.name]
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(HERE)]))
+        # the old implementation imports ``components.*`` (the layout before ``privfair``)
+        env = child_env(ROOT)
         if task["impl"] == "old1":
             env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
         subprocess.run(cmd, check=True, cwd=ROOT, env=env)
@@ -543,7 +543,7 @@ def main() -> None:
     )
     parser.add_argument("--quick", action="store_true", help="Adult only")
     parser.add_argument("--no-profile", action="store_true", help="skip the cProfile runs")
-    parser.add_argument("--out", default=str(HERE / "results_microaggregation_speed.md"))
+    parser.add_argument("--out", default=str(result("results_microaggregation_speed.md")))
     parser.add_argument("--json", default=None, help="also write the raw measurements here")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)

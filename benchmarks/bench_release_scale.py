@@ -29,7 +29,7 @@ What runs
 - A release counts only if every guarantee holds and every schema check passes (the run's
   ``guarantees: a/b hold; schema checks: c/d pass`` line); the script fails otherwise.
 
-The report goes to stdout and to ``benchmarks/results_release_scale.md`` (``--out``).
+The report goes to stdout and to ``benchmarks/results/results_release_scale.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -46,16 +46,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from _harness import export_code, tracked
+from harness import HERE, HOLD, ROOT, child_env, export_code, result, tracked
 
-ROOT = Path(__file__).resolve().parents[1]
 CODE = ("components", "pipelines", "schemas", "dags")
 PHASES = ("ingest", "protect", "validate", "cost of protection", "report", "publish")
 _PHASE = re.compile(
     r"✓ (ingest|protect|validate|cost of protection|report|publish)\b[^0-9]*"
     r"(?:(\d+) min )?([\d.]+) s"
 )
-_HOLD = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: (\d+)/(\d+) pass")
 
 
 def phases(stderr: str) -> dict[str, float]:
@@ -70,7 +68,7 @@ def phases(stderr: str) -> dict[str, float]:
 
 def release(code: Path, spec: Path, engine: str, work: Path) -> dict:
     """One ``privfair run`` and ``privfair export`` of ``spec`` with the code under ``code``."""
-    env = dict(os.environ, PYTHONPATH=str(code), PRIVFAIR_PROGRESS="1")
+    env = child_env(code, PRIVFAIR_PROGRESS="1")
     store = work / "store"
     cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(store)]
     cmd += ["--progress"]
@@ -81,7 +79,7 @@ def release(code: Path, spec: Path, engine: str, work: Path) -> dict:
     run = tracked(cmd, code, env)
     if run["rc"] != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
-    held = _HOLD.search(run["stdout"])
+    held = HOLD.search(run["stdout"])
     if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
         raise SystemExit(f"{spec.name} on {engine}: not every check passed:\n{run['stdout']}")
     version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M)
@@ -115,7 +113,7 @@ def make_spec(algorithm: str, rows: int, out: Path) -> Path:
     if algorithm == "fair_mdav":
         sets += ["--set", "trace_sample=2000"]
     subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "adult_like.py"), "--rows", str(rows)]
+        [sys.executable, str(HERE / "adult_like.py"), "--rows", str(rows)]
         + ["--spec", spec, *sets, "--out", str(out)],
         cwd=ROOT,
         check=True,
@@ -172,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
         default="8d24a4c",
         help="git ref of the previous code, measured on the local engine ('' for none)",
     )
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_release_scale.md"))
+    ap.add_argument("--out", default=str(result("results_release_scale.md")))
     args = ap.parse_args(argv)
     args.argv = list(argv if argv is not None else sys.argv[1:])
     if not os.environ.get("PRIVFAIR_DATA_DIR"):

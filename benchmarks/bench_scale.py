@@ -26,7 +26,7 @@ What runs
   the grouping phase alone, and the peak of the summed RSS of the whole process tree (the
   interpreter, pool workers, the JVM and Spark's Python workers), sampled every 0.2 s.
 
-The report goes to stdout and to ``benchmarks/results_scale.md`` (``--out``).
+The report goes to stdout and to ``benchmarks/results/results_scale.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -41,9 +41,7 @@ import sys
 import time
 from pathlib import Path
 
-from _harness import tracked
-
-ROOT = Path(__file__).resolve().parents[1]
+from harness import ROOT, result, tracked
 
 
 def _digest(table) -> str:
@@ -57,9 +55,8 @@ def _digest(table) -> str:
 
 def one(cfg: dict) -> dict:
     """One measurement (in this fresh interpreter): see the module docstring."""
-    sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "benchmarks"))
     from adult_like import adult_like
+
     from privfair.components.core.engine import LocalEngine, SparkEngine, using
     from privfair.run.flow import ingest
     from privfair.spec.catalogue import load_spec
@@ -152,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--engines", default="spark,local")
     ap.add_argument("--unblocked-up-to", type=int, default=1_000_000)
     ap.add_argument("--dmondrian-up-to", type=int, default=1_000_000)
-    ap.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "results_scale.md")
+    ap.add_argument("--out", type=Path, default=result("results_scale.md"))
     args = ap.parse_args(argv)
     if args.one:
         print(json.dumps(one(json.loads(args.one))))

@@ -43,7 +43,7 @@ rounds compiled where it has them), so that no measurement pays for compiling wh
 installation (``make install``) has compiled.
 
 The targets: each component call <= 1 s; ``privfair run`` <= 2 s beyond the component call.
-The report goes to stdout and to ``benchmarks/results_single_machine.md`` (``--out``).
+The report goes to stdout and to ``benchmarks/results/results_single_machine.md`` (``--out``).
 """
 
 from __future__ import annotations
@@ -60,10 +60,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from _harness import export_code, machine
+from harness import ROOT, export_code, machine, result
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
 #: ``main`` when this script was first added: the previous code, measured in the same run
 BASELINE_REF = "8d24a4c"  # the code before issue 25's single-machine and validation work
 K = 10
@@ -130,6 +128,7 @@ def _child_component(task: dict) -> dict:
 def _child_grid(task: dict) -> dict:
     """dSabre or dMondrian on Adult (as the specs ingest it) at every t of the grid, once."""
     from bench_generalisation import grid, load
+
     from privfair.components.generalisation.inputs import prepare
     from privfair.components.generalisation.measures import t_max
 
@@ -243,13 +242,14 @@ def _child_run(task: dict) -> dict:
 
 
 def child_main(task: dict) -> dict:
-    """Measure ``task`` in the tree that is the working directory (its modules first)."""
+    """Measure ``task`` in the tree that is the working directory (its modules first, through
+    ``PYTHONPATH``: ``_env``)."""
     load = os.getloadavg()[0]
     tree = Path.cwd().resolve()
-    sys.path[:0] = [str(tree), str(tree / "benchmarks")]
+    import privfair.components
 
-    where = Path(components.__file__).resolve()
-    assert where.is_relative_to(tree), f"components imported from {where}, not {tree}"
+    where = Path(privfair.components.__file__).resolve()
+    assert where.is_relative_to(tree), f"privfair.components imported from {where}, not {tree}"
     kind = task["kind"]
     if kind == "component":
         out = _child_component(task)
@@ -500,7 +500,7 @@ def main() -> None:
     parser.add_argument("--data-dir", default=None)
     parser.add_argument("--baseline", default=BASELINE_REF, help="git ref of the previous code")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--out", default=str(HERE / "results_single_machine.md"))
+    parser.add_argument("--out", default=str(result("results_single_machine.md")))
     parser.add_argument("--json", default=None, help="also write the raw measurements here")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child-out", default=None, help=argparse.SUPPRESS)

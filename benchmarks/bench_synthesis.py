@@ -23,10 +23,10 @@ What runs, in one process and one run (spec 6; issue "PreFair and MST", item 6):
   MirrorDescent (JAX) on the same noisy measurements, run in its own environment by
   ``benchmarks/peers/run_synthesis_peers.py --peer mbi`` (``--mbi``);
 - peers' MST on the same coded Adult, each in its own environment (``--peers``): read from
-  ``benchmarks/results_synthesis_peers.json`` (written by
+  ``benchmarks/results/results_synthesis_peers.json`` (written by
   ``benchmarks/peers/run_synthesis_peers.py``).
 
-Results: Markdown on stdout and in ``benchmarks/results_synthesis.md`` (+ ``.json``).
+Results: Markdown on stdout and in ``benchmarks/results/results_synthesis.md`` (+ ``.json``).
 """
 
 from __future__ import annotations
@@ -44,18 +44,15 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from harness import HERE, RESULTS, ROOT, result, spec_file
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-
-from privfair.components.synthesis import metrics as M  # noqa: E402
-from privfair.components.synthesis.domain import encode_table, public_domains  # noqa: E402
-from privfair.components.synthesis.params import MSTParams, PreFairParams  # noqa: E402
-from privfair.components.synthesis.synthesize import synthesize  # noqa: E402
-from privfair.run.flow import ingest  # noqa: E402
-from privfair.schemas.roles import read_roles  # noqa: E402
-from privfair.spec.catalogue import load_spec  # noqa: E402
+from privfair.components.synthesis import metrics as M
+from privfair.components.synthesis.domain import encode_table, public_domains
+from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.components.synthesis.synthesize import synthesize
+from privfair.run.flow import ingest
+from privfair.schemas.roles import read_roles
+from privfair.spec.catalogue import load_spec
 
 # the authors' published numbers (spec 6.5 and the issue): Adult, epsilon = 1, 10 runs
 PAPER = {
@@ -65,8 +62,8 @@ PAPER = {
 }
 
 
-def _load(spec_name: str):
-    spec = load_spec(ROOT / "pipelines" / "specs" / f"{spec_name}.yaml")
+def load(spec_name: str):
+    spec = load_spec(spec_file(spec_name))
     return ingest(spec).table, spec.params
 
 
@@ -78,14 +75,14 @@ def _params(base: PreFairParams, selector: str, seed: int):
     return PreFairParams(**shared, selector=selector)
 
 
-def _codes(table: pa.Table, params) -> np.ndarray:
+def codes(table: pa.Table, params) -> np.ndarray:
     domains = public_domains(table, read_roles(table), {c: params.edges(c) for c in params.bins})
     return encode_table(table, domains)[0]
 
 
 def _downstream(table, data, params, outcome: str, protected: str) -> dict:
     names = table.column_names
-    real, syn = _codes(table, params), _codes(data, params)
+    real, syn = codes(table, params), codes(data, params)
     o = names.index(outcome)
     feats = [i for i in range(len(names)) if i != o]
     res = M.downstream_accuracy(syn[:, feats], syn[:, o] == 1, real[:, feats], real[:, o] == 1)
@@ -154,10 +151,10 @@ def _mbi_comparison(table, base, iters: int) -> dict | None:
     from privfair.components.synthesis.model import Measurement
 
     ms, arrays = [], {"sizes": json.dumps(dict(zip(names, sizes, strict=True)))}
-    codes = _codes(table, params)
+    coded = codes(table, params)
     cc = np.stack(
         [
-            comp[comp.attribute == n].sort_values("code")["compressed"].to_numpy()[codes[:, i]]
+            comp[comp.attribute == n].sort_values("code")["compressed"].to_numpy()[coded[:, i]]
             for i, n in enumerate(names)
         ],
         axis=1,
@@ -244,7 +241,7 @@ def main(argv=None) -> int:
     ap.add_argument("--no-scale", action="store_true")
     ap.add_argument("--no-downstream", action="store_true")
     ap.add_argument("--mbi", action="store_true", help="compare the estimator with mbi 2.0")
-    ap.add_argument("--out", default=str(HERE / "results_synthesis"))
+    ap.add_argument("--out", default=str(result("results_synthesis")))
     args = ap.parse_args(argv)
     started = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     res: dict = {
@@ -255,11 +252,11 @@ def main(argv=None) -> int:
         "python": platform.python_version(),
         "methods": {},
     }
-    adult, base = _load("adult_prefair")
+    adult, base = load("adult_prefair")
     for sel in ("mst", "greedy", "exponential"):
         rows = run_method(adult, base, sel, args.runs, "sex", "income", not args.no_downstream)
         res["methods"][f"adult/{sel}"] = summary(rows) | {"per_run": rows}
-    compas, cbase = _load("compas_prefair")
+    compas, cbase = load("compas_prefair")
     for sel in ("mst", "greedy"):
         rows = run_method(compas, cbase, sel, args.runs, "sex", "no_recid", not args.no_downstream)
         res["methods"][f"compas/{sel}"] = summary(rows) | {"per_run": rows}
@@ -270,7 +267,7 @@ def main(argv=None) -> int:
             res["scale"][f"adult x{f} ({adult.num_rows * f} rows)"] = summary(rows)
     if args.mbi:
         res["estimator"] = _mbi_comparison(adult, base, base.iters)
-    peers = HERE / "results_synthesis_peers.json"
+    peers = RESULTS / "results_synthesis_peers.json"
     if peers.exists():
         res["peers"] = json.loads(peers.read_text())
     Path(args.out + ".json").write_text(json.dumps(res, indent=1, default=str))

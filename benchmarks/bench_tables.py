@@ -15,21 +15,19 @@ of ``--rows`` rows, then times, in the same run and on the same table:
   and a plain ``append`` to ``main`` for comparison.
 
 Best of ``--repeats`` wall-clock times; the report goes to stdout and
-``benchmarks/results_tables.md``.
+``benchmarks/results/results_tables.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 from types import SimpleNamespace
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests"), str(ROOT / "benchmarks")]
+from harness import postgres_server, private, result, spec_file
 
 
 def best(fn, repeats: int):
@@ -45,22 +43,22 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_tables.md"))
+    ap.add_argument("--out", default=str(result("results_tables.md")))
     args = ap.parse_args(argv)
 
     import adbc_driver_postgresql.dbapi as pg
     import pandas as pd
     import pyarrow as pa
     import sqlalchemy
-    from _postgres import postgres_server
     from adult_like import adult_like
+
     from privfair.io.connectors import read_source
     from privfair.release import targets
     from privfair.run.flow import ReleasePlan
     from privfair.schemas.spec import SourceSpec, TargetSpec
     from privfair.spec.catalogue import load_spec
 
-    base = ReleasePlan.of(load_spec(ROOT / "pipelines/specs/adult_mdav.yaml")).ingest().table
+    base = ReleasePlan.of(load_spec(spec_file("adult_mdav"))).ingest().table
     table = adult_like(base, args.rows, seed=0).replace_schema_metadata(None)
     table = pa.Table.from_arrays(
         table.columns, schema=pa.schema([f.remove_metadata() for f in table.schema])
@@ -130,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             return targets.publish(plan, out, rid, [])
 
         t_wap, _ = best(wap, args.repeats)
-        cat = targets._catalog(
+        cat = private("privfair.release.targets", "_catalog")(
             TargetSpec(kind="iceberg"),
             SimpleNamespace(spec=spec, name="bench", open_store=lambda: store),
         )

@@ -16,7 +16,7 @@ What runs, in one process and one run:
   the first groups of the 10^4-cell report; its time per cell, measured, and the beta* it
   finds against ours (they must agree to the bisection's precision).
 
-Results: Markdown on stdout and in ``benchmarks/results_transparency.md``.
+Results: Markdown on stdout and in ``benchmarks/results/results_transparency.md``.
 """
 
 from __future__ import annotations
@@ -30,12 +30,10 @@ import time
 from pathlib import Path
 
 import numpy as np
+from harness import result
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-
-from privfair.components.transparency.fidelity import fidelity_bounds  # noqa: E402
-from privfair.components.transparency.scheme import solve  # noqa: E402
+from privfair.components.transparency.fidelity import fidelity_bounds
+from privfair.components.transparency.scheme import solve
 
 SIZES = (10_000, 100_000, 1_000_000, 10_000_000)
 TARGET_10M_S = 5.0
@@ -97,7 +95,7 @@ def lp_group(p: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--out", type=Path, default=HERE / "results_transparency.md")
+    ap.add_argument("--out", type=Path, default=result("results_transparency.md"))
     args = ap.parse_args(argv)
     sizes = SIZES[:3] if args.quick else SIZES
     rows = []

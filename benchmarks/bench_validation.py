@@ -12,6 +12,7 @@ import argparse
 import time
 
 import numpy as np
+from harness import spec_file
 
 
 def dense_replay(audit, ids: np.ndarray) -> float:
@@ -44,7 +45,7 @@ def main() -> None:
     from privfair.run import flow
     from privfair.spec.catalogue import load_spec
 
-    spec = load_spec("pipelines/specs/adult_fair_mdav.yaml")
+    spec = load_spec(spec_file("adult_fair_mdav"))
     ing = flow.ingest(spec)
     t = time.perf_counter()
     result = flow.protect(spec, ing)

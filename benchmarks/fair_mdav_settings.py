@@ -22,7 +22,7 @@ is compared with the fast path and must agree exactly.
 Usage (from the repository root)::
 
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/fair_mdav_settings.py
-    ... --datasets adult_fair_mdav german_fair_mdav --out benchmarks/results_fair_mdav_settings.md
+    ... --datasets adult_fair_mdav german_fair_mdav --out benchmarks/results/results_fair_mdav_settings.md
 
 About two minutes on one core (Adult dominates: one grouping per k).
 """
@@ -35,6 +35,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 
+from harness import result, spec_file
+
 from privfair.components.microaggregation.blocking import group_rows
 from privfair.components.microaggregation.correction import group_counts, relabel_counts
 from privfair.components.microaggregation.encoding import encode_qis, label_01, protected_01
@@ -44,7 +46,6 @@ from privfair.run.flow import ingest
 from privfair.schemas.roles import Role, read_roles
 from privfair.spec.catalogue import load_spec, with_params
 
-HERE = Path(__file__).resolve().parent
 SPECS = ("adult_fair_mdav", "german_fair_mdav", "compas_fair_mdav")
 KS = (*range(10, 21), 25, 30, 50, 100)
 TAUS = tuple(Fraction(i, 20) for i in range(21))  # 0, 0.05, ..., 1
@@ -90,7 +91,7 @@ class Row:
 
 
 def load(spec_name: str):
-    spec = load_spec(HERE.parent / "pipelines" / "specs" / f"{spec_name}.yaml")
+    spec = load_spec(spec_file(spec_name))
     table = ingest(spec).table
     roles = read_roles(table)
     (prot,) = roles.with_role(Role.PROTECTED)
@@ -368,7 +369,7 @@ def matches(rows: list[Row], params: dict, spec_params: dict, v: dict, data: Dat
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--datasets", nargs="*", default=list(SPECS))
-    ap.add_argument("--out", type=Path, default=HERE / "results_fair_mdav_settings.md")
+    ap.add_argument("--out", type=Path, default=result("results_fair_mdav_settings.md"))
     args = ap.parse_args()
     t0 = time.perf_counter()
     results: dict = {}

@@ -22,6 +22,7 @@ from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
+
 from privfair.components.microaggregation.encoding import encode_qis, label_01, protected_01
 from privfair.schemas.roles import Role, read_roles
 

@@ -7,22 +7,16 @@ Usage: ``PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/naive_synthes
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
+from bench_synthesis import codes as coded
+from bench_synthesis import load
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from privfair.components.synthesis import metrics as M  # noqa: E402
-
-from benchmarks.bench_synthesis import _codes, _load  # noqa: E402
+from privfair.components.synthesis import metrics as M
 
 
 def main() -> None:
-    table, params = _load("adult_prefair")
-    codes = _codes(table, params)
+    table, params = load("adult_prefair")
+    codes = coded(table, params)
     names = table.column_names
     rng = np.random.default_rng(0)
     real = {n: codes[:, i] for i, n in enumerate(names)}

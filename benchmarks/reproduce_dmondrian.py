@@ -16,7 +16,7 @@ From the repository root::
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_dmondrian.py --cap
 
 The full run (about 25 min on a busy 2-core machine) writes
-``benchmarks/results_reproduce_dmondrian.md`` and ``benchmarks/results_reproduce_dmondrian_*.svg``.
+``benchmarks/results/results_reproduce_dmondrian.md`` and ``benchmarks/results/results_reproduce_dmondrian_*.svg``.
 ``--quick`` (a t step of 0.05, one timing run, 2,000 queries) prints the report and writes files
 only when ``--out`` is given. ``--cap`` (a few minutes) runs only the class-count and LM curves
 of dMondrian, dSabre and dSabre with ``split_pairs`` against t, beside dSabre's ceiling
@@ -74,23 +74,19 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+from bench_generalisation import grid, load
+from harness import result
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(HERE))
-
-from bench_generalisation import grid, load  # noqa: E402
-from privfair.components.core import plots  # noqa: E402
-from privfair.components.generalisation.audit import build_audit, original_audit  # noqa: E402
-from privfair.components.generalisation.checks import labels_of, p_minus_of  # noqa: E402
-from privfair.components.generalisation.dmondrian import dmondrian  # noqa: E402
-from privfair.components.generalisation.dsabre import dichotomize, dsabre  # noqa: E402
-from privfair.components.generalisation.examples import toy_table  # noqa: E402
-from privfair.components.generalisation.inputs import Prepared, prepare  # noqa: E402
-from privfair.components.generalisation.itemsets import Labels, plain_counts  # noqa: E402
-from privfair.components.generalisation.measures import bound, measures, t_max, tau  # noqa: E402
-from privfair.components.generalisation.params import DMondrianParams, DSabreParams  # noqa: E402
+from privfair.components.core import plots
+from privfair.components.generalisation.audit import build_audit, original_audit
+from privfair.components.generalisation.checks import labels_of, p_minus_of
+from privfair.components.generalisation.dmondrian import dmondrian
+from privfair.components.generalisation.dsabre import dichotomize, dsabre
+from privfair.components.generalisation.examples import toy_table
+from privfair.components.generalisation.inputs import Prepared, prepare
+from privfair.components.generalisation.itemsets import Labels, plain_counts
+from privfair.components.generalisation.measures import bound, measures, t_max, tau
+from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
 #: Table 1 of the paper, and the German figures of Ex. 21.
 PAPER_TABLE1: dict[str, dict[str, Any]] = {
@@ -1218,14 +1214,14 @@ def main(argv: list[str] | None = None) -> int:
         command = "PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/" + " ".join(
             ["reproduce_dmondrian.py", *shown_args(sys.argv[1:])]
         )
-        prefix = HERE / "results_reproduce_dmondrian"
+        prefix = result("results_reproduce_dmondrian")
         svgs = cap_svgs(res, prefix)
         text = cap_report(res, command, time.perf_counter() - started)
         text += "\nPlots: " + ", ".join(f"`{p.name}`" for p in svgs) + ".\n"
-        (HERE / "results_reproduce_dmondrian_cap.md").write_text(text)
+        result("results_reproduce_dmondrian_cap.md").write_text(text)
         print(text)
         return 0
-    out = args.out or (None if args.quick else HERE / "results_reproduce_dmondrian.md")
+    out = args.out or (None if args.quick else result("results_reproduce_dmondrian.md"))
 
     if args.from_json:
         res = json.loads(args.from_json.read_text())

@@ -13,7 +13,7 @@ arm (raw training fold) is reported once per classifier. Whether the protected a
 feature is not stated in the paper (Fair-MDAV spec A11): both are run. Microaggregated rows are
 also scored on a protected test fold (``--protect-test``: Fair-MDAV run on the test fold, rows
 mapped back to their true labels through the lineage). Results:
-``benchmarks/results_reproduce_fair_mdav.md``.
+``benchmarks/results/results_reproduce_fair_mdav.md``.
 
 Every row here uses the setting the paper's text suggests (fairlets, positive correction,
 tau = 1). ``reproduce_fair_mdav_protocols.py`` settles which settings the paper's rows really
@@ -30,18 +30,15 @@ verdict (:func:`verdict`).
 
 from __future__ import annotations
 
+import argparse
 import datetime as dt
 import sys
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from harness import result, spec_file
 
-import argparse  # noqa: E402
-
-from privfair.evaluation.evaluate import evaluate  # noqa: E402
-from privfair.run.flow import ingest  # noqa: E402
-from privfair.spec.catalogue import load_spec, with_params  # noqa: E402
+from privfair.evaluation.evaluate import evaluate
+from privfair.run.flow import ingest
+from privfair.spec.catalogue import load_spec, with_params
 
 # (table, setting, overrides, classifier, paper fairness metric, paper value, paper accuracy)
 ROWS = [
@@ -148,9 +145,9 @@ def main(argv: list[str] | None = None) -> None:
         help="run only the authors' MDAV-group rows; keep the other rows as recorded",
     )
     args = ap.parse_args(argv)
-    base = load_spec(HERE.parent / "pipelines" / "specs" / "adult_fair_mdav.yaml")
+    base = load_spec(spec_file("adult_fair_mdav"))
     table = ingest(base).table
-    out = HERE / "results_reproduce_fair_mdav.md"
+    out = result("results_reproduce_fair_mdav.md")
     if args.authors_only:
         kept = out.read_text().split(HEADING)[0].rstrip("\n").splitlines()
         lines = kept + ["", *authors_rows(base, table)]

@@ -14,7 +14,7 @@ Usage (from the repository root)::
     PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/reproduce_fair_mdav_protocols.py \
         --from-cache    # re-render the markdown from the last run's per-fold scores
 
-Writes ``benchmarks/results_fair_mdav_protocols.md`` (about an hour on one core); the
+Writes ``benchmarks/results/results_fair_mdav_protocols.md`` (about an hour on one core); the
 per-fold scores are cached in the system temporary folder.
 
 Notes
@@ -92,23 +92,27 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from harness import private, result, spec_file  # noqa: E402
 
 import privfair.components.microaggregation.fair_mdav as fair_mdav_module  # noqa: E402
 from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
 from privfair.components.microaggregation.correction import group_counts, relabel_counts  # noqa: E402
-from privfair.evaluation.evaluate import Features, _classifier, _folds, _interval, _score  # noqa: E402
+from privfair.evaluation.evaluate import Features  # noqa: E402
 from privfair.run.flow import ingest  # noqa: E402
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles  # noqa: E402
 from privfair.spec.catalogue import algorithm_of, load_spec, with_params  # noqa: E402
+
+# private names of privfair.evaluation.evaluate, until they are public (harness.PRIVATE)
+_classifier = private("privfair.evaluation.evaluate", "_classifier")
+_folds = private("privfair.evaluation.evaluate", "_folds")
+_interval = private("privfair.evaluation.evaluate", "_interval")
+_score = private("privfair.evaluation.evaluate", "_score")
 
 SEED = 0
 FOLDS = 5
 ADULT_DATA_ROWS = 32_561
 CACHE = Path(tempfile.gettempdir()) / "privfair_fair_mdav_protocols.json"
-OUT = HERE / "results_fair_mdav_protocols.md"
+OUT = result("results_fair_mdav_protocols.md")
 METRICS = ("dpar", "eodds", "accuracy", "precision", "recall")
 
 
@@ -397,7 +401,7 @@ class Experiment:
 
     def __init__(self, say) -> None:
         self.say = say
-        self.spec = load_spec(HERE.parent / "pipelines" / "specs" / "adult_fair_mdav.yaml")
+        self.spec = load_spec(spec_file("adult_fair_mdav"))
         self.algo = algorithm_of(self.spec)
         full = ingest(self.spec).table
         self.tables = {

@@ -26,7 +26,7 @@ ingests it):
 
 ``--quick`` skips step 3 (the expensive one; the "none" cross-check then uses ``evaluate``
 with an identity component) and writes its results to the temporary folder instead of
-``benchmarks/results_fairness_peers.{md,json}``.
+``benchmarks/results/results_fairness_peers.{md,json}``.
 """
 
 from __future__ import annotations
@@ -44,21 +44,17 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
+from harness import HERE, RESULTS, ROOT, private, spec_file
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
+from privfair.components.core.inputs import group_indicator, outcome_indicator
+from privfair.evaluation.evaluate import Features, evaluate
+from privfair.run.flow import ingest
+from privfair.spec.catalogue import load_spec, with_params
 
-from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
-from privfair.evaluation.evaluate import (  # noqa: E402
-    Features,
-    _folds,
-    _groups,
-    _interval,
-    evaluate,
-)
-from privfair.run.flow import ingest  # noqa: E402
-from privfair.spec.catalogue import load_spec, with_params  # noqa: E402
+# private names of privfair.evaluation.evaluate, until they are public (harness.PRIVATE)
+_folds = private("privfair.evaluation.evaluate", "_folds")
+_groups = private("privfair.evaluation.evaluate", "_groups")
+_interval = private("privfair.evaluation.evaluate", "_interval")
 
 FOLDS = 5
 SEED = 0
@@ -363,11 +359,11 @@ def main() -> None:
     load_start = os.getloadavg()[0]
     work = args.work_dir or Path(tempfile.mkdtemp(prefix="fairness_peers_"))
     work.mkdir(parents=True, exist_ok=True)
-    out = args.out or (work if args.quick else HERE) / "results_fairness_peers"
+    out = args.out or (work if args.quick else RESULTS) / "results_fairness_peers"
     names = [n.strip() for n in args.datasets.split(",") if n.strip()]
     specs, tables, exported = {}, {}, []
     for name in names:
-        specs[name] = load_spec(ROOT / "pipelines" / "specs" / f"{name}_fair_mdav.yaml")
+        specs[name] = load_spec(spec_file(f"{name}_fair_mdav"))
         tables[name] = ingest(specs[name]).table
         exported.append(export(name, tables[name], work))
         say(f"{name}: {tables[name].num_rows} rows exported to {work / name}")

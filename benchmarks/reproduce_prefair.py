@@ -46,7 +46,7 @@ Protocol (spec ``prefair.md`` sections 5 and 6.1):
 Why Adult's DP and CDP ratios fall below the paper's is tested by ``reproduce_prefair_dp.py``
 (the same synthetic tables under our classifier and protocol and under the authors').
 
-Results: Markdown on stdout and in ``benchmarks/results_reproduce_prefair.md`` (``--quick``:
+Results: Markdown on stdout and in ``benchmarks/results/results_reproduce_prefair.md`` (``--quick``:
 stdout only unless ``--out`` is given); per-run values as JSON with ``--json PATH``. A saved
 run is rendered again with ``--from-json PATH``, and ``--pool PATH ...`` adds earlier saved
 runs, cell by cell, in an *Across runs* table (the run-to-run spread of a 10-run ratio)::
@@ -74,26 +74,23 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+from harness import private, result, spec_file
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT))
+from privfair.components.core.descriptor import Algorithm
+from privfair.components.core.inputs import group_indicator, outcome_indicator
+from privfair.components.core.metrics import fairness_measures
+from privfair.components.synthesis.inputs import index_roles
+from privfair.components.synthesis.params import MSTParams
+from privfair.components.synthesis.selection import fair
+from privfair.evaluation.evaluate import evaluate
+from privfair.run.flow import ingest
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
+from privfair.schemas.spec import PipelineSpec
+from privfair.spec.catalogue import algorithm_of, load_spec, parse_spec
+from privfair.spec.settings import resolve_data_dir
 
-from privfair.components.core.descriptor import Algorithm  # noqa: E402
-from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
-from privfair.components.core.metrics import fairness_measures  # noqa: E402
-from privfair.components.synthesis.inputs import index_roles  # noqa: E402
-from privfair.components.synthesis.params import MSTParams  # noqa: E402
-from privfair.components.synthesis.selection import fair  # noqa: E402
-from privfair.evaluation.evaluate import evaluate  # noqa: E402
-from privfair.run.flow import ingest  # noqa: E402
-from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles  # noqa: E402
-from privfair.schemas.spec import PipelineSpec  # noqa: E402
-from privfair.spec.catalogue import algorithm_of, load_spec, parse_spec  # noqa: E402
-from privfair.spec.settings import resolve_data_dir  # noqa: E402
-
-SPECS = ROOT / "pipelines" / "specs"
-OUT = HERE / "results_reproduce_prefair.md"
+SPECS = spec_file("adult_prefair").parent
+OUT = result("results_reproduce_prefair.md")
 
 # Table 3 of the paper (spec 6.1, fact table F4), Greedy-PreFair as % of MST, epsilon = 1, MLP
 CELLS = [
@@ -564,9 +561,7 @@ def run_dataset(
 
 def t_interval(x: np.ndarray) -> tuple[float, float, float]:
     """Mean and 95 % t-interval of the finite values of ``x`` (``evaluate``'s interval)."""
-    from privfair.evaluation.evaluate import _interval
-
-    return _interval(x[np.isfinite(x)])
+    return private("privfair.evaluation.evaluate", "_interval")(x[np.isfinite(x)])
 
 
 def ratio(g: np.ndarray, m: np.ndarray, key: str, boots: int = 4000) -> tuple[float, float, float]:

@@ -22,7 +22,7 @@ sets, so each factor is isolated on identical releases:
 
 Preparation (the authors' 14 attributes with fnlwgt in 100 admissible bins; ours has 13, no
 fnlwgt) cannot be varied here: our Adult file has no fnlwgt. Writes
-``benchmarks/results_reproduce_prefair_dp.md``.
+``benchmarks/results/results_reproduce_prefair_dp.md``.
 """
 
 from __future__ import annotations
@@ -41,19 +41,21 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
+from harness import private, result  # noqa: E402
+from reproduce_prefair import Recorder, datasets, ratio, snap_to_bins  # noqa: E402
 
 from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
 from privfair.components.core.metrics import fairness_measures  # noqa: E402
-from privfair.evaluation.evaluate import Features, _classifier, _folds, _strata  # noqa: E402
+from privfair.evaluation.evaluate import Features  # noqa: E402
 from privfair.schemas.roles import read_roles  # noqa: E402
 from privfair.spec.catalogue import algorithm_of  # noqa: E402
-from reproduce_prefair import Recorder, datasets, ratio, snap_to_bins  # noqa: E402
 
-OUT = HERE / "results_reproduce_prefair_dp.md"
+# private names of privfair.evaluation.evaluate, until they are public (harness.PRIVATE)
+_classifier = private("privfair.evaluation.evaluate", "_classifier")
+_folds = private("privfair.evaluation.evaluate", "_folds")
+_strata = private("privfair.evaluation.evaluate", "_strata")
+
+OUT = result("results_reproduce_prefair_dp.md")
 PAPER = {"dp": 64.4, "cdp_reference": 64.8}
 CLASSIFIERS = ("ours", "authors")
 TESTS = ("fold", "whole")

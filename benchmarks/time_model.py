@@ -44,11 +44,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "benchmarks"))
-
-from _harness import tracked  # noqa: E402
-from bench_release_scale import _HOLD, make_spec  # noqa: E402
+from bench_release_scale import make_spec
+from harness import HOLD, ROOT, child_env, result, tracked
 
 _LINE = re.compile(r"✓ (.+?)\s{2,}(?:(\d+) min )?([\d.]+) s")
 _PARTS = re.compile(r"by-group guarantees checked in (\d+) parts")
@@ -60,8 +57,8 @@ def timed_run(spec: Path, engine: str, workers: int, work: Path) -> dict:
     cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(work)]
     cmd += ["--progress", "--engine", engine]
     cmd += ["--master", f"local[{workers}]"] if engine == "spark" else ["--workers", str(workers)]
-    run = tracked(cmd, ROOT, dict(os.environ, PYTHONPATH=str(ROOT)))
-    held = _HOLD.search(run["stdout"])
+    run = tracked(cmd, ROOT, child_env())
+    held = HOLD.search(run["stdout"])
     if run["rc"] != 0 or not held or held.group(1) != held.group(2):
         raise SystemExit(f"{' '.join(cmd)}: not every check passed\n{run['stderr'][-2000:]}")
     got = {"wall": run["wall_s"], "driver_gb": run["driver_gb"]}
@@ -100,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mid-rows", type=int, default=3_000_000)
     ap.add_argument("--check-rows", type=int, default=10_000_000)
     ap.add_argument("--engine", choices=("spark", "local"), default="spark")
-    ap.add_argument("--out", default=str(ROOT / "benchmarks" / "results_time_model.md"))
+    ap.add_argument("--out", default=str(result("results_time_model.md")))
     args = ap.parse_args(argv)
     if not os.environ.get("PRIVFAIR_DATA_DIR"):
         raise SystemExit("PRIVFAIR_DATA_DIR: set it to the folder holding the Adult files")

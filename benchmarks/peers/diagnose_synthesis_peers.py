@@ -24,8 +24,6 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[2]
-
 from privfair.components.synthesis import metrics as M
 
 STRONG = [

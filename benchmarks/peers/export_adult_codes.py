@@ -34,13 +34,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-ROOT = Path(__file__).resolve().parents[2]
-
 from privfair.components.synthesis import FAMILY
 from privfair.components.synthesis.domain import encode_table, public_domains
 from privfair.io.ingest import load_dataset
 from privfair.schemas.roles import read_roles
 from privfair.spec.catalogue import load_spec
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def export(
