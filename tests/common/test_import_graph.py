@@ -197,3 +197,25 @@ def test_nothing_imports_the_folder_names():
                     if n.split(".")[0] in FOLDERS
                 ]
     assert not bad, "\n".join(bad)
+
+
+ROOMS = ("spec", "io", "validation", "evaluation", "release", "budget", "run")
+
+
+@pytest.mark.parametrize("room", ROOMS)
+def test_each_room_has_a_short_public_face(room: str):
+    """A room's ``__init__`` says what the room is and lists its public names; each resolves
+    to the object of the module that holds it, and a name the room does not list is not
+    reachable through the room."""
+    import importlib
+
+    mod = importlib.import_module(f"privfair.{room}")
+    assert (mod.__doc__ or "").strip(), f"privfair.{room} has no docstring"
+    assert mod.__all__, f"privfair.{room} lists no public name"
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        holder = importlib.import_module(f"privfair.{room}.{mod._WHERE[name]}")
+        assert obj is getattr(holder, name)
+    with pytest.raises(AttributeError):
+        getattr(mod, "no_such_name")
+    assert len((ROOT / "pipelines" / room / "__init__.py").read_text().splitlines()) < 80
