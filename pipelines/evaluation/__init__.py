@@ -4,17 +4,16 @@ from importlib import import_module
 
 __all__ = [
     "Evaluation",
-    "evaluate",
     "write",
     "EvaluateOptions",
     "parse_grid",
 ]
 
+# (the protocol itself is ``privfair.evaluation.evaluate.evaluate``: the module has its name)
 # each public name and the module that holds it, imported on first use: a room's name costs
 # only its own module (the Airflow DAG processor imports privfair.spec on every parse)
 _WHERE = {
     "Evaluation": "evaluate",
-    "evaluate": "evaluate",
     "write": "evaluate",
     "EvaluateOptions": "options",
     "parse_grid": "options",
