@@ -36,6 +36,11 @@ run.
 
 from __future__ import annotations
 
+import os
+import sysconfig
+from pathlib import Path
+
+import numba
 import numpy as np
 from numba import njit
 
@@ -46,7 +51,25 @@ _SLACK = 1e-6  # on distances (not squared): rounding of D_a and delta
 # state[...] of a grouping between calls
 HAVE_ANCHOR, TOP, ORDER_LEN, COMPLETE, N_GROUPS, N_OUT = range(6)
 
-_CACHE = True  # compiled code kept beside this module (``__pycache__``) for the next process
+_CACHE = True  # compiled code kept for the next process (``_cache_outside_the_installation``)
+
+
+def _cache_outside_the_installation() -> None:
+    """numba keeps compiled code beside this module (``__pycache__``), which suits a checkout;
+    an installed privfair (site-packages) is not the user's to write in, so there the cache
+    goes to ``$NUMBA_CACHE_DIR`` when set, else ``$XDG_CACHE_HOME/privfair/numba`` (else
+    ``~/.cache/privfair/numba``)."""
+    if numba.config.CACHE_DIR:
+        return
+    here = Path(__file__).resolve()
+    installed = {sysconfig.get_paths()[k] for k in ("purelib", "platlib")}
+    if not any(here.is_relative_to(Path(p).resolve()) for p in installed):
+        return
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    numba.config.CACHE_DIR = str(Path(base) / "privfair" / "numba")
+
+
+_cache_outside_the_installation()
 
 
 @njit(cache=_CACHE, inline="always")
