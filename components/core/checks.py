@@ -5,8 +5,9 @@ evidence builder from the published outputs, the sidecars and the input (never f
 algorithm reported about itself). The CLI and the Great Expectations expectations both call
 these functions (``check_guarantee``).
 
-This module holds the result type and the checkers of the kinds every family shares
-(``SHARED_KINDS``); a family's own kinds carry their checkers in its package.
+This module holds the result type and the checkers of the kinds every family shares (their
+table, ``SHARED_KINDS``, is ``privfair.components.core.kinds``, re-exported here); a family's own
+kinds carry their checkers in its package.
 
 Evidence columns the shared checkers read (see ``privfair.components.core.evidence``): ``__row_id``,
 ``__retained``, ``__out_count``, one ``__<field>`` per lineage field (``__group``...), and
@@ -23,7 +24,9 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from privfair.components.core.descriptor import KindCheck, resolve
+from privfair.components.core.descriptor import resolve
+from privfair.components.core.kinds import SHARED_KINDS
+from privfair.components.core.registry import kind_check
 from privfair.schemas import contracts as C
 from privfair.schemas.errors import PrivfairError
 from privfair.schemas.roles import GROUP_PROTECTED, GROUP_UNPROTECTED
@@ -40,6 +43,8 @@ __all__ = [
     "compose_summaries",
     "compose",
     "summarise_guarantee",
+    "summary_to_data",
+    "summary_from_data",
     "SHARED_KINDS",
     "check_k_anonymity",
     "class_sizes",
@@ -588,59 +593,6 @@ def check_retention(g: C.Retention, audit: pd.DataFrame) -> CheckResult:
     return decide_retention(g, summarise_retention(g, audit))
 
 
-SHARED_KINDS: tuple[KindCheck, ...] = (
-    KindCheck(
-        C.KAnonymity,
-        "privfair.components.core.checks:check_k_anonymity",
-        "published",
-        "privfair.components.core.corruptions:break_k_anonymity",
-    ),
-    KindCheck(
-        C.ColumnsAbsent,
-        "privfair.components.core.checks:check_columns_absent",
-        "published",
-        "privfair.components.core.corruptions:break_columns_absent",
-    ),
-    KindCheck(
-        C.Partition,
-        "privfair.components.core.checks:check_partition",
-        "audit",
-        "privfair.components.core.corruptions:break_partition",
-        summarise="privfair.components.core.checks:summarise_partition",
-        decide="privfair.components.core.checks:decide_partition",
-    ),
-    KindCheck(
-        C.TCloseness,
-        "privfair.components.core.checks:check_t_closeness",
-        "audit",
-        "privfair.components.core.corruptions:break_t_closeness",
-        summarise="privfair.components.core.checks:summarise_t_closeness",
-        decide="privfair.components.core.checks:decide_t_closeness",
-    ),
-    KindCheck(
-        C.AttributesPreserved,
-        "privfair.components.core.checks:check_attributes_preserved",
-        "audit",
-        "privfair.components.core.corruptions:break_attributes_preserved",
-        by_group=True,  # a rule per published row
-    ),
-    KindCheck(
-        C.ParityGap,
-        "privfair.components.core.checks:check_parity_gap",
-        "published",
-        "privfair.components.core.corruptions:break_parity_gap",
-    ),
-    KindCheck(
-        C.Retention,
-        "privfair.components.core.checks:check_retention",
-        "audit",
-        "privfair.components.core.corruptions:break_retention",
-        summarise="privfair.components.core.checks:summarise_retention",
-        decide="privfair.components.core.checks:decide_retention",
-    ),
-)
-
-
 def compose_parts(g: C.Guarantee, parts: list[dict]) -> CheckResult:
     """The verdict of a ``by_group`` guarantee from its results on the parts of a release
     (``privfair.components.core.parts``): it holds iff it holds on every part holding published rows (a
@@ -683,10 +635,20 @@ def compose_parts(g: C.Guarantee, parts: list[dict]) -> CheckResult:
     )
 
 
+def summary_to_data(summary: pd.DataFrame) -> dict:
+    """A part's summary of a whole-table rule (``KindCheck.summarise``) as JSON-able data, as
+    ``privfair.components.core.parts.check_part`` sends it (re-exported there)."""
+    return {"summary": {c: summary[c].tolist() for c in summary.columns}}
+
+
+def summary_from_data(data: dict) -> pd.DataFrame:
+    """The summary ``summary_to_data`` sent, every column as Python objects (a column of
+    integers with a None among them stays integers and None, as on the whole table)."""
+    return pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in data["summary"].items()})
+
+
 def summarise_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> pd.DataFrame:
     """``g``'s summary (``KindCheck.summarise``) of the evidence frame its kind reads."""
-    from privfair.components.core.registry import kind_check
-
     kc = kind_check(g.kind)  # type: ignore[attr-defined]
     if kc is None or kc.summarise is None:
         raise PrivfairError(f"guarantee kind '{g.kind}' has no summary to check it in parts")  # type: ignore[attr-defined]
@@ -708,8 +670,6 @@ def compose_summaries(g: C.Guarantee, summaries: list[pd.DataFrame]) -> CheckRes
     >>> r.passed, r.offending
     (False, [{'value': 'F', 'kept': 9, 'rows': 11, 'share': 0.8181818181818182}])
     """
-    from privfair.components.core.registry import kind_check
-
     if not summaries:
         return CheckResult.failed(g, "no part results for this guarantee")
     bad = [s for s in summaries if UNFIT in s.columns]
@@ -722,9 +682,6 @@ def compose(g: C.Guarantee, parts: list[dict]) -> CheckResult:
     results, each ``{"part", "retained", "result"}`` as ``privfair.components.core.parts.check_part``
     sends them: a by-group rule's ``CheckResult`` (``compose_parts``) or a whole-table rule's
     summary (``compose_summaries``)."""
-    from privfair.components.core.parts import summary_from_data
-    from privfair.components.core.registry import kind_check
-
     kc = kind_check(g.kind)  # type: ignore[attr-defined]
     if kc is not None and not kc.by_group and kc.summarise is not None:
         return compose_summaries(g, [summary_from_data(p["result"]) for p in parts])
@@ -734,8 +691,6 @@ def compose(g: C.Guarantee, parts: list[dict]) -> CheckResult:
 def check_guarantee(g: C.Guarantee, frames: dict[str, pd.DataFrame | None]) -> CheckResult:
     """Run ``g``'s checker on the evidence frame its kind reads. A checker that raises is not a
     verdict: the exception propagates (validation turns it into ``CheckerError``)."""
-    from privfair.components.core.registry import kind_check
-
     kc = kind_check(g.kind)  # type: ignore[attr-defined]
     if kc is None:
         return CheckResult.failed(g, f"no checker for guarantee kind '{g.kind}' in this version")  # type: ignore[attr-defined]

@@ -41,9 +41,19 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from privfair.components.core.checks import (
+    CheckResult,
+    check_guarantee,
+    describe_error,
+    summarise_guarantee,
+    summary_from_data,
+    summary_to_data,
+    unfit,
+)
+from privfair.components.core.registry import kind_checks
 
 __all__ = [
     "EvidenceParts",
@@ -271,14 +281,6 @@ def check_part(
     """Check ``guarantees`` (their JSON; ``KindCheck.in_parts``) on one part (runs on an
     engine's worker): one ``RESULTS`` row per guarantee, holding a by-group rule's result or a
     whole-table rule's summary of the part."""
-    from privfair.components.core.checks import (
-        CheckResult,
-        check_guarantee,
-        describe_error,
-        summarise_guarantee,
-        unfit,
-    )
-    from privfair.components.core.registry import kind_checks
     from privfair.schemas.contracts import parse_guarantee
     from privfair.schemas.errors import InputError
 
@@ -312,17 +314,6 @@ def check_part(
         for k, v in zip(RESULTS.names, (part, text, retained, result, raised), strict=True):
             out[k].append(v)
     return pa.table(out, schema=RESULTS)
-
-
-def summary_to_data(summary: pd.DataFrame) -> dict:
-    """A part's summary of a whole-table rule (``KindCheck.summarise``) as JSON-able data."""
-    return {"summary": {c: summary[c].tolist() for c in summary.columns}}
-
-
-def summary_from_data(data: dict) -> pd.DataFrame:
-    """The summary ``summary_to_data`` sent, every column as Python objects (a column of
-    integers with a None among them stays integers and None, as on the whole table)."""
-    return pd.DataFrame({c: pd.Series(v, dtype=object) for c, v in data["summary"].items()})
 
 
 def _plain(o):

@@ -24,6 +24,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 
 from privfair.components.core.descriptor import Algorithm, Family, KindCheck
+from privfair.components.core.kinds import SHARED_KINDS
 from privfair.schemas.contracts import register_kind
 from privfair.schemas.errors import PrivfairError
 
@@ -65,7 +66,6 @@ def families() -> tuple[Family, ...]:
         if fam.name in found and found[fam.name] is not fam:
             raise PrivfairError(f"two families are called '{fam.name}' ({where})")
         found[fam.name] = fam
-    from privfair.components.core.checks import SHARED_KINDS
 
     seen_algos: dict[str, str] = {}
     seen_kinds = {k.kind: "core" for k in SHARED_KINDS}
@@ -121,8 +121,6 @@ def family_of(algo: Algorithm) -> Family:
 
 def kind_checks() -> dict[str, KindCheck]:
     """Every guarantee kind with a checker: the shared ones and each family's."""
-    from privfair.components.core.checks import SHARED_KINDS
-
     out = {k.kind: k for k in SHARED_KINDS}
     for fam in families():
         out.update({k.kind: k for k in fam.kinds})

@@ -10,11 +10,25 @@ import pyarrow as pa
 
 from privfair.schemas.contracts import Guarantee, contract_to_json
 
-__all__ = ["ComponentResult", "stamp", "META_CONTRACT", "META_COMPONENT", "META_PARAMS"]
+__all__ = [
+    "ComponentResult",
+    "stamp",
+    "META_CONTRACT",
+    "META_COMPONENT",
+    "META_PARAMS",
+    "GROUPS_META",
+]
 
 META_CONTRACT = b"privfair.contract"
 META_COMPONENT = b"privfair.component"
 META_PARAMS = b"privfair.params"
+
+#: field metadata of a protected column published as its groups (``"protected"`` /
+#: ``"unprotected"``) rather than its values, as a generalised release publishes it
+#: (``privfair.components.generalisation.publish.group_field``): JSON of the values the column
+#: may hold and the declaration the groups come from. The release code reads it to know such a
+#: column without importing the family.
+GROUPS_META = b"privfair.pd_groups"
 
 
 @dataclass

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 
 from privfair.components.core import memory
 from privfair.components.core.order import published_form, published_order
-from privfair.components.core.result import ComponentResult
+from privfair.components.core.result import GROUPS_META, ComponentResult
 from privfair.components.generalisation.domains import LABEL_META, plain
 from privfair.components.generalisation.inputs import PROTECTED, UNPROTECTED, Prepared
 from privfair.components.generalisation.itemsets import dense_codes
@@ -40,8 +40,6 @@ __all__ = [
     "release",
     "utility_metrics",
 ]
-
-GROUPS_META = b"privfair.pd_groups"  # field metadata of a PD column published as its groups
 
 
 def group_column(protected: np.ndarray) -> pa.Array:

@@ -41,6 +41,7 @@ from privfair.components.transparency.cells import Cells, build_cells
 from privfair.components.transparency.contract import contract
 from privfair.components.transparency.fairness import announced_rows, default_measures, measure_rows
 from privfair.components.transparency.fidelity import fidelity_bounds
+from privfair.components.transparency.fields import PUBLIC_FAIRNESS
 from privfair.components.transparency.params import ATRParams
 from privfair.components.transparency.scheme import adversary_confidence, solve
 from privfair.schemas.errors import InputError
@@ -51,13 +52,6 @@ NOTICE = (
     "decision rules and measures are perturbed for privacy within the stated fidelity; "
     "see the intervals"
 )
-PUBLIC_FAIRNESS = (
-    "measure", "protected_attribute", "group_1", "group_2", "condition_attribute",
-    "condition_value", "rate_group_1", "rate_group_2", "value", "fidelity_mode", "fidelity",
-    "distortion_bound", "rate_bound", "true_value_lower", "true_value_upper", "pr_threshold_p",
-    "pr_satisfied_announced",
-)  # fmt: skip
-
 
 PUBLIC_MODEL_FIELDS = ("kind", "target", "features", "train_fraction")
 """The model card's fields that are parameters or column roles (``metrics.decisions``)."""

@@ -45,7 +45,7 @@ import pyarrow.compute as pc
 
 from privfair.components.core.engine import current_engine
 from privfair.components.core.inputs import member, null_options, require_role, table_roles
-from privfair.components.transparency.contract import RULE_FIELDS, SUMMARY_FIELDS
+from privfair.components.transparency.fields import RULE_FIELDS, SUMMARY_FIELDS
 from privfair.components.transparency.params import ATRParams
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import Kind, Role, TableRoles

@@ -5,18 +5,15 @@ from __future__ import annotations
 import pyarrow as pa
 
 from privfair.components.transparency import guarantees as G
+from privfair.components.transparency.cells import _roles
+from privfair.components.transparency.fields import PUBLIC_FAIRNESS, RULE_FIELDS, SUMMARY_FIELDS
 from privfair.components.transparency.params import ATRParams
 
-__all__ = ["contract", "public_fields", "sweep_grid"]
-
-RULE_FIELDS = ("announced_d1", "announced_d0")
-SUMMARY_FIELDS = ("scope", "max_adversary_confidence", "fidelity_mode", "fidelity_value", "notice")
+__all__ = ["contract", "public_fields", "sweep_grid", "RULE_FIELDS", "SUMMARY_FIELDS"]
 
 
 def public_fields(params: ATRParams, public: list[str], private: list[str]) -> tuple[str, ...]:
     """Every ``table.column`` a public table may hold."""
-    from privfair.components.transparency.atr import PUBLIC_FAIRNESS
-
     rules = [*public, *private, *RULE_FIELDS] + (
         ["population"] if params.include_population else []
     )
@@ -39,8 +36,6 @@ def contract(params: ATRParams, table: pa.Table | None = None) -> list:
     if table is None:
         public, private = ["*"], ["*"]
     else:
-        from privfair.components.transparency.cells import _roles
-
         _, public, private, _, _ = _roles(table, params)
     mode, level = params.fidelity, params.level
     return [

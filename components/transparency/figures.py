@@ -19,6 +19,7 @@ import pyarrow as pa
 from privfair.components.core import plots
 from privfair.components.core.descriptor import Figure
 from privfair.components.core.plots import esc, fmt_num
+from privfair.components.transparency.fields import SUMMARY_FIELDS
 
 __all__ = ["figures"]
 
@@ -70,14 +71,13 @@ def _tradeoff(man: dict, outputs: dict, input_table: pa.Table | None) -> Figure 
 
 
 MAX_BARS = 12
-_SUMMARY_FIELDS = ("scope", "max_adversary_confidence", "fidelity_mode", "fidelity_value", "notice")
 
 
 def _privacy(outputs: dict) -> Figure | None:
     s = outputs.get("privacy_summary")
     if s is None or s.num_rows == 0 or "max_adversary_confidence" not in s.column_names:
         return None
-    keys = [c for c in s.column_names if c not in _SUMMARY_FIELDS]
+    keys = [c for c in s.column_names if c not in SUMMARY_FIELDS]
     rows = s.to_pylist()
     groups = [r for r in rows if r.get("scope") == "group"]
     glob = [r for r in rows if r.get("scope") == "global"]
