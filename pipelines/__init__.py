@@ -1,6 +1,10 @@
-"""Orchestrator-neutral stages (ingest, protect, validate, publish), the CLI, the Python API
-(``from pipelines import api``), the Great Expectations layer and the Dagster definitions.
-Airflow DAG files live in ``dags/``."""
+"""privfair: private and fair table releases.
+
+The Python API (``from privfair import api``), the command line (``privfair``), the algorithm
+families (``privfair.components``) and the spec envelope (``privfair.schemas``); the release
+code in rooms (``spec``, ``io``, ``validation``, ``evaluation``, ``release``, ``budget``,
+``run``) and the orchestrator faces ``privfair.dagster`` and ``privfair.airflow`` (extras
+``dagster`` and ``airflow``). README "Layout" gives the floors."""
 
 import importlib.util
 import sys

@@ -18,7 +18,7 @@ Example (run by the test suite as a doctest):
 
 >>> import tempfile
 >>> import pandas as pd
->>> from pipelines import api
+>>> from privfair import api
 >>> people = pd.DataFrame({
 ...     "age": [23, 25, 31, 35, 41, 44, 52, 58, 61, 67, 29, 38],
 ...     "hours": [40, 38, 45, 50, 40, 35, 60, 40, 20, 10, 42, 48],

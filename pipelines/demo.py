@@ -4,7 +4,7 @@
 
 Materialises every asset of ``privfair.dagster.definitions`` (raw table -> protected table -> blocking
 contract checks -> release, for each spec) in one Dagster run recorded in ``$DAGSTER_HOME``
-(default ``<repo>/.dagster_home``), so the run, its checks and metadata show up in the UI
+(default ``./.dagster_home``), so the run, its checks and metadata show up in the UI
 afterwards (``python -m privfair.orchestrate dagster-dev``). Prints where each release and its
 report are. Exit code 0 when every release is published (or already was), 1 otherwise.
 """

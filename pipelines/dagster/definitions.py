@@ -19,7 +19,7 @@ module is imported (a new YAML file adds a new asset graph, no code change):
 * resources ``privfair_data`` (raw-data folder; default ``$PRIVFAIR_DATA_DIR``),
   ``connections`` (``conn_id`` -> URI of a database source or lakehouse target; ``${VAR}`` in
   a URI from the environment),
-  ``release_store`` (default ``$PRIVFAIR_STORE`` or ``releases``, relative to the repo root)
+  ``release_store`` (default ``$PRIVFAIR_STORE`` or ``releases``, relative to the current directory)
   and ``execution_engine`` (where blocks run: ``local`` or ``spark`` and its master; default
   ``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER``, else each spec's ``execution``);
 * a job ``<spec>_job`` over the group (and ``privfair_releases`` over every spec's group) and, when the spec has a schedule, ``<spec>_schedule``
@@ -55,7 +55,7 @@ module is imported (a new YAML file adds a new asset graph, no code change):
   plot.
 
 The Dagster instance: ``DAGSTER_HOME``, which ``python -m privfair.orchestrate dagster-dev``,
-the demo and the Makefile default to ``<repo>/.dagster_home`` (created on demand, with a
+the demo and the Makefile default to ``./.dagster_home`` (created on demand, with a
 ``dagster.yaml`` disabling telemetry; storage is Dagster's default SQLite under that folder).
 Importing this module has no side effect on the environment. The work files of each run live
 under ``<instance storage>/privfair/<spec>/<run_id>/``.
@@ -117,7 +117,7 @@ class Connections(dg.ConfigurableResource):
 
 class ReleaseStore(dg.ConfigurableResource):
     """The release store: a folder or a ``pyarrow.fs`` URI. Empty: ``$PRIVFAIR_STORE``, else
-    ``releases``; a relative folder is taken relative to the repository root."""
+    ``releases``; a relative folder is taken relative to the current directory."""
 
     uri: str = Field(default="", description="release store folder or pyarrow.fs URI")
 

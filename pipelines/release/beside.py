@@ -84,7 +84,8 @@ class Beside:
     --------
     >>> from privfair.spec.catalogue import load_spec
     >>> from privfair.run.flow import ReleasePlan, ingest
-    >>> spec = load_spec("pipelines/specs/german_dmondrian.yaml")
+    >>> from privfair.spec.settings import DEFAULT_SPECS_DIR
+    >>> spec = load_spec(DEFAULT_SPECS_DIR / "german_dmondrian.yaml")
     >>> ing = ingest(spec)
     >>> with Beside.start(ReleasePlan.of(spec, "/tmp/store"), ing.table, "") as b:
     ...     sorted(b.input_measures()), b.cost_of_protection()["status"]
