@@ -105,3 +105,16 @@ entry()
 def test_the_privfair_command_validates_with_great_expectations_imported_that_way():
     seen = _python(_RUN, str(SPECS / "german_dmondrian.yaml"))  # exit code 0: checked there
     assert seen == {"gx": True, "loaded": []}
+
+
+def test_great_expectations_imported_before_privfair_leaves_the_process_alive(tmp_path):
+    """With the ``spark`` extra installed, Great Expectations probes ``pyspark.sql.connect`` at
+    its import; without Spark Connect's dependencies that probe ends a ``python -c`` process
+    (it takes it for a doctest run). The extra brings them, so a user's process lives on."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import great_expectations; import privfair; print('alive')"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "alive", done.stderr[-2000:]
