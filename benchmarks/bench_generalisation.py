@@ -43,7 +43,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from harness import HERE, ROOT, result
+from harness import HERE, ROOT, result, tree_module
 
 REPLICAS = 6
 PEERS = {
@@ -55,9 +55,11 @@ TARGETS = {"adult": 1.0, "adult_x6": 10.0}
 
 
 def load(name: str):
-    from privfair.run.flow import ingest
-    from privfair.spec.catalogue import load_spec
-    from privfair.spec.settings import DEFAULT_SPECS_DIR
+    """``name``'s table as its shipped dMondrian spec ingests it, by the code of the tree this
+    interpreter runs (``harness.tree_module``)."""
+    ingest = tree_module("privfair.run.flow").ingest
+    load_spec = tree_module("privfair.spec.catalogue").load_spec
+    DEFAULT_SPECS_DIR = tree_module("privfair.spec.settings").DEFAULT_SPECS_DIR
 
     return ingest(load_spec(DEFAULT_SPECS_DIR / f"{name}_dmondrian.yaml")).table
 

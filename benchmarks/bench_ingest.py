@@ -7,7 +7,8 @@
 
 Each measurement is a fresh interpreter running ``privfair.run.flow.ingest`` of the spec (what
 ``privfair run`` does before it protects: the file read, labelled, checked and held in a
-memory-mapped copy) on one tree, sampled by ``harness.tracked``: the driver's private memory
+memory-mapped copy) on one tree, that tree's own code (``harness.prepare_tree``: a tree from
+before the rename runs ``pipelines.flow.ingest``; the child checks where it imported it from), sampled by ``harness.tracked``: the driver's private memory
 is its RSS less file-backed pages, so the mapped table it keeps is not counted, what it
 decoded on the way is. The spec's Parquet file is also written beside it as CSV and as a
 SQLite table read through ADBC (``--formats``), and each format is measured; the table each tree ingested is fingerprinted
@@ -27,21 +28,22 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
-from harness import ROOT, child_env, export_code, machine, result, tracked
+from harness import ROOT, export_code, machine, prepare_tree, result, tracked
 
 CHILD = """
-import hashlib, json, os, time
-import privfair
-where = os.path.realpath(privfair.__file__)
-assert where.startswith(os.path.realpath(os.getcwd()) + os.sep), f"privfair imported from {{where}}"
-from privfair.spec.catalogue import load_spec
-from privfair.run.flow import ingest
+import hashlib, json, os, sys, time
+from harness import imported_from, tree_module
+load_spec = tree_module("privfair.spec.catalogue").load_spec
+ingest = tree_module("privfair.run.flow").ingest
+where = imported_from(os.getcwd(), {top!r}, {flow!r})
+print("imported:", json.dumps(where), file=sys.stderr)
 t0 = time.perf_counter()
 ing = ingest(load_spec({spec!r}))
 wall = time.perf_counter() - t0
 n = ing.table.num_rows  # 1,000 rows spread over the table: a digest chunking cannot change
 sample = ing.table.take(list(range(0, n, max(1, n // 1000)))).to_pydict()
 h = hashlib.sha256(json.dumps(sample, default=str, sort_keys=True).encode())
+assert {top!r} == "privfair" or "privfair" not in sys.modules, "the old tree imported privfair"
 print(json.dumps({{"ingest_s": wall, "rows": ing.table.num_rows, "head": h.hexdigest()[:12],
                   "fingerprint": ing.input["fingerprint"][:12]}}))
 """
@@ -88,18 +90,24 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="privfair-ingest-") as tmp:
         base = Path(tmp) / "baseline"
         commit = export_code(args.baseline, base)
-        trees = {f"baseline ({commit[:7]})": base, "new (working tree)": ROOT}
+        trees = {
+            f"baseline ({commit[:7]})": prepare_tree(base),
+            "new (working tree)": prepare_tree(ROOT),
+        }
         rows = []
         for fmt in args.formats.split(","):
             path = spec_as(spec, fmt, spec.parent)
             for _ in range(args.rounds):
                 for name, tree in trees.items():
-                    code = CHILD.format(spec=str(path))
-                    got = tracked([sys.executable, "-c", code], tree, child_env(tree))
+                    names = {"top": tree.top, "flow": tree.module("privfair.run.flow")}
+                    code = CHILD.format(spec=str(path), **names)
+                    got = tracked([sys.executable, "-c", code], tree.root, tree.env())
                     if got["rc"] != 0:
                         print(got["stderr"][-2000:], file=sys.stderr)
                         return 1
                     res = json.loads(got["stdout"].strip().splitlines()[-1])
+                    shown = [ln for ln in got["stderr"].splitlines() if ln.startswith("imported:")]
+                    print(name, *shown, file=sys.stderr)
                     rows.append((fmt, name, res, got))
                     print(
                         fmt,

@@ -37,7 +37,7 @@ from statistics import median
 
 import numpy as np
 import pyarrow as pa
-from harness import ROOT, child_env, machine, result
+from harness import ROOT, child_env, machine, result, tree_module
 
 SUB_ROWS = 10_000
 REPLICAS = 4
@@ -104,11 +104,13 @@ def _status_mb(key: str) -> float:
 
 
 def load_adult(data_dir: str | None) -> pa.Table:
-    """Full UCI Adult (adult.data + adult.test) with its column roles."""
-    from privfair.io.ingest import load_dataset
-    from privfair.schemas.spec import DatasetSpec
+    """Full UCI Adult (adult.data + adult.test) with its column roles, read by the code of the
+    tree this interpreter runs (``harness.tree_module``: the working tree's, unless it is a
+    child of another tree)."""
+    load_dataset = tree_module("privfair.io.ingest").load_dataset
+    dataset_spec = tree_module("privfair.schemas.spec").DatasetSpec
 
-    table, _ = load_dataset(DatasetSpec(name="adult"), data_dir)
+    table, _ = load_dataset(dataset_spec(name="adult"), data_dir)
     return table
 
 
@@ -121,7 +123,9 @@ def subsample(table: pa.Table, rows: int, seed: int = SEED) -> pa.Table:
 def replicate(table: pa.Table, copies: int, seed: int = SEED) -> pa.Table:
     """``copies`` stacked copies; every numeric QI gets Gaussian noise (sd = JITTER x the
     column's sd, seeded), clipped at 0, so that copies are near-duplicates, not duplicates."""
-    from privfair.schemas.roles import Kind, Role, attach_roles, read_roles
+    roles_module = tree_module("privfair.schemas.roles")
+    Kind, Role = roles_module.Kind, roles_module.Role
+    attach_roles, read_roles = roles_module.attach_roles, roles_module.read_roles
 
     roles = read_roles(table)
     stacked = pa.concat_tables([table] * copies)
@@ -159,10 +163,15 @@ def load_groups(path: str) -> tuple[list[np.ndarray], list[int]]:
 
 
 def groups_from_lineage(lineage: pa.Table) -> tuple[list[np.ndarray], list[int]]:
-    """Groups (row ids, creation order) and their seeds from a component's lineage table."""
-    rid = lineage.column("row_id").to_numpy()
-    gid = lineage.column("group").to_numpy()
-    is_seed = lineage.column("is_seed").to_numpy(zero_copy_only=False)
+    """Groups (row ids, creation order) and their seeds from a component's lineage table.
+
+    The lineage's rows follow the published rows, whose order carries nothing of the grouping
+    (issue 21, 19e2b8e): the grouping order is ``group`` (creation order), then ``rank``
+    (position in the group), so the rows are put in that order first."""
+    order = np.lexsort((lineage.column("rank").to_numpy(), lineage.column("group").to_numpy()))
+    rid = lineage.column("row_id").to_numpy()[order]
+    gid = lineage.column("group").to_numpy()[order]
+    is_seed = lineage.column("is_seed").to_numpy(zero_copy_only=False)[order]
     bounds = np.flatnonzero(np.diff(gid)) + 1
     seeds = rid[is_seed][np.argsort(gid[is_seed], kind="stable")]
     return list(np.split(rid, bounds)), [int(s) for s in seeds]

@@ -11,9 +11,11 @@ What runs
 Two implementations of ``components/microaggregation``: *old*, the committed version before
 issue 14 (``--old-rev``, default ``BASELINE_REV``; a later commit picked up a partial working
 copy of the new engine, so ``HEAD`` is not the baseline), exported with ``git archive`` into a
-temporary directory and imported in place of the working tree's package; and *new*, the
-working tree. Everything else (data loading, ``privfair.components.core``, ``schemas``) is the working
-tree's for both.
+temporary directory and run under its own module names (``harness.prepare_tree``:
+``components.microaggregation`` in a tree from before the rename), its data loaded, its
+``core`` and ``schemas`` too, by that revision's code; and *new*, the working tree. Each child
+checks that the grouping it runs comes from the tree under test, and an old tree that it did
+not import ``privfair``.
 
 - Configurations: MDAV and Fair-MDAV, k = 10, on UCI Adult (48,842 rows) and on Adult x4
   (195,368 rows, numeric QIs jittered, built by ``bench_microaggregation.replicate``);
@@ -28,9 +30,11 @@ tree's for both.
   metrics), its phases, and the process's peak RSS (``VmHWM``) right after it.
 - ``--repeats`` rounds (default 3); in every round each configuration is measured for every
   implementation, one after the other, the order rotating between rounds; best of the rounds.
-- Every run's outputs are digested (SHA-256 of the Arrow IPC stream of the published data and
-  of the lineage sidecar, of the metrics as JSON); old and new must give the same digests, or
-  the script fails.
+- Every run's outputs are digested (SHA-256 of the grouping: per input row its group, rank
+  and seed flag; of the Arrow IPC stream of the published data and of the lineage sidecar; of
+  the metrics as JSON); every run of an implementation must give the same digests, and old and
+  new the same grouping, or the script fails. The report says which other digests old and new
+  share (the old revision's publication order and metrics may be older).
 - Phases: the component's own ``timings`` and, by wrapping the functions the component calls,
   encoding, contract, grouping, label correction, QI publication (group means, modes, Arrow
   columns), lineage and the rest (metrics, pass-through columns). One more run per
@@ -56,7 +60,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from harness import ROOT, child_env, export_code, machine, result
+from harness import ROOT, export_code, imported_from, machine, prepare_tree, result, tree_module
 
 K = 10
 TARGETS_S = {"adult": 1.0, "rep": 10.0}
@@ -66,6 +70,9 @@ ALGO_LABELS = {"mdav": "MDAV", "fair": "Fair-MDAV"}
 IMPLS = ("old", "old1", "new")  # old1: the old implementation with BLAS held to one thread
 IMPL_LABELS = {"old": "old", "old1": "old, BLAS 1 thread", "new": "new"}
 PACKAGE = "components/microaggregation"
+#: what of the old revision is exported: its code (the data is loaded by its own ``pipelines``)
+#: and ``pyproject.toml`` (its layout)
+CODE = ("components", "pipelines", "schemas", "pyproject.toml")
 # The implementation before issue 14: a later commit (10cce39) picked up a partial working copy of
 # the new engine, so HEAD is not the baseline.
 BASELINE_REV = "ed5fe7f304097ca734d9a5c33d9504e720a9cdd5"
@@ -79,23 +86,6 @@ def _status_mb(key: str) -> float:
         if line.startswith(key + ":"):
             return int(line.split()[1]) / 1024.0
     raise RuntimeError(f"{key} not in /proc/self/status")
-
-
-def _use_old(old_root: str) -> None:
-    """Import ``privfair.components.microaggregation`` from ``old_root`` (the exported old version)."""
-    import importlib.util
-
-    import privfair.components  # noqa: F401  (the parent package stays the working tree's)
-
-    path = str(Path(old_root) / PACKAGE)
-    spec = importlib.util.spec_from_file_location(
-        "privfair.components.microaggregation",
-        path + "/__init__.py",
-        submodule_search_locations=[path],
-    )
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["privfair.components.microaggregation"] = module
-    spec.loader.exec_module(module)
 
 
 def _digest(table: pa.Table) -> str:
@@ -133,8 +123,8 @@ def _component(algo: str):
     """(call(table) -> ComponentResult, phase wrappers) for ``algo``."""
     phases = _Phases()
     if algo == "fair":
-        from privfair.components.microaggregation import fair_mdav as module
-        from privfair.components.microaggregation.params import FairMDAVParams
+        module = tree_module("privfair.components.microaggregation.fair_mdav")
+        FairMDAVParams = tree_module("privfair.components.microaggregation.params").FairMDAVParams
 
         # the component calls ``blocking.group_rows`` since the blocked variant; older ones
         # called the engine directly
@@ -145,8 +135,8 @@ def _component(algo: str):
             return module.fair_mdav(table, FairMDAVParams(k=K))
 
     else:
-        from privfair.components.microaggregation import mdav as module
-        from privfair.components.microaggregation.params import MDAVParams
+        module = tree_module("privfair.components.microaggregation.mdav")
+        MDAVParams = tree_module("privfair.components.microaggregation.params").MDAVParams
 
         phases.wrap(module, _grouping_name(module, "mdav_grouping"), "grouping")
 
@@ -165,8 +155,8 @@ def _pass_cost(grouping, table: pa.Table) -> float:
     best of 30, BLAS on one thread): the unit cost of the direct algorithm."""
     from threadpoolctl import threadpool_limits
 
-    from privfair.components.microaggregation.encoding import encode_qis
-    from privfair.components.microaggregation.inputs import prepare
+    encode_qis = tree_module("privfair.components.microaggregation.encoding").encode_qis
+    prepare = tree_module("privfair.components.microaggregation.inputs").prepare
 
     table, roles, _ = prepare(table)
     enc = encode_qis(table, roles, "minmax")
@@ -178,7 +168,7 @@ def _pass_cost(grouping, table: pa.Table) -> float:
         def one_pass() -> None:
             ws._dist2(v, tables, 0.0)
     else:
-        from privfair.components.microaggregation import kernel
+        kernel = tree_module("privfair.components.microaggregation.kernel")
 
         x, codes = np.ascontiguousarray(enc.scaled), np.ascontiguousarray(enc.codes)
         kernel.distances_to_row(x, codes, 0)  # compiled before it is timed
@@ -196,20 +186,20 @@ def _pass_cost(grouping, table: pa.Table) -> float:
 
 
 def child_main(task: dict) -> dict:
-    """Build the data, run the component once (or under cProfile), report."""
-    if task["impl"].startswith("old"):
-        _use_old(task["old_root"])
+    """Build the data, run the component once (or under cProfile), report; the tree under test
+    is the working directory (``run_child``)."""
     from bench_microaggregation import build_data
 
-    import privfair.components.microaggregation.grouping as grouping
-
-    expected = task["old_root"] if task["impl"].startswith("old") else str(ROOT)
-    assert grouping.__file__.startswith(expected), grouping.__file__
+    grouping = tree_module("privfair.components.microaggregation.grouping")
+    top = grouping.__name__.split(".")[0]
+    where = imported_from(Path.cwd(), top, grouping.__name__)
     table = build_data(task["data"], task["data_dir"])
+    if top != "privfair":
+        assert "privfair" not in sys.modules, f"{Path.cwd()}: the child imported privfair"
     if task.get("micro"):
         return {"pass_ns_per_row": _pass_cost(grouping, table)}
     call, phases = _component(task["algo"])
-    out: dict = {"rows": table.num_rows, "rss_before_mb": _status_mb("VmRSS")}
+    out: dict = {"rows": table.num_rows, "rss_before_mb": _status_mb("VmRSS"), "imported": where}
     if task.get("profile"):
         profile = cProfile.Profile()
         profile.enable()
@@ -230,12 +220,17 @@ def child_main(task: dict) -> dict:
     out["timings"] = dict(result.timings)
     out["phases"] = dict(phases.acc)
     lineage = result.sidecars["lineage"]
+    # the grouping whatever order the rows are published in (canonical since issue 21): per
+    # input row, by row id, its group (creation order), rank in it and seed flag
+    by_row = lineage.sort_by("row_id")
     out["digest"] = {
         "data": _digest(result.outputs["data"]),
         "lineage": _digest(lineage),
         "groups": hashlib.sha256(
-            lineage.column("group").to_numpy().tobytes()
-            + lineage.column("row_id").to_numpy().tobytes()
+            b"".join(
+                by_row.column(c).to_numpy(zero_copy_only=False).tobytes()
+                for c in ("row_id", "group", "rank", "is_seed")
+            )
         ).hexdigest(),
         "metrics": hashlib.sha256(
             json.dumps(result.metrics, sort_keys=True, default=str).encode()
@@ -248,15 +243,17 @@ def child_main(task: dict) -> dict:
 # --- parent ------------------------------------------------------------------------------------
 
 
-def run_child(task: dict) -> dict:
+def run_child(task: dict, trees: dict) -> dict:
+    """One measurement in a fresh interpreter, in the tree of ``task['impl']`` (``trees``: old
+    and new, ``harness.prepare_tree``'s) and under its module names."""
+    tree = trees["old" if task["impl"].startswith("old") else "new"]
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(task)]
         cmd += ["--child-out", out.name]
-        # the old implementation imports ``components.*`` (the layout before ``privfair``)
-        env = child_env(ROOT)
+        env = tree.env()
         if task["impl"] == "old1":
             env.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-        subprocess.run(cmd, check=True, cwd=ROOT, env=env)
+        subprocess.run(cmd, check=True, cwd=tree.root, env=env)
         return json.loads(Path(out.name).read_text())
 
 
@@ -376,8 +373,8 @@ def report(
         f"benchmarks/bench_microaggregation_speed.py{' --quick' if args.quick else ''}"
         f"{f' --repeats {args.repeats}' if args.repeats != 3 else ''}`",
         f"- Old: `{PACKAGE}` at {commit[:12]}"
-        f"{' (the implementation before issue 14)' if commit == BASELINE_REV else ''}; new: the "
-        "working tree. Everything else is the working tree's for both.",
+        f"{' (the implementation before issue 14)' if commit == BASELINE_REV else ''}, with the "
+        "rest of that revision's code (data loading, core, schemas); new: the working tree.",
         f"- Date {info['date']}; {info['cpus']} cores ({info['cpu']}); Python {info['python']}, "
         f"numpy {info['numpy']}, pyarrow {info['pyarrow']}",
         f"- 1-minute load average during the run: {min(loads):.2f} to {max(loads):.2f} (the "
@@ -434,25 +431,33 @@ def report(
         "",
         "## Identical outputs",
         "",
-        "Every run of every implementation gave the same SHA-256 of the published data (Arrow IPC "
-        "stream), of the lineage sidecar (row ids, group ids, ranks, seed flags) and of the "
-        "metrics:",
+        "SHA-256 of the new implementation's grouping (per input row: its group in creation "
+        "order, rank and seed flag), published data (Arrow IPC stream), lineage sidecar and "
+        "metrics; every run of an implementation gave the same, and the old implementation's "
+        "grouping is the same (the script fails otherwise). *Old = new* lists which of the "
+        "others the old revision also gave (its publication order or metrics may be older):",
         "",
     ]
     rows = []
     for (data, algo), by_impl in runs.items():
-        d = by_impl["new"][0]["digest"]
+        d, old = by_impl["new"][0]["digest"], by_impl["old"][0]["digest"]
+        same = [p for p in ("data", "lineage", "metrics") if old[p] == d[p]]
         rows.append(
             [
                 ALGO_LABELS[algo],
                 DATA_LABELS[data],
                 f"{by_impl['new'][0]['groups']:,}",
+                d["groups"][:16],
                 d["data"][:16],
                 d["lineage"][:16],
                 d["metrics"][:16],
+                ", ".join(["grouping", *same]),
             ]
         )
-    lines += _table(["Algorithm", "Data", "Groups", "data", "lineage", "metrics"], rows)
+    lines += _table(
+        ["Algorithm", "Data", "Groups", "grouping", "data", "lineage", "metrics", "old = new"],
+        rows,
+    )
     lines += [
         "",
         "## Phases of the best run (seconds)",
@@ -555,7 +560,13 @@ def main() -> None:
     datasets = ["adult"] if args.quick else ["adult", "rep"]
     info = machine()
     with tempfile.TemporaryDirectory(prefix="pf_head_") as old_root:
-        commit = export_code(args.old_rev, Path(old_root), (PACKAGE,))
+        commit = export_code(args.old_rev, Path(old_root), CODE)
+        trees = {"old": prepare_tree(Path(old_root)), "new": prepare_tree(ROOT)}
+        print(f"old {commit[:12]}: {trees['old'].layout} layout, in {old_root}", flush=True)
+        if (Path(old_root) / PACKAGE / "kernel.py").exists():  # compiled rounds: compile once,
+            old = trees["old"]  # as ``make install`` does, so that no measurement pays for it
+            grouping = "privfair.components.microaggregation.grouping"
+            subprocess.run(old.command(grouping), check=True, cwd=old.root, env=old.env())
         runs: dict = {(d, a): {i: [] for i in IMPLS} for d in datasets for a in ("mdav", "fair")}
         loads = []
         for r in range(args.repeats):
@@ -563,10 +574,12 @@ def main() -> None:
                 order = IMPLS[r % 3 :] + IMPLS[: r % 3]
                 for impl in order:
                     task = {"impl": impl, "algo": algo, "data": data}
-                    task.update(old_root=old_root, data_dir=data_dir)
-                    res = run_child(task)
+                    task.update(data_dir=data_dir)
+                    res = run_child(task, trees)
                     loads.append(res["load"])
                     runs[(data, algo)][impl].append(res)
+                    if r == 0:
+                        print(f"  {impl} imported from: {res['imported']}", flush=True)
                     print(
                         f"round {r + 1}: {ALGO_LABELS[algo]:9s} {DATA_LABELS[data]:20s} "
                         f"{impl:4s}: {res['seconds']:.2f} s, grouping {res['timings']['group_s']:.2f} s, "
@@ -574,21 +587,23 @@ def main() -> None:
                         flush=True,
                     )
         for key, by_impl in runs.items():
-            digests = {json.dumps(r["digest"], sort_keys=True) for i in by_impl.values() for r in i}
-            if len(digests) != 1:
-                raise SystemExit(f"outputs differ between runs or implementations: {key}")
+            for impl, rs in by_impl.items():
+                if len({json.dumps(r["digest"], sort_keys=True) for r in rs}) != 1:
+                    raise SystemExit(f"outputs differ between runs of {impl}: {key}")
+            if len({r["digest"]["groups"] for rs in by_impl.values() for r in rs}) != 1:
+                raise SystemExit(f"the groupings differ between the implementations: {key}")
         costs = {}
         for impl in ("old", "new"):
             task = {"impl": impl, "algo": "mdav", "data": "adult", "micro": True}
-            task.update(old_root=old_root, data_dir=data_dir)
-            costs[impl] = run_child(task)["pass_ns_per_row"]
+            task.update(data_dir=data_dir)
+            costs[impl] = run_child(task, trees)["pass_ns_per_row"]
         profiles = {}
         if not args.no_profile:
             for algo in ("mdav", "fair"):
                 for impl in ("old", "new"):
                     task = {"impl": impl, "algo": algo, "data": "adult", "profile": True}
-                    task.update(old_root=old_root, data_dir=data_dir)
-                    profiles[(algo, impl)] = run_child(task)["profile"]
+                    task.update(data_dir=data_dir)
+                    profiles[(algo, impl)] = run_child(task, trees)["profile"]
     text = report(runs, profiles, costs, info, args, commit, loads)
     Path(args.out).write_text(text)
     if args.json:

@@ -18,8 +18,10 @@ What runs
   blocked form and runs in the driver whatever the engine.
 - Each release is one ``python -m privfair.cli run SPEC --engine E --progress`` in a fresh
   interpreter, on a fresh store, from a copy of the code under test (``git archive`` of
-  ``--baseline`` for the previous code; the working tree for the current one; both on this
-  environment's packages), then ``python -m privfair.cli export``. Wall clock of each, the
+  ``--baseline`` for the previous code, made importable by ``harness.prepare_tree``: a tree from
+  before the rename runs as ``python -m pipelines.cli``; the working tree for the current one;
+  both on this environment's packages; the child checks that the command's module comes from
+  the tree), then ``python -m privfair.cli export``. Wall clock of each, the
   phases ``privfair run`` reports on stderr, and the peak of the summed RSS of the process tree
   (the driver, pool workers, Spark's JVM and its Python workers) sampled every 0.2 s, with the
   driver's own peak (``VmHWM``-like: the largest RSS of the top process) apart, and the
@@ -46,9 +48,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from harness import HERE, HOLD, ROOT, child_env, export_code, result, tracked
+from harness import HERE, HOLD, ROOT, Tree, export_code, prepare_tree, result, tracked
 
-CODE = ("components", "pipelines", "schemas", "dags")
+#: what of the previous revision is exported: its code, and pyproject.toml (its layout)
+CODE = ("components", "pipelines", "schemas", "dags", "pyproject.toml")
 PHASES = ("ingest", "protect", "validate", "cost of protection", "report", "publish")
 _PHASE = re.compile(
     r"✓ (ingest|protect|validate|cost of protection|report|publish)\b[^0-9]*"
@@ -66,28 +69,30 @@ def phases(stderr: str) -> dict[str, float]:
     return got
 
 
-def release(code: Path, spec: Path, engine: str, work: Path) -> dict:
-    """One ``privfair run`` and ``privfair export`` of ``spec`` with the code under ``code``."""
-    env = child_env(code, PRIVFAIR_PROGRESS="1")
+def release(code: Tree, spec: Path, engine: str, work: Path) -> dict:
+    """One ``privfair run`` and ``privfair export`` of ``spec`` with the code of ``code``
+    (``python -m privfair.cli``, ``pipelines.cli`` in a tree from before the rename; the child
+    checks that it comes from the tree)."""
+    env = code.env(PRIVFAIR_PROGRESS="1")
     store = work / "store"
-    cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(store)]
-    cmd += ["--progress"]
+    cmd = code.command("privfair.cli", "run", str(spec), "--store", str(store), "--progress")
     if engine == "spark":
         cmd += ["--engine", "spark", "--master", "local[2]"]
     else:
         cmd += ["--engine", "local", "--workers", "2"]
-    run = tracked(cmd, code, env)
+    run = tracked(cmd, code.root, env)
     if run["rc"] != 0:
         raise SystemExit(f"{' '.join(cmd)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
+    for line in run["stderr"].splitlines()[:5]:
+        if line.startswith("imported: "):
+            print(line, file=sys.stderr)
     held = HOLD.search(run["stdout"])
     if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
         raise SystemExit(f"{spec.name} on {engine}: not every check passed:\n{run['stdout']}")
     version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M)
     folder = store / spec.stem / (version.group(1) if version else "latest")
     exp = tracked(
-        [sys.executable, "-m", "privfair.cli", "export", str(folder), str(work / "export")],
-        code,
-        env,
+        code.command("privfair.cli", "export", str(folder), str(work / "export")), code.root, env
     )
     if exp["rc"] != 0:
         raise SystemExit(f"export of {folder} failed:\n{exp['stderr'][-2000:]}")
@@ -178,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with tempfile.TemporaryDirectory(prefix="privfair-release-scale-") as tmp:
         base = Path(tmp)
-        codes = {"current": ROOT}
+        codes = {"current": prepare_tree(ROOT)}
         commits = {
             "current": subprocess.run(
                 ["git", "describe", "--always", "--dirty"],
@@ -188,8 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             ).stdout.strip()
         }
         if args.baseline:
-            codes["previous"] = base / "previous"
-            commits["previous"] = export_code(args.baseline, codes["previous"], CODE)
+            commits["previous"] = export_code(args.baseline, base / "previous", CODE)
+            codes["previous"] = prepare_tree(base / "previous")
         for rows in (int(x) for x in args.sizes.split(",")):
             for algorithm in args.algorithms.split(","):
                 data = base / f"data-{algorithm}-{rows}"

@@ -10,10 +10,14 @@ What runs
 ---------
 Two trees: *baseline*, the commit ``--baseline`` (default ``BASELINE_REF``, the code before
 issue 25's single-machine and validation work), exported whole with ``git archive`` into a temporary
-directory (as ``bench_microaggregation_speed.py`` exports its old package; the repository's
+directory (as ``bench_microaggregation_speed.py`` exports its old revision; the repository's
 worktrees and index are left alone), and *new*, the working tree. Both run with this
 environment's interpreter and packages; every measurement is a fresh interpreter whose
-``PYTHONPATH`` and working directory are the tree under test.
+working directory is the tree under test and which imports that tree's code under the tree's
+own module names (``harness.prepare_tree``: ``pipelines.*`` and ``components.*`` in a tree from
+before the rename, else ``privfair.*`` through a shim first on ``PYTHONPATH``); the child checks
+that its top package and ``components`` come from the tree, and that a tree from before the
+rename did not import ``privfair``.
 
 - Fair-MDAV and MDAV, k = 10, on Adult (48,842 rows, ``bench_microaggregation.build_data``):
   wall clock of one component call.
@@ -60,7 +64,16 @@ import tempfile
 import time
 from pathlib import Path
 
-from harness import ROOT, export_code, machine, result
+from harness import (
+    ROOT,
+    Tree,
+    export_code,
+    imported_from,
+    machine,
+    prepare_tree,
+    result,
+    tree_module,
+)
 
 #: ``main`` when this script was first added: the previous code, measured in the same run
 BASELINE_REF = "8d24a4c"  # the code before issue 25's single-machine and validation work
@@ -71,9 +84,15 @@ SPECS = {"adult_fair_mdav": "Fair-MDAV", "adult_dmondrian": "dMondrian"}
 COMPONENTS = {"fair_mdav": "Fair-MDAV", "mdav": "MDAV"}
 GRIDS = {"dsabre": "dSabre", "dmondrian": "dMondrian"}
 TREES = ("baseline", "new")
+#: imported once in each tree before the rounds (``warm``; the tree's names of the first four)
 WARM_IMPORTS = (
-    "import privfair.cli, privfair.run.flow, privfair.evaluation.evaluate, privfair.release.report, "
-    "great_expectations, sklearn.linear_model, scipy.spatial"
+    "privfair.cli",
+    "privfair.run.flow",
+    "privfair.evaluation.evaluate",
+    "privfair.release.report",
+    "great_expectations",
+    "sklearn.linear_model",
+    "scipy.spatial",
 )
 
 
@@ -113,12 +132,13 @@ def _child_component(task: dict) -> dict:
     from bench_microaggregation import build_data
 
     table = build_data("adult", task["data_dir"])
+    params = tree_module("privfair.components.microaggregation.params")
     if task["algo"] == "fair_mdav":
-        from privfair.components.microaggregation.fair_mdav import fair_mdav as call
-        from privfair.components.microaggregation.params import FairMDAVParams as P
+        call = tree_module("privfair.components.microaggregation.fair_mdav").fair_mdav
+        P = params.FairMDAVParams
     else:
-        from privfair.components.microaggregation.mdav import mdav as call
-        from privfair.components.microaggregation.params import MDAVParams as P
+        call = tree_module("privfair.components.microaggregation.mdav").mdav
+        P = params.MDAVParams
     start = time.perf_counter()
     result = call(table, P(k=K))
     seconds = time.perf_counter() - start
@@ -129,15 +149,15 @@ def _child_grid(task: dict) -> dict:
     """dSabre or dMondrian on Adult (as the specs ingest it) at every t of the grid, once."""
     from bench_generalisation import grid, load
 
-    from privfair.components.generalisation.inputs import prepare
-    from privfair.components.generalisation.measures import t_max
-
+    prepare = tree_module("privfair.components.generalisation.inputs").prepare
+    t_max = tree_module("privfair.components.generalisation.measures").t_max
+    params = tree_module("privfair.components.generalisation.params")
     if task["algo"] == "dsabre":
-        from privfair.components.generalisation.dsabre import dsabre as call
-        from privfair.components.generalisation.params import DSabreParams as P
+        call = tree_module("privfair.components.generalisation.dsabre").dsabre
+        P = params.DSabreParams
     else:
-        from privfair.components.generalisation.dmondrian import dmondrian as call
-        from privfair.components.generalisation.params import DMondrianParams as P
+        call = tree_module("privfair.components.generalisation.dmondrian").dmondrian
+        P = params.DMondrianParams
     table = load("adult")
     prep = prepare(table, None)
     out: dict = {"t": {}}
@@ -168,16 +188,19 @@ def _timed(owner, name: str, into: list) -> None:
 
 def _phases(record: list) -> bool:
     """Record every progress phase of the run as (order begun, path, seconds), its lines written
-    nowhere; False in a tree without ``privfair.components.core.progress``."""
+    nowhere (the reporter's ``stream`` made ``os.devnull`` before its first phase); False in a
+    tree without ``privfair.components.core.progress``."""
     try:
-        from privfair.components.core import progress
+        progress = tree_module("privfair.components.core.progress")
     except ImportError:
         return False
+    nowhere = open(os.devnull, "w")  # noqa: SIM115  (open until the process ends)
     begin, end = progress.Reporter.begin, progress.Reporter.end
 
     starts: dict[int, tuple[int, float]] = {}
 
     def began(self, name):
+        self.stream = nowhere
         ph = begin(self, name)
         starts[id(ph)] = (len(starts) + len(record), time.perf_counter())
         return ph
@@ -189,7 +212,6 @@ def _phases(record: list) -> bool:
         end(self, ph, failed)
 
     progress.Reporter.begin, progress.Reporter.end = began, ended
-    progress.Reporter._write = lambda self, text: None
     return True
 
 
@@ -198,7 +220,7 @@ def _child_run(task: dict) -> dict:
     time of each progress phase, of Great Expectations' import and of each checker (where the
     tree has them), for the breakdown of the time beyond the call."""
     started = time.perf_counter()
-    from privfair.components.core import descriptor
+    descriptor = tree_module("privfair.components.core.descriptor")
 
     calls: list[tuple] = []
     _timed(descriptor.Algorithm, "__call__", calls)
@@ -207,21 +229,19 @@ def _child_run(task: dict) -> dict:
     gx: list[tuple] | None = []
     checks: list[tuple] = []
     try:
-        import privfair.validation.gx_import as gx_import
+        gx_import = tree_module("privfair.validation.gx_import")
     except ImportError:  # a tree from before it: the import is not timed apart
-        gx = None
+        gx_import, gx = None, None
     else:
         _timed(gx_import, "import_great_expectations", gx)
-    from privfair.components.core import checks as core_checks
+    core_checks = tree_module("privfair.components.core.checks")
 
     _timed(core_checks, "check_guarantee", checks)
-    try:  # the process is the command's own, as the tree's ``privfair.cli.entry`` declares it
-        from privfair.validation.gx_import import own_the_process
-    except ImportError:  # a tree from before it
-        pass
-    else:
-        own_the_process()
-    from privfair.cli import main
+    # the process is the command's own, as the tree's ``privfair.cli.entry`` declares it (a
+    # tree from before ``own_the_process``: a plain process)
+    if hasattr(gx_import, "own_the_process"):
+        gx_import.own_the_process()
+    main = tree_module("privfair.cli").main
 
     spec = str(Path("pipelines/specs") / f"{task['spec']}.yaml")
     code = main(["run", spec, "--store", task["store"], *progress_flag])
@@ -242,14 +262,14 @@ def _child_run(task: dict) -> dict:
 
 
 def child_main(task: dict) -> dict:
-    """Measure ``task`` in the tree that is the working directory (its modules first, through
-    ``PYTHONPATH``: ``_env``)."""
+    """Measure ``task`` in the tree that is the working directory, under its own module names
+    (``harness.prepare_tree``, ``_env``): its top package and ``components`` are checked to
+    come from it, and a tree from before the rename not to have imported ``privfair``."""
     load = os.getloadavg()[0]
     tree = Path.cwd().resolve()
-    import privfair.components
-
-    where = Path(privfair.components.__file__).resolve()
-    assert where.is_relative_to(tree), f"privfair.components imported from {where}, not {tree}"
+    components = tree_module("privfair.components")
+    top = components.__name__.split(".")[0]
+    imported_from(tree, top, components.__name__)
     kind = task["kind"]
     if kind == "component":
         out = _child_component(task)
@@ -257,40 +277,46 @@ def child_main(task: dict) -> dict:
         out = _child_grid(task)
     else:
         out = _child_run(task)
+    if top != "privfair":
+        assert "privfair" not in sys.modules, f"{tree}: the child imported privfair"
+    tops = ("privfair", "privfair.components", "pipelines", "components", "schemas")
     out["load"] = load
+    out["imported"] = imported_from(tree, *(m for m in tops if m in sys.modules))
     return out
 
 
 # --- parent ----------------------------------------------------------------------------------------
 
 
-def _env(tree: Path, data_dir: str | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    env["PYTHONPATH"] = os.pathsep.join([str(tree), str(tree / "benchmarks")])
+def _env(tree: Tree, data_dir: str | None) -> dict[str, str]:
+    """A child's environment: ``tree.env`` (its code first on ``PYTHONPATH``, its layout),
+    ``PYTHONDONTWRITEBYTECODE`` unset."""
+    env = {k: v for k, v in tree.env().items() if k != "PYTHONDONTWRITEBYTECODE"}
     if data_dir:
         env["PRIVFAIR_DATA_DIR"] = data_dir
     return env
 
 
-def warm(tree: Path, data_dir: str | None) -> None:
+def warm(tree: Tree, data_dir: str | None) -> None:
     """Byte-compile ``tree``, import the heavy packages once and compile the microaggregation
     rounds where the tree has them compiled (numba's cache, as ``make install`` leaves it); not
     measured."""
     for part in ("components", "pipelines", "schemas", "benchmarks"):
-        compileall.compile_dir(str(tree / part), quiet=1)
+        compileall.compile_dir(str(tree.root / part), quiet=1)
+    imports = "import " + ", ".join(tree.module(m) for m in WARM_IMPORTS)
     subprocess.run(
-        [sys.executable, "-c", WARM_IMPORTS], cwd=tree, env=_env(tree, data_dir), check=True
+        [sys.executable, "-c", imports], cwd=tree.root, env=_env(tree, data_dir), check=True
     )
-    if (tree / "components" / "microaggregation" / "kernel.py").exists():
+    if (tree.root / "components" / "microaggregation" / "kernel.py").exists():
         subprocess.run(
-            [sys.executable, "-m", "privfair.components.microaggregation.grouping"],
-            cwd=tree,
+            tree.command("privfair.components.microaggregation.grouping"),
+            cwd=tree.root,
             env=_env(tree, data_dir),
             check=True,
         )
 
 
-def run_child(tree: Path, task: dict, data_dir: str | None) -> dict:
+def run_child(tree: Tree, task: dict, data_dir: str | None) -> dict:
     """One measurement in a fresh interpreter in ``tree``; a run's wall clock is the parent's."""
     with tempfile.TemporaryDirectory(prefix="pf_bench_") as tmp:
         out = Path(tmp) / "out.json"
@@ -300,7 +326,7 @@ def run_child(tree: Path, task: dict, data_dir: str | None) -> dict:
         cmd += ["--child-out", str(out)]
         start = time.perf_counter()
         subprocess.run(
-            cmd, check=True, cwd=tree, env=_env(tree, data_dir), stdout=subprocess.DEVNULL
+            cmd, check=True, cwd=tree.root, env=_env(tree, data_dir), stdout=subprocess.DEVNULL
         )
         wall = time.perf_counter() - start
         res = json.loads(out.read_text())
@@ -507,8 +533,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         Path(args.child_out).write_text(json.dumps(child_main(json.loads(args.child))))
-        if "privfair.cli" in sys.modules:  # a run ends as the ``privfair`` command of its tree
-            cli = sys.modules["privfair.cli"]
+        cli = sys.modules.get("privfair.cli") or sys.modules.get("pipelines.cli")  # an old tree's
+        if cli is not None:  # a run ends as the ``privfair`` command of its tree
             getattr(cli, "leave", sys.exit)(0)
         return
     data_dir = args.data_dir or os.environ.get("PRIVFAIR_DATA_DIR")
@@ -519,9 +545,10 @@ def main() -> None:
     loads: list[float] = []
     with tempfile.TemporaryDirectory(prefix="pf_baseline_") as tmp:
         commit = export_code(args.baseline, Path(tmp))
-        trees = {"baseline": Path(tmp), "new": ROOT}
+        trees = {"baseline": prepare_tree(Path(tmp)), "new": prepare_tree(ROOT)}
         for tree in TREES:
             warm(trees[tree], data_dir)
+        print(f"baseline {commit[:12]}: {trees['baseline'].layout} layout, in {tmp}", flush=True)
         for r in range(args.repeats):
             for key, task in measurements():
                 order = TREES if r % 2 == 0 else TREES[::-1]
@@ -543,6 +570,8 @@ def main() -> None:
                         f"round {r + 1}: {key:24s} {tree:8s}: {shown}, load {res['load']:.2f}",
                         flush=True,
                     )
+                    if r == 0:
+                        print(f"  imported from: {res['imported']}", flush=True)
     text = report(results, info, args, commit, loads)
     Path(args.out).write_text(text)
     if args.json:

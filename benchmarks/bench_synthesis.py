@@ -108,7 +108,7 @@ def run_method(
             "one_way_tvd": m["fidelity"]["one_way_tvd"],
             "two_way_tvd": m["fidelity"]["two_way_tvd"],
             "acd": m["fidelity"]["acd"],
-            "dpar": m["fairness"][key]["synthetic"]["dp"],
+            "dpar": m["fairness"]["synthetic"][key]["dp"],
             "fair_tree": m["fair_tree"],
             "exact": m["exact_search"],
             "epsilon": m["privacy"]["epsilon"],

@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from harness import postgres_server, private, result, spec_file
+from harness import postgres_server, result, spec_file
 
 
 def best(fn, repeats: int):
@@ -128,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
             return targets.publish(plan, out, rid, [])
 
         t_wap, _ = best(wap, args.repeats)
-        cat = private("privfair.release.targets", "_catalog")(
+        cat = targets.target_catalog(
             TargetSpec(kind="iceberg"),
             SimpleNamespace(spec=spec, name="bench", open_store=lambda: store),
         )

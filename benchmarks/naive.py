@@ -170,7 +170,8 @@ def fairlet_gaps(
         rem = np.flatnonzero(alive)
         Xrem = X[rem]
         dc = ((Xrem - Xrem.mean(axis=0)) ** 2).sum(axis=1)
-        gap = float(dc.max() - dc[np.searchsorted(rem, s)])
+        # a seed already grouped is not a choice the pseudocode could make
+        gap = float(dc.max() - dc[np.searchsorted(rem, s)]) if alive[s] else np.inf
         d = ((Xrem - X[s]) ** 2).sum(axis=1)
         in_g = np.isin(rem, g)
         pa_r = pa01[rem]
@@ -202,6 +203,8 @@ def mdav_gaps(X: np.ndarray, k: int, groups: list[np.ndarray], seeds: list[int])
         gaps.append(max(seed_gap, gap, 0.0))
 
     def from_mean(seed: int) -> float:
+        if not alive[seed]:  # a seed already grouped: not a choice the pseudocode could make
+            return np.inf
         rem = np.flatnonzero(alive)
         Xrem = X[rem]
         dc = ((Xrem - Xrem.mean(axis=0)) ** 2).sum(axis=1)

@@ -7,6 +7,8 @@ Usage: ``PRIVFAIR_DATA_DIR=../shared/data uv run python benchmarks/naive_synthes
 
 from __future__ import annotations
 
+import argparse
+
 import numpy as np
 from bench_synthesis import codes as coded
 from bench_synthesis import load
@@ -14,7 +16,8 @@ from bench_synthesis import load
 from privfair.components.synthesis import metrics as M
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    argparse.ArgumentParser(description=__doc__.split("\n\n")[0]).parse_args(argv)
     table, params = load("adult_prefair")
     codes = coded(table, params)
     names = table.column_names

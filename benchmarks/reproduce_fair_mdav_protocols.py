@@ -92,21 +92,21 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from harness import private, result, spec_file  # noqa: E402
+from harness import result, spec_file  # noqa: E402
 
 import privfair.components.microaggregation.fair_mdav as fair_mdav_module  # noqa: E402
 from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
 from privfair.components.microaggregation.correction import group_counts, relabel_counts  # noqa: E402
-from privfair.evaluation.evaluate import Features  # noqa: E402
+from privfair.evaluation.evaluate import (  # noqa: E402
+    Features,
+    make_classifier,
+    mean_interval,
+    score_predictions,
+    stratified_folds,
+)
 from privfair.run.flow import ingest  # noqa: E402
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles  # noqa: E402
 from privfair.spec.catalogue import algorithm_of, load_spec, with_params  # noqa: E402
-
-# private names of privfair.evaluation.evaluate, until they are public (harness.PRIVATE)
-_classifier = private("privfair.evaluation.evaluate", "_classifier")
-_folds = private("privfair.evaluation.evaluate", "_folds")
-_interval = private("privfair.evaluation.evaluate", "_interval")
-_score = private("privfair.evaluation.evaluate", "_score")
 
 SEED = 0
 FOLDS = 5
@@ -389,7 +389,7 @@ def fit_predict(name: str, fold: int, enc: Features, x, y, x_eval) -> np.ndarray
 
         clf = LogisticRegression(solver="liblinear")
         return clf.fit(unscale(enc, x), y).predict(unscale(enc, x_eval)).astype(bool)
-    return _classifier(name, SEED + fold).fit(x, y).predict(x_eval).astype(bool)
+    return make_classifier(name, SEED + fold).fit(x, y).predict(x_eval).astype(bool)
 
 
 # --- the experiment ------------------------------------------------------------------------
@@ -445,7 +445,7 @@ class Experiment:
             "positive_rate": float(y.mean()),
         }
         out = []
-        for k, (tr, te) in enumerate(_folds(y, s, FOLDS, SEED)):
+        for k, (tr, te) in enumerate(stratified_folds(y, s, FOLDS, SEED)):
             train, test = table.take(pa.array(tr)), table.take(pa.array(te))
             encs, raws = {}, {}
             for mode in ("in", "out"):
@@ -528,7 +528,7 @@ class Experiment:
                     if done:
                         continue
                     pred = fit_predict(clf, f["k"], f["enc"][mode], x_train, y[f["tr"]], x_test)
-                    sc = _score(y[f["te"]], pred, s[f["te"]])
+                    sc = score_predictions(y[f["te"]], pred, s[f["te"]])
                     self.record(
                         dataclasses.replace(run, protocol="-"),
                         "none",
@@ -578,7 +578,7 @@ class Experiment:
                         x_eval = f["x"][mode][1] if t_eval is None else enc.transform(t_eval)
                         for clf in run.classifiers:
                             pred = fit_predict(clf, f["k"], enc, x, y_prot, x_eval)
-                            sc = _score(y_eval, pred, s_eval)
+                            sc = score_predictions(y_eval, pred, s_eval)
                             self.record(run, key, clf, mode, scoring, f["k"], sc)
             self.say(
                 f"{run.variant}/{run.protocol} {key} {','.join(run.classifiers)}: "
@@ -595,7 +595,9 @@ def summarise(rows: list[dict]) -> dict[tuple, dict]:
     for r in rows:
         key = (r["variant"], r["protocol"], r["config"], r["clf"], r["pa"], r["scoring"])
         groups.setdefault(key, []).append(r)
-    return {key: {m: _interval([r[m] for r in rs]) for m in METRICS} for key, rs in groups.items()}
+    return {
+        key: {m: mean_interval([r[m] for r in rs]) for m in METRICS} for key, rs in groups.items()
+    }
 
 
 def cell(v: tuple[float, float, float]) -> str:

@@ -44,17 +44,18 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
-from harness import HERE, RESULTS, ROOT, private, spec_file
+from harness import HERE, RESULTS, ROOT, spec_file
 
 from privfair.components.core.inputs import group_indicator, outcome_indicator
-from privfair.evaluation.evaluate import Features, evaluate
+from privfair.evaluation.evaluate import (
+    Features,
+    evaluate,
+    label_and_protected,
+    mean_interval,
+    stratified_folds,
+)
 from privfair.run.flow import ingest
 from privfair.spec.catalogue import load_spec, with_params
-
-# private names of privfair.evaluation.evaluate, until they are public (harness.PRIVATE)
-_folds = private("privfair.evaluation.evaluate", "_folds")
-_groups = private("privfair.evaluation.evaluate", "_groups")
-_interval = private("privfair.evaluation.evaluate", "_interval")
 
 FOLDS = 5
 SEED = 0
@@ -90,14 +91,14 @@ def say(message: str) -> None:
 
 def export(name: str, table: pa.Table, out: Path) -> dict:
     """Write the folds of ``evaluate`` with their ``Features`` encoding to ``out/name``."""
-    label, prot = _groups(table)
+    label, prot = label_and_protected(table)
     y = outcome_indicator(table.column(label.name), label)
     s = group_indicator(table.column(prot.name), prot)
     features = [c for c in table.column_names if c != label.name]
     dropped = [c for c in features if c != prot.name]
     (out / name).mkdir(parents=True, exist_ok=True)
     widths: list[int] = []
-    for k, (train_idx, test_idx) in enumerate(_folds(y, s, FOLDS, SEED)):
+    for k, (train_idx, test_idx) in enumerate(stratified_folds(y, s, FOLDS, SEED)):
         train = table.take(pa.array(train_idx))
         test = table.take(pa.array(test_idx))
         enc = Features.fit(train, features)
@@ -161,7 +162,7 @@ def per_fold(rows: list[dict], protection: str) -> dict[str, list[float]]:
 
 
 def summary(values: dict[str, list[float]]) -> dict[str, list[float]]:
-    return {m: list(_interval(values[m])) for m in METRICS}
+    return {m: list(mean_interval(values[m])) for m in METRICS}
 
 
 def run_dataset(name: str, table: pa.Table, spec, quick: bool) -> tuple[list[dict], list[dict]]:
@@ -281,7 +282,7 @@ def markdown(result: dict) -> str:
         "",
         f"Command: `{result['command']}`",
         "",
-        f"Folds: `privfair.evaluation.evaluate._folds` (stratified on label x protected group), {FOLDS} "
+        f"Folds: `privfair.evaluation.evaluate.stratified_folds` (stratified on label x protected group), {FOLDS} "
         f"folds, seed {SEED}; every method is trained on the training fold and scored on the "
         "untouched test fold (except the `protected` test-fold row: Fair-MDAV also applied to "
         "the test fold, rows scored against their true label and group). Features: "

@@ -74,7 +74,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from harness import private, result, spec_file
+from harness import result, spec_file
 
 from privfair.components.core.descriptor import Algorithm
 from privfair.components.core.inputs import group_indicator, outcome_indicator
@@ -82,7 +82,7 @@ from privfair.components.core.metrics import fairness_measures
 from privfair.components.synthesis.inputs import index_roles
 from privfair.components.synthesis.params import MSTParams
 from privfair.components.synthesis.selection import fair
-from privfair.evaluation.evaluate import evaluate
+from privfair.evaluation.evaluate import evaluate, mean_interval
 from privfair.run.flow import ingest
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
 from privfair.schemas.spec import PipelineSpec
@@ -561,7 +561,7 @@ def run_dataset(
 
 def t_interval(x: np.ndarray) -> tuple[float, float, float]:
     """Mean and 95 % t-interval of the finite values of ``x`` (``evaluate``'s interval)."""
-    return private("privfair.evaluation.evaluate", "_interval")(x[np.isfinite(x)])
+    return mean_interval(x[np.isfinite(x)])
 
 
 def ratio(g: np.ndarray, m: np.ndarray, key: str, boots: int = 4000) -> tuple[float, float, float]:

@@ -41,19 +41,19 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
-from harness import private, result  # noqa: E402
+from harness import result  # noqa: E402
 from reproduce_prefair import Recorder, datasets, ratio, snap_to_bins  # noqa: E402
 
 from privfair.components.core.inputs import group_indicator, outcome_indicator  # noqa: E402
 from privfair.components.core.metrics import fairness_measures  # noqa: E402
-from privfair.evaluation.evaluate import Features  # noqa: E402
+from privfair.evaluation.evaluate import (  # noqa: E402
+    Features,
+    admissible_strata,
+    make_classifier,
+    stratified_folds,
+)
 from privfair.schemas.roles import read_roles  # noqa: E402
 from privfair.spec.catalogue import algorithm_of  # noqa: E402
-
-# private names of privfair.evaluation.evaluate, until they are public (harness.PRIVATE)
-_classifier = private("privfair.evaluation.evaluate", "_classifier")
-_folds = private("privfair.evaluation.evaluate", "_folds")
-_strata = private("privfair.evaluation.evaluate", "_strata")
 
 OUT = result("results_reproduce_prefair_dp.md")
 PAPER = {"dp": 64.4, "cdp_reference": 64.8}
@@ -122,15 +122,15 @@ def run(seeds: list[int], folds: int, say) -> list[dict]:
     s = group_indicator(table.column(ds.protected), roles[ds.protected])
     feats = [c for c in table.column_names if c != ds.label]
     codes = IntegerCodes(table, feats)
-    whole = (codes.transform(table), y, s, _strata(table))
+    whole = (codes.transform(table), y, s, admissible_strata(table))
     rows = []
     for seed in seeds:
-        for k, (tr, te) in enumerate(_folds(y, s, folds, seed)):
+        for k, (tr, te) in enumerate(stratified_folds(y, s, folds, seed)):
             train, test = table.take(pa.array(tr)), table.take(pa.array(te))
             enc = Features.fit(train, feats)
             x_test = {"ours": enc.transform(test), "authors": codes.transform(test)}
             x_whole = {"ours": enc.transform(table), "authors": whole[0]}
-            st_test = _strata(test)
+            st_test = admissible_strata(test)
             for arm in ("mst", "greedy"):
                 spec = ds.specs[arm]
                 t0 = time.perf_counter()
@@ -145,7 +145,7 @@ def run(seeds: list[int], folds: int, say) -> list[dict]:
                 r_syn = read_roles(syn)
                 y_syn = outcome_indicator(syn.column(ds.label), r_syn[ds.label]).astype(bool)
                 fitted = {
-                    "ours": _classifier("mlp", seed + k).fit(enc.transform(syn), y_syn),
+                    "ours": make_classifier("mlp", seed + k).fit(enc.transform(syn), y_syn),
                     "authors": authors_mlp(seed + k).fit(codes.transform(syn), y_syn),
                 }
                 for clf, model in fitted.items():

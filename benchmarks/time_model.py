@@ -45,7 +45,7 @@ import tempfile
 from pathlib import Path
 
 from bench_release_scale import make_spec
-from harness import HOLD, ROOT, child_env, result, tracked
+from harness import HOLD, ROOT, prepare_tree, result, tracked
 
 _LINE = re.compile(r"✓ (.+?)\s{2,}(?:(\d+) min )?([\d.]+) s")
 _PARTS = re.compile(r"by-group guarantees checked in (\d+) parts")
@@ -54,10 +54,11 @@ ENGINE_PHASES = ("protect", "parts")
 
 def timed_run(spec: Path, engine: str, workers: int, work: Path) -> dict:
     """One ``privfair run`` of ``spec``: wall clock, engine phases, block count."""
-    cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(work)]
-    cmd += ["--progress", "--engine", engine]
+    tree = prepare_tree(ROOT)  # the working tree: the command checked to come from it
+    cmd = tree.command("privfair.cli", "run", str(spec), "--store", str(work), "--progress")
+    cmd += ["--engine", engine]
     cmd += ["--master", f"local[{workers}]"] if engine == "spark" else ["--workers", str(workers)]
-    run = tracked(cmd, ROOT, child_env())
+    run = tracked(cmd, tree.root, tree.env())
     held = HOLD.search(run["stdout"])
     if run["rc"] != 0 or not held or held.group(1) != held.group(2):
         raise SystemExit(f"{' '.join(cmd)}: not every check passed\n{run['stderr'][-2000:]}")

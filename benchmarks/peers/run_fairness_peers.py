@@ -9,7 +9,7 @@ per dataset and fold, ``<dataset>/fold<k>.npz`` holding ``X_train``, ``y_train``
 standardised, nominal ones one-hot), protected attribute included; ``pa_cols`` are the
 indices of the protected attribute's columns, deleted for the "PA dropped" run. ``y`` is the
 favourable outcome, ``s`` membership of the protected (unfavoured) group; the folds are
-``privfair.evaluation.evaluate._folds`` (stratified on label x group, 5 folds, seed 0). Run it in its
+``privfair.evaluation.evaluate.stratified_folds`` (stratified on label x group, 5 folds, seed 0). Run it in its
 own throwaway environment (``--isolated``: a plain ``--no-project --with`` would put the
 project's ``.venv`` under the overlay; ``meta.project_venv_on_path`` must be false)::
 
@@ -35,7 +35,7 @@ scored on the test fold:
   ``instance_weights`` are the LR's ``sample_weight`` (checked against the closed form
   P(s) P(y) / P(s, y): ``weights_max_abs_diff``).
 
-Metrics, the formulas of ``privfair.evaluation.evaluate._score``: accuracy, precision (0 without a
+Metrics, the formulas of ``privfair.evaluation.evaluate.score_predictions``: accuracy, precision (0 without a
 positive prediction), recall, dPar = |P(y^=1 | s=1) - P(y^=1 | s=0)| and eOdds =
 |TPR_1 - TPR_0| + |TNR_1 - TNR_0|. ``seconds``: wall time of fit + predict (and of the
 transform / weighting) of one method on one fold, the packages imported beforehand.
@@ -65,7 +65,7 @@ Method = Callable[[dict[str, np.ndarray], int], tuple[np.ndarray, dict]]
 
 
 def score(y_true: np.ndarray, y_pred: np.ndarray, s: np.ndarray) -> dict[str, float]:
-    """accuracy, precision, recall, dpar, eodds with ``privfair.evaluation.evaluate._score``'s formulas."""
+    """accuracy, precision, recall, dpar, eodds with ``privfair.evaluation.evaluate.score_predictions``'s formulas."""
     y_true, y_pred, s = (np.asarray(a, dtype=bool) for a in (y_true, y_pred, s))
     tp = float(np.sum(y_pred & y_true))
     groups = np.unique(s)

@@ -64,6 +64,12 @@ __all__ = [
     "parse_grid",
     "check_options",
     "check_folds",
+    "make_classifier",
+    "label_and_protected",
+    "stratified_folds",
+    "score_predictions",
+    "admissible_strata",
+    "mean_interval",
     "Features",
     "evaluate",
     "Evaluation",
@@ -115,7 +121,28 @@ def one_blas_thread():
     return threadpool_limits(limits=1)
 
 
-def _classifier(name: str, seed: int):
+def make_classifier(name: str, seed: int):
+    """A new, unfitted scikit-learn classifier of the protocol, by its short name.
+
+    Parameters
+    ----------
+    name
+        One of ``CLASSIFIERS``: ``lr`` (logistic regression), ``rf`` (random forest of 100
+        trees, one job), ``sgd`` (linear SVM by SGD, hinge loss), ``gnb`` (Gaussian naive
+        Bayes), ``dt`` (decision tree), ``ada`` (AdaBoost), ``mlp`` (two hidden layers of 20).
+    seed
+        The ``random_state`` of the classifiers that take one.
+
+    Returns
+    -------
+    sklearn.base.ClassifierMixin
+        The classifier, with the protocol's settings.
+
+    Raises
+    ------
+    SpecError
+        ``name`` is not a known classifier.
+    """
     from privfair.components.core.imports import collector_paused
 
     with collector_paused():
@@ -246,8 +273,26 @@ def _one_hot(col: pa.ChunkedArray, levels: list) -> np.ndarray:
     return out
 
 
-def _groups(table: pa.Table):
-    """(label column, positive values, protected column, its role) from the roles."""
+def label_and_protected(table: pa.Table):
+    """The label and the protected attribute the evaluation scores against, from the roles.
+
+    Parameters
+    ----------
+    table
+        A table carrying privfair's column roles.
+
+    Returns
+    -------
+    tuple of ColumnRole
+        ``(label, protected)``: the role of the first ``label`` column (its ``positive``
+        values are the positive class) and of the first ``protected`` column (its protected
+        values are the protected group).
+
+    Raises
+    ------
+    InputError
+        The table declares no label, or no protected attribute.
+    """
     roles = read_roles(table)
     labels = roles.with_role(Role.LABEL)
     protected = roles.with_role(Role.PROTECTED)
@@ -258,7 +303,29 @@ def _groups(table: pa.Table):
     return labels[0], protected[0]
 
 
-def _folds(y: np.ndarray, s: np.ndarray, folds: int, seed: int):
+def stratified_folds(y: np.ndarray, s: np.ndarray, folds: int, seed: int):
+    """The protocol's shuffled, stratified K-fold split of the rows.
+
+    The strata are the label x group cells (``2 y + s``); when a non-empty cell holds fewer
+    rows than ``folds``, the label alone.
+
+    Parameters
+    ----------
+    y
+        The outcome of each row (bool: the positive class).
+    s
+        The group of each row (bool: the protected group).
+    folds
+        The number of folds (K).
+    seed
+        The ``random_state`` of the shuffle.
+
+    Returns
+    -------
+    iterator of (numpy.ndarray, numpy.ndarray)
+        Per fold, the row indices of the training part and of the test fold
+        (``sklearn.model_selection.StratifiedKFold.split``).
+    """
     from sklearn.model_selection import StratifiedKFold
 
     strata = y.astype(int) * 2 + s.astype(int)
@@ -268,7 +335,30 @@ def _folds(y: np.ndarray, s: np.ndarray, folds: int, seed: int):
     return StratifiedKFold(n_splits=folds, shuffle=True, random_state=seed).split(y, strata)
 
 
-def _score(y_true, y_pred, s, strata: np.ndarray | None = None) -> dict[str, float]:
+def score_predictions(y_true, y_pred, s, strata: np.ndarray | None = None) -> dict[str, float]:
+    """The protocol's scores of one classifier's predictions on one test fold.
+
+    Parameters
+    ----------
+    y_true
+        The true outcome of each row (bool array).
+    y_pred
+        The predicted outcome of each row (bool array).
+    s
+        The group of each row (bool or 0/1 array: 1 the protected group).
+    strata
+        The joint admissible value of each row (``admissible_strata``), or None.
+
+    Returns
+    -------
+    dict of str to float
+        ``accuracy``, ``precision``, ``recall`` (0 when nothing is predicted, or nothing is
+        positive), ``positive_rate`` (the share predicted positive), ``dpar`` (the demographic
+        parity difference), ``eodds`` (TPR and TNR gaps summed; NaN unless ``s`` has exactly
+        two values), ``tprb`` and ``tnrb``, and with ``strata`` PreFair's conditional measures
+        (``CONDITIONAL``), as
+        :func:`privfair.components.core.metrics.fairness_measures` computes them.
+    """
     tp = float(np.sum(y_pred & y_true))
     two_groups = len(np.unique(s)) == 2
     out = {
@@ -287,9 +377,22 @@ def _score(y_true, y_pred, s, strata: np.ndarray | None = None) -> dict[str, flo
     return out
 
 
-def _strata(table: pa.Table) -> np.ndarray | None:
-    """One integer code per row for the joint value of the ``admissible`` columns (None when
-    the input declares none): the strata of PreFair's conditional measures."""
+def admissible_strata(table: pa.Table) -> np.ndarray | None:
+    """The strata of PreFair's conditional measures: the joint value of the ``admissible``
+    columns of each row, as an integer code.
+
+    Parameters
+    ----------
+    table
+        A table carrying privfair's column roles.
+
+    Returns
+    -------
+    numpy.ndarray or None
+        One dense ``int64`` code per row (equal codes: equal values in every admissible
+        column, a null a value of its own), or None when the table declares no
+        ``admissible`` column.
+    """
     cols = read_roles(table).with_role(Role.ADMISSIBLE)
     if not cols:
         return None
@@ -302,7 +405,26 @@ def _strata(table: pa.Table) -> np.ndarray | None:
     return code.reshape(-1)
 
 
-def _interval(values: Sequence[float]) -> tuple[float, float, float]:
+def mean_interval(values: Sequence[float]) -> tuple[float, float, float]:
+    """The mean of ``values`` and its two-sided 95 % Student-t confidence interval.
+
+    NaN values are left out. With one value left the interval is that value; with none,
+    all three are NaN.
+
+    Parameters
+    ----------
+    values
+        The per-fold values of one metric.
+
+    Returns
+    -------
+    tuple of float
+        ``(mean, low, high)``: ``mean -/+ t(0.975, n - 1) * sd / sqrt(n)``, ``sd`` the sample
+        standard deviation of the ``n`` values.
+
+    >>> mean_interval([1.0, float("nan"), 1.0])
+    (1.0, 1.0, 1.0)
+    """
     from scipy.stats import t
 
     x = np.asarray([v for v in values if v == v], dtype=float)
@@ -375,11 +497,11 @@ def evaluate(
             f"protect_test needs a row-level algorithm with a lineage sidecar; '{algo.name}' "
             "does not map its rows back to the input",
         )
-    label, prot = _groups(table)
+    label, prot = label_and_protected(table)
     y_all = outcome_indicator(table.column(label.name), label)
     check_folds(folds, y_all, label.name)
     s_all = group_indicator(table.column(prot.name), prot)
-    a_all = _strata(table)
+    a_all = admissible_strata(table)
     features = [
         c for c in table.column_names if c != label.name and not (drop_protected and c == prot.name)
     ]
@@ -406,7 +528,7 @@ def evaluate(
         if len(np.unique(y)) < 2:
             return np.full(len(x_eval), bool(y[0]) if len(y) else False)
         with one_blas_thread():
-            return _classifier(clf_name, seed + k).fit(x, y).predict(x_eval).astype(bool)
+            return make_classifier(clf_name, seed + k).fit(x, y).predict(x_eval).astype(bool)
 
     # per fold, what no grid point changes: the split, the encoding fitted on the raw
     # training fold, and the unprotected arm's scores
@@ -418,7 +540,9 @@ def evaluate(
         x_train = enc.transform(train)
         y_train = y_all[train_idx]
         none = {
-            c: _score(raw[1], fit_predict(c, k, x_train, y_train, raw[0]), raw[2], raw[3])
+            c: score_predictions(
+                raw[1], fit_predict(c, k, x_train, y_train, raw[0]), raw[2], raw[3]
+            )
             for c in classifiers
         }
         return raw, none
@@ -426,7 +550,7 @@ def evaluate(
     splits = []
     n_split = folds if fold_limit is None else min(folds, fold_limit)
     fold_bar = pbar.bar(n_split, "folds encoded, unprotected arm scored")
-    for k, idx in enumerate(_folds(y_all, s_all, folds, seed)):
+    for k, idx in enumerate(stratified_folds(y_all, s_all, folds, seed)):
         if fold_limit is not None and k >= fold_limit:
             break
         train = table.take(pa.array(idx[0]))
@@ -483,7 +607,13 @@ def evaluate(
                 add(grid_key, "none", clf_name, k, none[clf_name])
             for clf_name in classifiers:
                 pred = fit_predict(clf_name, k, x, y, x_eval)
-                add(grid_key, algo.name, clf_name, k, _score(y_eval, pred, s_eval, a_eval))
+                add(
+                    grid_key,
+                    algo.name,
+                    clf_name,
+                    k,
+                    score_predictions(y_eval, pred, s_eval, a_eval),
+                )
             done += 1
             run_bar.advance()
             say(f"evaluate {spec.name}: {done}/{total} (grid {point or '-'}, fold {k + 1})")
@@ -517,7 +647,7 @@ def _summarise(rows: list[dict]) -> pa.Table:
         )
     out = []
     for (grid, protection, clf, metric), values in groups.items():
-        m, lo, hi = _interval(values)
+        m, lo, hi = mean_interval(values)
         out.append(
             {
                 "grid": grid,

@@ -64,6 +64,7 @@ __all__ = [
     "publish",
     "release_of",
     "residues",
+    "target_catalog",
     "write_and_audit",
 ]
 
@@ -161,9 +162,37 @@ def _catalog_location(
     return uri, warehouse
 
 
-def _catalog(target: TargetSpec, plan, create: bool = True):
-    """The target's Iceberg catalog; None when ``create`` is false and the default lakehouse
-    has not been created yet."""
+def target_catalog(target: TargetSpec, plan, create: bool = True):
+    """The Iceberg catalog an ``iceberg`` target publishes into, opened.
+
+    Its location: the target's ``conn_id`` (an Airflow connection), else its ``catalog`` and
+    ``warehouse``, else the default lakehouse of the release's store (a SQLite catalog
+    ``.lakehouse/catalog.db`` and the warehouse ``.lakehouse/warehouse`` beside the releases);
+    it is opened under ``catalog_name(target)``.
+
+    Parameters
+    ----------
+    target
+        The spec's ``target`` (``kind: iceberg``).
+    plan
+        The release being published: what is read is its ``spec`` (``spec_dir``, the base of
+        a relative path) and ``open_store()`` (the store that holds the default lakehouse).
+    create
+        Whether to create the default lakehouse's folders when they are missing.
+
+    Returns
+    -------
+    pyiceberg.catalog.Catalog or None
+        The catalog; None when ``create`` is false and the default lakehouse has not been
+        created yet.
+
+    Raises
+    ------
+    SpecError
+        The default lakehouse is asked of a store that is not a local folder.
+    StoreError
+        The catalog cannot be opened.
+    """
     from privfair.io.connectors import _iceberg_catalog
 
     where = _catalog_location(target, plan, create)
@@ -237,7 +266,7 @@ def release_of(residue: str) -> str | None:
 def _iceberg_residues(target, plan, names: list[str]) -> list[str]:
     from pyiceberg.exceptions import NoSuchTableError
 
-    cat = _catalog(target, plan, create=False)
+    cat = target_catalog(target, plan, create=False)
     if cat is None:
         return []
     out: list[str] = []
@@ -428,7 +457,7 @@ def _iceberg_write(target, plan, outputs, release_id):
     from pyiceberg.exceptions import NoSuchTableError
     from pyiceberg.expressions import AlwaysTrue, EqualTo
 
-    cat = _catalog(target, plan)
+    cat = target_catalog(target, plan)
     names = _iceberg_names(target, plan, list(outputs))
     branch = branch_of(release_id)
     read = {}
@@ -516,7 +545,7 @@ def discard(plan, written: Written) -> None:
     """Drop what ``write_and_audit`` wrote: the audit branch with the snapshots only it
     reached (expired, their files deleted: none can be read by id), the staging tables."""
     if written.kind == "iceberg":
-        cat = _catalog(plan.spec.target, plan)
+        cat = target_catalog(plan.spec.target, plan)
         for name in written.tables.values():
             # the table is gone, or the next write sweeps what is left
             with contextlib.suppress(Exception):
@@ -632,7 +661,7 @@ def _iceberg_publish(target, plan, docs, release_id, contract):
     from pyiceberg.exceptions import CommitFailedException
     from pyiceberg.table.update.snapshot import ManageSnapshots
 
-    cat = _catalog(target, plan)
+    cat = target_catalog(target, plan)
     branch, tag = branch_of(release_id), tag_of(release_id)
     out = {}
     for output, name in _iceberg_names(target, plan, list(docs)).items():

@@ -110,7 +110,7 @@ def test_prefair_conditional_measures_are_scored_per_admissible_stratum():
 
     from privfair.components.core.inputs import group_indicator, outcome_indicator
     from privfair.components.core.metrics import fairness_measures
-    from privfair.evaluation.evaluate import CONDITIONAL, Features, _folds
+    from privfair.evaluation.evaluate import CONDITIONAL, Features, stratified_folds
     from privfair.schemas.roles import Role, read_roles
 
     spec = load_spec(SPECS / "compas_prefair.yaml")
@@ -130,7 +130,7 @@ def test_prefair_conditional_measures_are_scored_per_admissible_stratum():
         return_inverse=True,
     )[1].reshape(-1)
     features = [c for c in table.column_names if c != label.name]
-    for k, (train, test) in enumerate(_folds(y, s, 2, 0)):
+    for k, (train, test) in enumerate(stratified_folds(y, s, 2, 0)):
         enc = Features.fit(table.take(train), features)
         pred = (
             GaussianNB()
@@ -192,7 +192,7 @@ def test_cost_of_protection_is_a_stratified_holdout_recomputed_here(german, tmp_
 
     from privfair.components.core.inputs import group_indicator, outcome_indicator
     from privfair.components.core.metrics import demographic_parity_difference
-    from privfair.evaluation.evaluate import Features, _folds
+    from privfair.evaluation.evaluate import Features, stratified_folds
     from privfair.schemas.roles import Role, read_roles
     from privfair.spec.catalogue import algorithm_of
 
@@ -203,7 +203,7 @@ def test_cost_of_protection_is_a_stratified_holdout_recomputed_here(german, tmp_
     label, prot = roles.with_role(Role.LABEL)[0], roles.with_role(Role.PROTECTED)[0]
     y = outcome_indicator(table.column(label.name), label)
     s = group_indicator(table.column(prot.name), prot)
-    train, test = next(iter(_folds(y, s, 4, 0)))
+    train, test = next(iter(stratified_folds(y, s, 4, 0)))
     assert cost["train_rows"] == len(train)
     features = [c for c in table.column_names if c != label.name]
     enc = Features.fit(table.take(train), features)
@@ -255,12 +255,12 @@ def test_a_classifier_that_predicts_one_class_is_flagged_degenerate():
     the arm instead of letting it read as a fair, accurate classifier."""
     import numpy as np
 
-    from privfair.evaluation.evaluate import _score, degenerate
+    from privfair.evaluation.evaluate import degenerate, score_predictions
 
     y = np.array([True, False, True, False])
     s = np.array([0, 0, 1, 1])
-    const = _score(y, np.zeros(4, dtype=bool), s)
-    mixed = _score(y, y.copy(), s)
+    const = score_predictions(y, np.zeros(4, dtype=bool), s)
+    mixed = score_predictions(y, y.copy(), s)
     assert const["positive_rate"] == 0.0 and const["dpar"] == 0.0
     flags = degenerate({"none": mixed, "mst": const})
     assert list(flags) == ["mst"] and "positive class for 0.0%" in flags["mst"]
@@ -271,7 +271,7 @@ def test_a_classifier_that_predicts_one_class_is_flagged_degenerate():
     y[:100] = True
     rare = np.zeros(n, dtype=bool)
     rare[0] = True
-    near = _score(y, rare, np.arange(n) % 2)
+    near = score_predictions(y, rare, np.arange(n) % 2)
     assert 0 < near["positive_rate"] < 0.01
     assert "positive class for 0.1%" in degenerate({"lr": near})["lr"]
 
