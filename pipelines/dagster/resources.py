@@ -1,0 +1,153 @@
+"""The resources and run config of the Dagster face.
+
+Resources (``build_defs`` binds them under these keys): ``privfair_data`` (``PrivfairData``,
+the raw-data folder), ``connections`` (``Connections``, ``conn_id`` -> URI), ``release_store``
+(``ReleaseStore``) and ``execution_engine`` (``ExecutionEngine``, where blocks run). Run config:
+``config_class`` of an algorithm (on ``<spec>/protected_table``, its parameters, each optional)
+and ``EvaluationConfig`` (on ``<spec>/evaluation``, the options of ``privfair evaluate``).
+"""
+
+import json
+import typing
+from functools import cache
+from typing import Any, ClassVar, Literal
+
+import dagster as dg
+from pydantic import Field, create_model
+
+from privfair.components.core.descriptor import Algorithm
+from privfair.evaluation.options import EvaluateOptions
+from privfair.schemas.errors import SpecError
+from privfair.schemas.spec import PipelineSpec
+from privfair.spec.catalogue import with_params
+from privfair.spec.settings import resolve_data_dir, resolve_store
+
+
+class PrivfairData(dg.ConfigurableResource):
+    """Where the raw dataset files are. Empty: ``$PRIVFAIR_DATA_DIR``, else the checked
+    download cache of ``privfair.io.sources``."""
+
+    data_dir: str = Field(default="", description="folder with the raw dataset files")
+
+    def resolved(self) -> str | None:
+        return resolve_data_dir(self.data_dir or None)
+
+
+class Connections(dg.ConfigurableResource):
+    """URIs of the connections a spec names by ``conn_id`` (a database source, an Iceberg
+    catalog or Delta table target), e.g. ``{"raw_db": "postgresql://etl:${RAW_PW}@db/raw"}``:
+    a ``${VAR}`` is read from the run's environment, so no password is in the spec or this
+    configuration. A ``conn_id`` not listed here is looked up as ``$AIRFLOW_CONN_<ID>``."""
+
+    uris: dict[str, str] = Field(default_factory=dict, description="conn_id -> URI")
+
+    def scope(self):
+        from privfair.io.urls import connections
+
+        return connections(self.uris)
+
+
+class ReleaseStore(dg.ConfigurableResource):
+    """The release store: a folder or a ``pyarrow.fs`` URI. Empty: ``$PRIVFAIR_STORE``, else
+    ``releases``; a relative folder is taken relative to the current directory."""
+
+    uri: str = Field(default="", description="release store folder or pyarrow.fs URI")
+
+    def resolved(self) -> str:
+        return resolve_store(self.uri or None)
+
+
+class ExecutionEngine(dg.ConfigurableResource):
+    """Where the components' blocks run (``privfair.components.core.engine``). Empty fields keep each
+    spec's ``execution``: ``engine`` ``local`` or ``spark``, ``master`` a Spark master URL,
+    ``workers`` local processes (0: unset). The engine never changes a release's version."""
+
+    engine: str = Field(default="", description="'local' or 'spark' (empty: the spec's)")
+    master: str = Field(default="", description="Spark master URL (empty: local[<cores>])")
+    workers: int = Field(default=0, ge=0, description="worker processes (0: the spec's)")
+
+    def overrides(self) -> dict[str, Any]:
+        """The set fields, as ``privfair.run.tasks.protect_task(execution=...)`` takes them."""
+        return {
+            "engine": self.engine or None,
+            "master": self.master or None,
+            "workers": self.workers or None,
+        }
+
+
+# --- run config --------------------------------------------------------------------------------
+class ParamsConfig(dg.Config):
+    """Optional overrides of the spec's algorithm parameters; unset fields keep the spec's
+    values. The result is validated as a whole (an unknown parameter or an invalid value fails
+    the run with the spec key named). Overrides change the spec, hence the release version."""
+
+    json_fields: ClassVar[frozenset[str]] = frozenset()
+
+    def overrides(self) -> dict[str, Any]:
+        """The set fields; a structured parameter (list, mapping, model) is given as JSON."""
+        out = {k: v for k, v in self.model_dump().items() if v is not None}
+        for k in self.json_fields & set(out):
+            try:
+                out[k] = json.loads(out[k])
+            except json.JSONDecodeError as e:
+                raise dg.Failure(
+                    description=f"run config '{k}' must be JSON ({e.msg})", allow_retries=False
+                ) from None
+        return out
+
+    def apply(self, spec: PipelineSpec) -> PipelineSpec:
+        over = self.overrides()
+        if not over:
+            return spec
+        try:
+            return with_params(spec, over)
+        except SpecError as e:
+            raise dg.Failure(
+                description=f"invalid run config for '{spec.name}' (overrides {over}): "
+                f"spec key '{e.key}': {e.rule}",
+                metadata={"overrides": dg.MetadataValue.json(over)},
+                allow_retries=False,
+            ) from None
+
+
+_SCALARS = (bool, int, float, str)
+
+
+def _config_type(annotation: Any) -> tuple[Any, str]:
+    """A Dagster-config-friendly type for a Params field, and a note on allowed values.
+    Dagster's config takes scalars only: a structured parameter (tuple, list, mapping, model)
+    is a JSON string (note ``" (JSON)"``)."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) is Literal:
+        return str, " (one of: " + ", ".join(map(str, typing.get_args(annotation))) + ")"
+    if args and typing.get_origin(annotation) is not Literal and len(args) == 1:
+        return _config_type(args[0])
+    if annotation in _SCALARS:
+        return annotation, ""
+    return str, " (JSON)"
+
+
+@cache
+def config_class(algo: Algorithm) -> type[ParamsConfig]:
+    """The run config of ``algo``: one optional field per ``Params`` field, same description."""
+    fields: dict[str, Any] = {}
+    structured = set()
+    for name, f in algo.params.model_fields.items():
+        typ, note = _config_type(f.annotation)
+        if note == " (JSON)":
+            structured.add(name)
+        fields[name] = (typ | None, Field(default=None, description=(f.description or name) + note))
+    camel = "".join(p.capitalize() for p in algo.name.split("_"))
+    cls = create_model(f"{camel}Config", __base__=ParamsConfig, **fields)
+    cls.json_fields = frozenset(structured)
+    return cls
+
+
+#: Run config of ``<spec>/evaluation``: the fields of ``EvaluateOptions`` (the options of
+#: ``privfair evaluate``), as a Dagster config class.
+EvaluationConfig = create_model(
+    "EvaluationConfig",
+    __base__=dg.Config,
+    __doc__="Run config of ``<spec>/evaluation`` (the options of ``privfair evaluate``).",
+    **{name: (f.annotation, f) for name, f in EvaluateOptions.model_fields.items()},
+)
