@@ -14,6 +14,16 @@ import pytest
 
 # tests/ itself holds the shared helpers (``_shared``) of the test folders below it
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# Test modules are named ``tests.<folder>.<module>`` (--import-mode=importlib); a worker process
+# that unpickles one of their functions imports it by that name. Only ``tests`` is made
+# importable (a link in a folder of its own), not the repository root: its folder names
+# (``components``, ``pipelines``, ``schemas``) are not importable, as in an installation.
+_TESTS_ROOT = Path(tempfile.mkdtemp(prefix="privfair-tests-root-"))
+(_TESTS_ROOT / "tests").symlink_to(Path(__file__).resolve().parent, target_is_directory=True)
+sys.path.insert(1, str(_TESTS_ROOT))
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    p for p in (str(_TESTS_ROOT), os.environ.get("PYTHONPATH", "")) if p
+)
 
 os.environ.setdefault(
     "PRIVFAIR_DATA_DIR", str((Path(__file__).parents[1] / ".." / "shared" / "data").resolve())
