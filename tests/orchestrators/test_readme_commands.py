@@ -68,6 +68,8 @@ def _kind(section: str, argv: list[str]) -> str:
         return "dagster"
     if argv[:2] == ["make", "airflow-test"] or argv[:3] == ["uv", "run", "privfair-airflow"]:
         return "airflow"
+    if argv[:2] == ["pip", "install"]:
+        return "install"  # run by tests/packaging/test_wheel.py, on the built wheel
     return "unknown"
 
 
@@ -136,7 +138,7 @@ def test_every_readme_command_has_a_runner():
     unknown = [shlex.join(a) for s, a in commands if _kind(s, a) == "unknown"]
     assert not unknown, f"README commands no test runs: {unknown}"
     kinds = {_kind(s, a) for s, a in commands}
-    assert kinds == {"skipped", "tables", "cli", "dagster", "airflow"}
+    assert kinds == {"skipped", "tables", "cli", "dagster", "airflow", "install"}
     text = (ROOT / "README.md").read_text()
     words = {w for _, a in commands for t in a for w in re.findall(r"[A-Z][A-Z0-9_]+|<\w+>", t)}
     for placeholder in words & {"DIR", "DIR2", "DEST", "SPEC", "<version>"}:
@@ -144,6 +146,23 @@ def test_every_readme_command_has_a_runner():
     # the release command selects the job, which leaves the evaluation out (test below)
     (dg,) = [a for s, a in commands if a[:3] == ["uv", "run", "dg"]]
     assert "--job" in dg and "--assets" not in dg
+
+
+def test_the_install_commands_name_declared_extras():
+    """``pip install 'privfair[EXTRA]'`` names an extra the package declares (the installs
+    themselves run in tests/packaging/test_wheel.py, from the built wheel)."""
+    import tomllib
+
+    declared = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    )
+    named = set()
+    for argv in _commands("install"):
+        assert argv[2].split("[")[0] == "privfair", argv
+        for extra in re.findall(r"\[([a-z,]+)\]", argv[2]):
+            named |= set(extra.split(","))
+    assert named and named <= declared, named - declared
+    assert (ROOT / "tests" / "packaging" / "test_wheel.py").is_file()
 
 
 def test_the_release_jobs_leave_the_evaluations_out(tmp_path: Path):
