@@ -9,8 +9,6 @@ import pkgutil
 
 import pytest
 
-import privfair
-
 
 def _modules() -> list[str]:
     import privfair.components
