@@ -26,7 +26,7 @@ from pathlib import Path
 from privfair.spec.settings import pin_defaults
 
 # relative to the directory the command starts in (a project's root), never the installation
-DAGS_FOLDER = Path(os.environ.get("PRIVFAIR_DAGS_FOLDER") or "dags").resolve()
+DEFAULT_DAGS_FOLDER = Path("dags")
 DEFAULT_DAGSTER_HOME = Path(".dagster_home")
 DEFAULT_AIRFLOW_HOME = Path(".airflow_home")
 
@@ -64,6 +64,13 @@ host = 127.0.0.1
 """
 
 
+def dags_folder(env: dict | None = None) -> Path:
+    """The dags folder privfair's Airflow defaults point at: ``$PRIVFAIR_DAGS_FOLDER``, else
+    ``./dags``, resolved when asked (against the current directory then), not at import."""
+    given = (os.environ if env is None else env).get("PRIVFAIR_DAGS_FOLDER")
+    return Path(given or DEFAULT_DAGS_FOLDER).resolve()
+
+
 def ensure_airflow_home(home: str | Path | None = None) -> Path:
     """Create the Airflow home (default ``./.airflow_home``) with a minimal ``airflow.cfg``
     holding privfair's defaults, so a plain ``airflow`` with ``AIRFLOW_HOME`` set behaves like
@@ -72,7 +79,7 @@ def ensure_airflow_home(home: str | Path | None = None) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     cfg = path / "airflow.cfg"
     if not cfg.exists():
-        cfg.write_text(AIRFLOW_CFG.format(dags=DAGS_FOLDER))
+        cfg.write_text(AIRFLOW_CFG.format(dags=dags_folder()))
     return path
 
 
@@ -85,7 +92,7 @@ def airflow_env(home: str | Path | None = None, base: dict | None = None) -> dic
     if not env.get("AIRFLOW_HOME"):
         env["AIRFLOW_HOME"] = str(Path(home or DEFAULT_AIRFLOW_HOME).resolve())
     env.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
-    env.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(DAGS_FOLDER))
+    env.setdefault("AIRFLOW__CORE__DAGS_FOLDER", str(dags_folder(env)))
     env.setdefault("AIRFLOW__CORE__PARALLELISM", "2")
     env.setdefault("AIRFLOW__API__HOST", "127.0.0.1")
     pin_defaults(env)

@@ -29,8 +29,10 @@ def _modules() -> list[str]:
 
 @pytest.mark.parametrize("name", _modules())
 def test_docstring_examples(name: str, monkeypatch, tmp_path):
-    monkeypatch.chdir(tmp_path)  # an example that writes a file writes it here
+    # imported where the suite runs (a module may read the current directory at import), and
+    # its examples run in a folder of their own: an example that writes a file writes it there
     module = importlib.import_module(name)
+    monkeypatch.chdir(tmp_path)
     finder = doctest.DocTestFinder(exclude_empty=True)
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     tests = [t for t in finder.find(module, name) if t.examples]

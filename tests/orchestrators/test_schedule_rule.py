@@ -108,3 +108,16 @@ def test_a_schedule_across_the_partitions_is_refused_by_dagster_too(tmp_path):
         build_defs(specs, store=str(tmp_path / "store"))
     assert e.value.key == "schedule" and e.value.source == str(path)
     assert CRON["week"] in str(e.value)
+
+
+def test_the_dags_folder_is_read_when_asked_not_at_import(tmp_path, monkeypatch):
+    """privfair's Airflow defaults point at ``./dags`` of the directory a command runs in: a
+    process that imported ``privfair.orchestrate`` elsewhere first still finds it."""
+    from privfair import orchestrate
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("PRIVFAIR_DAGS_FOLDER", raising=False)
+    assert orchestrate.dags_folder() == tmp_path.resolve() / "dags"
+    env = orchestrate.airflow_env(home=tmp_path / "home", base={"PATH": "/usr/bin"})
+    assert env["AIRFLOW__CORE__DAGS_FOLDER"] == str(tmp_path.resolve() / "dags")
+    assert orchestrate.dags_folder({"PRIVFAIR_DAGS_FOLDER": "x"}) == tmp_path.resolve() / "x"
