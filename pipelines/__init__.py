@@ -24,3 +24,25 @@ def _hide_spark_connect() -> None:
 
 
 _hide_spark_connect()
+
+
+def lazy_names(package: str, where: dict[str, str]):
+    """``(__getattr__, __dir__)`` of a room's ``__init__`` (PEP 562): each public name in
+    ``where`` is imported on first use from the module of ``package`` it names, so a room's
+    name costs only its own module (the Airflow DAG processor imports ``privfair.spec`` on
+    every parse).
+
+    >>> getattr_, dir_ = lazy_names("privfair.spec", {"load_spec": "catalogue"})
+    >>> getattr_("load_spec").__module__
+    'privfair.spec.catalogue'
+    """
+
+    def __getattr__(name: str):
+        if name in where:
+            return getattr(importlib.import_module(f"{package}.{where[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(where))
+
+    return __getattr__, __dir__

@@ -1,22 +1,8 @@
 """Privacy accounting that follows the data: the owner ledger (``ledger``), the admission of a release against it (``admission``) and its summaries (``summary``)."""
 
-from importlib import import_module
+from privfair import lazy_names
 
-__all__ = [
-    "Ledger",
-    "BudgetExceeded",
-    "RepublishRefused",
-    "default_url",
-    "Admission",
-    "admit",
-    "failing",
-    "check_republish",
-    "open_ledger",
-    "ledger_summary",
-]
-
-# each public name and the module that holds it, imported on first use: a room's name costs
-# only its own module (the Airflow DAG processor imports privfair.spec on every parse)
+# each public name and the module that holds it, imported on first use (``lazy_names``)
 _WHERE = {
     "Ledger": "ledger",
     "BudgetExceeded": "ledger",
@@ -29,13 +15,5 @@ _WHERE = {
     "open_ledger": "summary",
     "ledger_summary": "summary",
 }
-
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__ = list(_WHERE)
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)

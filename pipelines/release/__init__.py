@@ -1,24 +1,8 @@
 """A release as files: the store and its candidates (``store``), the shareable copy (``share``), reports, lakehouse targets and their catalogue metadata, the code version, and the work run beside the release in another process (``beside``)."""
 
-from importlib import import_module
+from privfair import lazy_names
 
-__all__ = [
-    "Store",
-    "Candidate",
-    "verify_release",
-    "list_releases",
-    "current_releases",
-    "Manifest",
-    "ManifestError",
-    "ReleasePlan",
-    "Ingested",
-    "export",
-    "verify_copy",
-    "code_version",
-]
-
-# each public name and the module that holds it, imported on first use: a room's name costs
-# only its own module (the Airflow DAG processor imports privfair.spec on every parse)
+# each public name and the module that holds it, imported on first use (``lazy_names``)
 _WHERE = {
     "Store": "store",
     "Candidate": "store",
@@ -33,13 +17,5 @@ _WHERE = {
     "verify_copy": "share",
     "code_version": "version",
 }
-
-
-def __getattr__(name: str):
-    if name in _WHERE:
-        return getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+__all__ = list(_WHERE)
+__getattr__, __dir__ = lazy_names(__name__, _WHERE)
