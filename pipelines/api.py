@@ -336,16 +336,28 @@ def _spec_of(spec_or_path: PipelineSpec | str | Path) -> PipelineSpec:
     return spec_or_path if isinstance(spec_or_path, PipelineSpec) else load_spec(spec_or_path)
 
 
-def in_memory(s: PipelineSpec) -> PipelineSpec:
+def in_memory(s: PipelineSpec, dataset: str | Sequence[str] | None = None) -> PipelineSpec:
     """``s`` reading the table handed to ``run`` instead of its file or source: its dataset
     becomes ``source: {kind: memory}`` keeping ``columns`` and the column policies (a new
     spec, so a new version). A built-in dataset's roles are not in the spec: it is refused
-    (``SpecError``) unless ``columns`` names every role the table needs."""
+    (``SpecError``) unless ``columns`` names every role the table needs.
+
+    ``dataset`` adds names or atoms (``privfair.io.identity``) of the private dataset the
+    table holds to the ones the spec already gives: where the rows came from (an upstream
+    asset, a task's file). Which dataset a frame holds is accounting, not what is
+    published: it does not change the version."""
     from privfair.spec.catalogue import parse_spec
 
     ds = s.dataset
+    more = [dataset] if isinstance(dataset, str) else list(dataset or [])
     if ds.source is not None and ds.source.kind == "memory":
-        return s
+        if not more:
+            return s
+        raw = s.model_dump(mode="json", exclude_none=True)
+        given = raw["dataset"]["source"].get("dataset") or []
+        given = [given] if isinstance(given, str) else list(given)
+        raw["dataset"]["source"]["dataset"] = list(dict.fromkeys([*given, *more]))
+        return parse_spec(raw, source=f"{s.name} (in memory)").located(s.spec_dir)
     if ds.name is not None and not ds.columns:
         raise SpecError(
             "dataset.name",
@@ -361,7 +373,7 @@ def in_memory(s: PipelineSpec) -> PipelineSpec:
     # accounting them there (privfair.io.identity)
     from privfair.io.identity import atoms_of
 
-    atoms = list(atoms_of(s))
+    atoms = list(dict.fromkeys([*atoms_of(s), *more]))
     raw["dataset"] = {**kept, "source": {"kind": "memory", **({"dataset": atoms} if atoms else {})}}
     return parse_spec(raw, source=f"{s.name} (in memory)").located(s.spec_dir)
 
@@ -375,6 +387,7 @@ def run(
     data_dir: str | Path | None = None,
     params: Mapping[str, Any] | None = None,
     partition: str | None = None,
+    dataset: str | Sequence[str] | None = None,
 ) -> Release:
     """Ingest, protect, validate and publish one release (``privfair run``).
 
@@ -393,6 +406,9 @@ def run(
         Overrides of the algorithm's parameters (``--set``).
     partition : str, optional
         One partition of a partitioned spec (``--partition``).
+    dataset : str or list of str, optional
+        With ``table``: the name (or ``privfair.io.identity`` atoms) of the private dataset
+        the frame holds, which the ledger accounts it against (``in_memory``).
 
     Returns
     -------
@@ -414,7 +430,9 @@ def run(
     arrow = None
     if table is not None:
         arrow = as_table(table)
-        s = in_memory(s)
+        s = in_memory(s, dataset)
+    elif dataset is not None:
+        raise SpecError("dataset", "names the dataset a frame holds: give the frame (table=)")
     out = run_release(s, store or _default_store(), data_dir, partition=partition, table=arrow)
     return open_release(out.path, status=out.status)
 
@@ -552,7 +570,9 @@ def evaluate(
     arrow = None
     if table is not None:
         arrow = as_table(table)
-        s = in_memory(s)
+        s = in_memory(s, dataset)
+    elif dataset is not None:
+        raise SpecError("dataset", "names the dataset a frame holds: give the frame (table=)")
     ing = ReleasePlan.of(s, data_dir=data_dir, table=arrow).ingest()
     ev = _evaluate(s, ing.table, **options.arguments(), input_fingerprint=ing.input["fingerprint"])
     files = write(ev, Path(out) / s.name) if out is not None else {}

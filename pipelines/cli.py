@@ -70,7 +70,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.set:
         spec = with_params(spec, _overrides(args.set))
     spec = with_execution(spec, engine=args.engine, master=args.master, workers=args.workers)
-    out = run_release(spec, args.store, args.data_dir, partition=args.partition)
+    table = None
+    if args.input is not None:  # the rows come from the file, the roles from the spec
+        import os
+
+        from privfair.api import in_memory
+        from privfair.io.files import read_table_file
+
+        table = read_table_file(args.input, spec.dataset.csv)
+        spec = in_memory(spec, f"file:{os.path.realpath(args.input)}")
+    out = run_release(spec, args.store, args.data_dir, partition=args.partition, table=table)
     if out.message:
         print(f"privfair: {out.message}", file=sys.stderr)
     print(f"{out.status}: {out.pipeline} {out.version}")
@@ -518,6 +527,14 @@ def parser() -> argparse.ArgumentParser:
         default=[],
         metavar="KEY=VALUE",
         help="override a component parameter",
+    )
+    r.add_argument(
+        "--input",
+        default=None,
+        metavar="FILE",
+        help="release the rows of this Parquet or CSV file instead of the spec's dataset (its "
+        "roles still come from the spec's dataset.columns); the version is the one an "
+        "upstream asset or task handing over the same rows gets",
     )
     r.add_argument(
         "--partition",

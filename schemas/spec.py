@@ -272,6 +272,17 @@ class DatasetSpec(_Model):
     nulls: NullPolicy = "keep"
     csv: CsvSpec | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _handed_over(cls, data: Any) -> Any:
+        # roles and no place: the rows are handed over by the caller (an upstream asset, a
+        # task's output, a frame): ``dataset: {columns: ...}`` is ``source: {kind: memory}``
+        if isinstance(data, dict) and data.get("columns") and not any(
+            data.get(k) is not None for k in ("name", "path", "source", "format")
+        ):
+            return {**data, "source": {"kind": "memory"}}
+        return data
+
     @model_validator(mode="after")
     def _one_source(self) -> DatasetSpec:
         if sum(x is not None for x in (self.name, self.path, self.source)) != 1:
@@ -589,6 +600,8 @@ class PipelineSpec(_Model):
         data = self.model_dump(mode="json", exclude=skip)
         if data["dataset"].get("source") is None:  # specs written before sources keep theirs
             data["dataset"].pop("source", None)
+        else:  # which dataset a frame holds is accounting (the ledger's), not what is published
+            data["dataset"]["source"].pop("dataset", None)
         if data["dataset"].get("csv") is None:  # and before CSV options
             data["dataset"].pop("csv", None)
         canon = json.dumps(data, sort_keys=True, separators=(",", ":"))

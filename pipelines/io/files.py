@@ -107,3 +107,34 @@ def read_csv(source: Path | pa.Buffer, options: CsvSpec | None = None) -> pa.Tab
             return memory.mapped_batches(reader.schema, iter(reader), whole)
     except pa.ArrowInvalid:
         return whole()  # a malformed file raises here again, with read_csv's message
+
+
+def read_table_file(path: str | Path, options: CsvSpec | None = None) -> pa.Table:
+    """The table in the Parquet or CSV file ``path`` that a caller hands over for a spec
+    whose rows come from elsewhere (``privfair run --input``, an upstream Airflow task's
+    file): Parquet by ``.parquet``/``.pq``, else CSV (``read_csv`` with ``options``). A
+    missing or unreadable file is a ``DataSourceError`` naming it.
+
+    >>> import tempfile
+    >>> p = Path(tempfile.mkdtemp()) / "t.csv"
+    >>> _ = p.write_text("x\\n1\\n")
+    >>> read_table_file(p).num_rows
+    1
+    >>> read_table_file(p.with_name("absent.parquet"))
+    Traceback (most recent call last):
+    ...
+    privfair.schemas.errors.DataSourceError: input file '...absent.parquet': not found
+    """
+    import pyarrow.parquet as pq
+
+    from privfair.schemas.errors import DataSourceError
+
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise DataSourceError(f"input file '{p}': not found")
+    try:
+        if p.suffix.lower() in (".parquet", ".pq"):
+            return pq.read_table(p)
+        return read_csv(p, options)
+    except (pa.ArrowInvalid, OSError) as e:
+        raise DataSourceError(f"input file '{p}': not a readable table ({e})") from None
