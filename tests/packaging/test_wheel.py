@@ -19,185 +19,34 @@ Versions are the lock's (``uv export`` as constraints) and come from uv's cache.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 import subprocess
-import sys
 import textwrap
-import tomllib
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from tests.packaging._venvs import (
+    DIST_INFO,
+    PROJECT,
+    REPO,
+    K,
+    Venv,
+    empty_dir,
+    explain,
+    files,
+    last_json,
+    make_venv,
+    numba_cache,
+    ok,
+    outside_repo,
+    python_bytecode,
+    run,
+    written,
+)
+
 pytestmark = pytest.mark.slow
-
-REPO = Path(__file__).resolve().parents[2]
-PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-VERSION = PROJECT["version"]
-DIST_INFO = f"privfair-{VERSION}.dist-info"
-#: repository folder -> its place in the wheel (pyproject's ``package-dir``)
-MAPPED = {
-    "pipelines": "privfair",
-    "components": "privfair/components",
-    "schemas": "privfair/schemas",
-}
-K = 5
-
-
-# --- running things --------------------------------------------------------------------------
-def _tail(text: str, n: int = 6000) -> str:
-    return text if len(text) <= n else "...\n" + text[-n:]
-
-
-def _explain(proc: subprocess.CompletedProcess) -> str:
-    cmd = " ".join(str(a) for a in proc.args)
-    return (
-        f"\n$ {cmd}\n(exit {proc.returncode})\n--- stdout ---\n{_tail(proc.stdout)}"
-        f"\n--- stderr ---\n{_tail(proc.stderr)}"
-    )
-
-
-def _run(args, *, cwd, env=None, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [str(a) for a in args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-
-
-def _ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert proc.returncode == 0, _explain(proc)
-    return proc
-
-
-def _last_json(proc: subprocess.CompletedProcess):
-    _ok(proc)
-    lines = [x for x in proc.stdout.splitlines() if x.startswith(("{", "["))]
-    assert lines, "no JSON line on stdout" + _explain(proc)
-    return json.loads(lines[-1])
-
-
-def _outside_repo(path: Path) -> Path:
-    assert not path.resolve().is_relative_to(REPO), f"{path} is inside the repository"
-    return path
-
-
-@dataclass(frozen=True)
-class Venv:
-    root: Path
-    site: Path  # its site-packages
-    home: Path  # HOME and the XDG folders of the user running it
-
-    @property
-    def python(self) -> Path:
-        return self.root / "bin" / "python"
-
-    def bin(self, name: str) -> Path:
-        return self.root / "bin" / name
-
-    def env(self, **more: str) -> dict[str, str]:
-        """A user's environment: this venv first on PATH, no PYTHONPATH, no privfair,
-        orchestrator or virtualenv setting inherited from the test session, HOME and the XDG
-        folders in a temp folder (so the ledger is ``$XDG_STATE_HOME/privfair/ledger.sqlite``)."""
-        drop = ("PRIVFAIR_", "DAGSTER_", "AIRFLOW", "PYTHON", "VIRTUAL_ENV", "CONDA", "UV_")
-        env = {k: v for k, v in os.environ.items() if not k.startswith(drop)}
-        dev_bins = {str(REPO / ".venv" / "bin"), str(Path(sys.executable).parent)}
-        path = [p for p in env.get("PATH", "").split(os.pathsep) if p and p not in dev_bins]
-        env["PATH"] = os.pathsep.join([str(self.root / "bin"), *path])
-        env["VIRTUAL_ENV"] = str(self.root)
-        env["HOME"] = str(self.home)
-        for var, sub in (
-            ("XDG_STATE_HOME", "state"),
-            ("XDG_CACHE_HOME", "cache"),
-            ("XDG_CONFIG_HOME", "config"),
-            ("XDG_DATA_HOME", "data"),
-        ):
-            env[var] = str(self.home / sub)
-        env.update(more)
-        return env
-
-    def python_c(self, code: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
-        return _run([self.python, "-c", textwrap.dedent(code)], cwd=cwd, env=self.env(**env))
-
-
-def _files(root: Path) -> dict[str, tuple[int, int]]:
-    """Every file under ``root``, relative path -> (size, mtime_ns)."""
-    out = {}
-    for p in root.rglob("*"):
-        if p.is_file():
-            st = p.stat()
-            out[p.relative_to(root).as_posix()] = (st.st_size, st.st_mtime_ns)
-    return out
-
-
-def _written(before: dict, after: dict) -> list[str]:
-    return sorted(k for k, v in after.items() if before.get(k) != v) + sorted(
-        f"(removed) {k}" for k in before.keys() - after.keys()
-    )
-
-
-def _python_bytecode(path: str) -> bool:
-    """A ``.pyc`` the interpreter writes beside any module it imports (uv installs without
-    compiling): Python's doing, not privfair's."""
-    return "/__pycache__/" in f"/{path}" and path.endswith(".pyc")
-
-
-def _numba_cache(path: str) -> bool:
-    return "/__pycache__/" in f"/{path}" and path.endswith((".nbi", ".nbc"))
-
-
-# --- the wheel -------------------------------------------------------------------------------
-@pytest.fixture(scope="module")
-def uv() -> str:
-    found = shutil.which("uv")
-    if found is None:
-        pytest.skip("uv is not on PATH: the packaging tests build and install with uv")
-    return found
-
-
-def _sources() -> dict[str, str]:
-    """Every ``.py`` of the mapped folders: its name in the wheel -> its repository path."""
-    out = {}
-    for folder, target in MAPPED.items():
-        for p in sorted((REPO / folder).rglob("*.py")):
-            rel = p.relative_to(REPO / folder)
-            if "__pycache__" in rel.parts:
-                continue
-            out[f"{target}/{rel.as_posix()}"] = p.relative_to(REPO).as_posix()
-    return out
-
-
-@pytest.fixture(scope="module")
-def wheel(uv, tmp_path_factory) -> tuple[Path, list[str], dict[str, str]]:
-    """The wheel, built once from the repository root: (its path, its entries, the sources
-    listed just before the build)."""
-    out = _outside_repo(tmp_path_factory.mktemp("dist"))
-    sources = _sources()
-    _ok(_run([uv, "build", "--wheel", "--out-dir", out], cwd=REPO))
-    (whl,) = out.glob("privfair-*.whl")
-    with zipfile.ZipFile(whl) as z:
-        names = z.namelist()
-    return whl, names, sources
-
-
-@pytest.fixture(scope="module")
-def constraints(uv, tmp_path_factory) -> Path:
-    """The lock's versions, every extra included, as a constraints file."""
-    path = _outside_repo(tmp_path_factory.mktemp("lock")) / "constraints.txt"
-    proc = _ok(
-        _run(
-            [uv, "export", "--frozen", "--no-hashes", "--all-extras", "--no-emit-project"],
-            cwd=REPO,
-        )
-    )
-    path.write_text(proc.stdout)
-    return path
 
 
 def test_the_wheel_holds_only_privfair_and_its_metadata(wheel):
@@ -251,30 +100,6 @@ def test_the_wheel_declares_the_commands_and_the_extras(wheel):
         if line.startswith("Provides-Extra:")
     }
     assert extras >= set(PROJECT["optional-dependencies"])
-
-
-# --- fresh environments ----------------------------------------------------------------------
-def _venv(uv, tmp_path_factory, name: str, wheel: Path, constraints: Path, *more) -> Venv:
-    """A venv outside the repository on the running interpreter, with ``wheel`` (a string
-    with its extras: ``"<wheel>[dagster]"``) and ``more`` installed at the lock's versions."""
-    base = _outside_repo(tmp_path_factory.mktemp(name))
-    root = base / "venv"
-    _ok(_run([uv, "venv", "--quiet", "--python", sys.executable, root], cwd=base))
-    python = root / "bin" / "python"
-    _ok(
-        _run(
-            [uv, "pip", "install", "--python", python, "--constraint", constraints, wheel, *more],
-            cwd=base,
-        )
-    )
-    site = Path(
-        _ok(
-            _run([python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"], cwd=base)
-        ).stdout.strip()
-    )
-    home = base / "home"
-    home.mkdir()
-    return Venv(root, site, home)
 
 
 RELEASE = f"""
@@ -347,7 +172,7 @@ class Pending:
                 "proc": done,
                 "cwd": self.cwd,
                 "before": self.before,
-                "after": _files(self.site),
+                "after": files(self.site),
             }
         return self._result
 
@@ -355,11 +180,11 @@ class Pending:
 @pytest.fixture(scope="module")
 def bare_venv(uv, tmp_path_factory, wheel, constraints):
     """The wheel without extras, and its release (``RELEASE``) under way from an empty folder."""
-    venv = _venv(uv, tmp_path_factory, "bare", wheel[0], constraints)
-    cwd = _empty_dir(tmp_path_factory, "user")
-    script = _outside_repo(tmp_path_factory.mktemp("scripts")) / "release.py"
+    venv = make_venv(uv, tmp_path_factory, "bare", wheel[0], constraints)
+    cwd = empty_dir(tmp_path_factory, "user")
+    script = outside_repo(tmp_path_factory.mktemp("scripts")) / "release.py"
     script.write_text(RELEASE)
-    before = _files(venv.site)
+    before = files(venv.site)
     args = [str(venv.python), str(script)]
     proc = subprocess.Popen(
         args, cwd=cwd, env=venv.env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -383,26 +208,10 @@ def released(bare_venv) -> dict:
     return bare_venv[1].result()
 
 
-@pytest.fixture(scope="module")
-def with_dagster(uv, tmp_path_factory, wheel, constraints) -> Venv:
-    return _venv(uv, tmp_path_factory, "dagster", f"{wheel[0]}[dagster]", constraints)
-
-
-@pytest.fixture(scope="module")
-def with_airflow(uv, tmp_path_factory, wheel, constraints) -> Venv:
-    return _venv(uv, tmp_path_factory, "airflow", f"{wheel[0]}[airflow]", constraints)
-
-
-def _empty_dir(tmp_path_factory, name: str) -> Path:
-    path = _outside_repo(tmp_path_factory.mktemp(name))
-    assert not any(path.iterdir())
-    return path
-
-
 @pytest.mark.parametrize("module", ["dagster", "airflow"])
 def test_no_orchestrator_is_installed_without_its_extra(bare, tmp_path_factory, module):
-    proc = bare.python_c(f"import {module}", _empty_dir(tmp_path_factory, "probe"))
-    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, _explain(proc)
+    proc = bare.python_c(f"import {module}", empty_dir(tmp_path_factory, "probe"))
+    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, explain(proc)
 
 
 @pytest.mark.parametrize("face", ["dagster", "airflow"])
@@ -417,24 +226,24 @@ def test_a_face_without_its_extra_names_the_extra(bare, tmp_path_factory, face):
         else:
             print(json.dumps(["imported", ""]))
         """,
-        _empty_dir(tmp_path_factory, "probe"),
+        empty_dir(tmp_path_factory, "probe"),
     )
-    kind, message = _last_json(proc)
+    kind, message = last_json(proc)
     assert kind in ("ImportError", "ModuleNotFoundError"), (kind, message)
     assert f"privfair[{face}]" in message, message
 
 
 @pytest.mark.parametrize("name", ["components", "pipelines", "schemas"])
 def test_no_generic_top_level_name_is_installed(bare, tmp_path_factory, name):
-    proc = bare.python_c(f"import {name}", _empty_dir(tmp_path_factory, "probe"))
-    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, _explain(proc)
+    proc = bare.python_c(f"import {name}", empty_dir(tmp_path_factory, "probe"))
+    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, explain(proc)
 
 
 def test_the_privfair_command_runs(bare, tmp_path_factory):
-    proc = _ok(
-        _run(
+    proc = ok(
+        run(
             [bare.bin("privfair"), "--help"],
-            cwd=_empty_dir(tmp_path_factory, "cli"),
+            cwd=empty_dir(tmp_path_factory, "cli"),
             env=bare.env(),
         )
     )
@@ -486,8 +295,8 @@ def _shipped_specs() -> list[str]:
 
 
 def test_the_dagster_face_loads_definitions_for_a_spec_folder(with_dagster, tmp_path_factory):
-    cwd = _empty_dir(tmp_path_factory, "dagster-user")
-    got = _last_json(with_dagster.python_c(DAGSTER_FACE, cwd, DAGSTER_HOME=str(cwd / "dh")))
+    cwd = empty_dir(tmp_path_factory, "dagster-user")
+    got = last_json(with_dagster.python_c(DAGSTER_FACE, cwd, DAGSTER_HOME=str(cwd / "dh")))
     assert Path(got["specs_dir"]).is_relative_to(with_dagster.site)
     assert got["keys"] == [
         f"german_fair_mdav/{a}"
@@ -499,8 +308,8 @@ def test_the_dagster_face_loads_definitions_for_a_spec_folder(with_dagster, tmp_
 
 
 def test_the_airflow_face_builds_one_dag_per_spec(with_airflow, tmp_path_factory):
-    cwd = _empty_dir(tmp_path_factory, "airflow-user")
-    got = _last_json(with_airflow.python_c(AIRFLOW_FACE, cwd, AIRFLOW_HOME=str(cwd / "ah")))
+    cwd = empty_dir(tmp_path_factory, "airflow-user")
+    got = last_json(with_airflow.python_c(AIRFLOW_FACE, cwd, AIRFLOW_HOME=str(cwd / "ah")))
     assert Path(got["specs_dir"]).is_relative_to(with_airflow.site)
     assert got["dags"] == {
         "dag_german_fair_mdav": [
@@ -515,13 +324,13 @@ def test_the_airflow_face_builds_one_dag_per_spec(with_airflow, tmp_path_factory
 )
 def test_each_face_lacks_the_other_orchestrator(request, tmp_path_factory, venv, other):
     env: Venv = request.getfixturevalue(venv)
-    proc = env.python_c(f"import {other}", _empty_dir(tmp_path_factory, "probe"))
-    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, _explain(proc)
+    proc = env.python_c(f"import {other}", empty_dir(tmp_path_factory, "probe"))
+    assert proc.returncode != 0 and "ModuleNotFoundError" in proc.stderr, explain(proc)
 
 
 # --- the release (started with the bare venv) ------------------------------------------------
 def test_a_table_in_memory_is_released_from_the_installed_wheel(bare, released):
-    got = _last_json(released["proc"])
+    got = last_json(released["proc"])
     assert (got["status"], got["passed"]) == ("published", True), got
     for module in got["modules"]:  # the wheel's copy, not the repository's
         assert Path(module).is_relative_to(bare.site), module
@@ -534,7 +343,7 @@ def test_a_table_in_memory_is_released_from_the_installed_wheel(bare, released):
 
 
 def test_the_store_and_the_ledger_are_the_users_not_the_packages(bare, released):
-    got = _last_json(released["proc"])
+    got = last_json(released["proc"])
     store = released["cwd"] / "releases"
     assert Path(got["path"]).is_relative_to(store), (
         f"the default store is not ./releases of the current folder: {got['path']}"
@@ -546,20 +355,18 @@ def test_the_store_and_the_ledger_are_the_users_not_the_packages(bare, released)
     assert sorted(p.name for p in released["cwd"].iterdir()) == ["releases"]
     data = [
         f
-        for f in _written(released["before"], released["after"])
-        if not (_python_bytecode(f) or _numba_cache(f))
+        for f in written(released["before"], released["after"])
+        if not (python_bytecode(f) or numba_cache(f))
     ]
     assert data == [], "the release wrote into the venv's site-packages"
 
 
 def test_the_privfair_command_reads_the_store_of_the_current_folder(bare, released):
-    _last_json(released["proc"])
-    proc = _ok(_run([bare.bin("privfair"), "releases"], cwd=released["cwd"], env=bare.env()))
-    assert "wheel_mdav" in proc.stdout and "(latest)" in proc.stdout, _explain(proc)
-    proc = _ok(
-        _run([bare.bin("privfair"), "describe", "mdav"], cwd=released["cwd"], env=bare.env())
-    )
-    assert proc.stdout.startswith("mdav: MDAV microaggregation"), _explain(proc)
+    last_json(released["proc"])
+    proc = ok(run([bare.bin("privfair"), "releases"], cwd=released["cwd"], env=bare.env()))
+    assert "wheel_mdav" in proc.stdout and "(latest)" in proc.stdout, explain(proc)
+    proc = ok(run([bare.bin("privfair"), "describe", "mdav"], cwd=released["cwd"], env=bare.env()))
+    assert proc.stdout.startswith("mdav: MDAV microaggregation"), explain(proc)
 
 
 # --- a third-party family --------------------------------------------------------------------
@@ -710,11 +517,11 @@ print(json.dumps({
 def family(uv, bare, released, wheel, constraints, tmp_path_factory) -> Venv:
     """The family package, built and installed into the bare venv (after its release was
     measured: ``released``)."""
-    src = _outside_repo(tmp_path_factory.mktemp("family-src"))
+    src = outside_repo(tmp_path_factory.mktemp("family-src"))
     (src / "pyproject.toml").write_text(FAMILY_PYPROJECT)
     (src / "privfair_wheel_steps.py").write_text(textwrap.dedent(FAMILY_CODE))
-    _ok(
-        _run(
+    ok(
+        run(
             [uv, "pip", "install", "--python", bare.python, "--constraint", constraints]
             + [wheel[0], src],
             cwd=src.parent,
@@ -724,18 +531,18 @@ def family(uv, bare, released, wheel, constraints, tmp_path_factory) -> Venv:
 
 
 def test_a_third_party_family_is_listed_by_the_command(family, tmp_path_factory):
-    cwd = _empty_dir(tmp_path_factory, "family-cli")
-    listed = _ok(_run([family.bin("privfair"), "describe"], cwd=cwd, env=family.env()))
-    assert "wheel_step" in listed.stdout and "wheel_steps" in listed.stdout, _explain(listed)
-    one = _ok(_run([family.bin("privfair"), "describe", "wheel_step"], cwd=cwd, env=family.env()))
-    assert "step" in one.stdout and "rounding step" in one.stdout, _explain(one)
+    cwd = empty_dir(tmp_path_factory, "family-cli")
+    listed = ok(run([family.bin("privfair"), "describe"], cwd=cwd, env=family.env()))
+    assert "wheel_step" in listed.stdout and "wheel_steps" in listed.stdout, explain(listed)
+    one = ok(run([family.bin("privfair"), "describe", "wheel_step"], cwd=cwd, env=family.env()))
+    assert "step" in one.stdout and "rounding step" in one.stdout, explain(one)
 
 
 def test_a_third_party_family_releases_through_the_api(family, tmp_path_factory):
-    cwd = _empty_dir(tmp_path_factory, "family-run")
-    script = _outside_repo(tmp_path_factory.mktemp("scripts")) / "family_release.py"
+    cwd = empty_dir(tmp_path_factory, "family-run")
+    script = outside_repo(tmp_path_factory.mktemp("scripts")) / "family_release.py"
     script.write_text(FAMILY_RELEASE)
-    got = _last_json(_run([family.python, script], cwd=cwd, env=family.env()))
+    got = last_json(run([family.python, script], cwd=cwd, env=family.env()))
     assert Path(got["module"]).is_relative_to(family.site), got["module"]
     assert "wheel_step" in got["algorithms"]
     assert got["status"] == "published"
@@ -748,19 +555,17 @@ def test_a_third_party_family_releases_through_the_api(family, tmp_path_factory)
 # --- last, so that -x runs everything else first: strict about site-packages -----------------
 def test_the_release_writes_nothing_into_site_packages(bare, released):
     """Strict: not even a compile cache (the interpreter's own .pyc aside)."""
-    _last_json(released["proc"])
-    written = [
-        f for f in _written(released["before"], released["after"]) if not _python_bytecode(f)
-    ]
-    shown = "\n  ".join(written[:12]) + ("\n  ..." if len(written) > 12 else "")
+    last_json(released["proc"])
+    changed = [f for f in written(released["before"], released["after"]) if not python_bytecode(f)]
+    shown = "\n  ".join(changed[:12]) + ("\n  ..." if len(changed) > 12 else "")
     why = (
         "\n(.nbi/.nbc: numba's on-disk cache, kept beside the compiled module when it is "
         "decorated @njit(cache=True), e.g. privfair/components/microaggregation/kernel.py's "
         "_CACHE = True)"
-        if any(_numba_cache(f) for f in written)
+        if any(numba_cache(f) for f in changed)
         else ""
     )
-    assert written == [], (
-        f"a release from the installed wheel wrote {len(written)} files into site-packages:\n  "
+    assert changed == [], (
+        f"a release from the installed wheel wrote {len(changed)} files into site-packages:\n  "
         f"{shown}{why}"
     )
