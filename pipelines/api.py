@@ -73,7 +73,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from privfair.schemas.errors import InputError, SpecError
+from privfair.io.files import as_table
+from privfair.schemas.errors import SpecError
 from privfair.schemas.spec import PipelineSpec
 
 __all__ = [
@@ -302,34 +303,6 @@ def load_spec(path: str | Path) -> PipelineSpec:
     from privfair.spec.catalogue import load_spec as _load
 
     return _load(path)
-
-
-def as_table(data: Any) -> pa.Table:
-    """``data`` as an Arrow table: a ``pyarrow.Table`` or ``RecordBatch``, a pandas DataFrame
-    (its index is not read), a polars DataFrame (``to_arrow``), or any object exporting the
-    Arrow C stream (``__arrow_c_stream__``).
-
-    >>> as_table({"a": [1]})
-    Traceback (most recent call last):
-    ...
-    privfair.schemas.errors.InputError: table: not a table privfair can read (dict; give an Arrow table, a pandas or a polars DataFrame)
-    """
-    if isinstance(data, pa.Table):
-        return data
-    if isinstance(data, pa.RecordBatch):
-        return pa.Table.from_batches([data])
-    mod = type(data).__module__.split(".")[0]
-    if mod == "pandas" and hasattr(data, "columns"):
-        return pa.Table.from_pandas(data, preserve_index=False)
-    if mod == "polars" and hasattr(data, "to_arrow"):
-        return data.to_arrow()
-    if hasattr(data, "__arrow_c_stream__"):
-        return pa.table(data)
-    raise InputError(
-        None,
-        "not a table privfair can read",
-        f"{type(data).__name__}; give an Arrow table, a pandas or a polars DataFrame",
-    )
 
 
 def _spec_of(spec_or_path: PipelineSpec | str | Path) -> PipelineSpec:
@@ -570,9 +543,7 @@ def evaluate(
     arrow = None
     if table is not None:
         arrow = as_table(table)
-        s = in_memory(s, dataset)
-    elif dataset is not None:
-        raise SpecError("dataset", "names the dataset a frame holds: give the frame (table=)")
+        s = in_memory(s)
     ing = ReleasePlan.of(s, data_dir=data_dir, table=arrow).ingest()
     ev = _evaluate(s, ing.table, **options.arguments(), input_fingerprint=ing.input["fingerprint"])
     files = write(ev, Path(out) / s.name) if out is not None else {}

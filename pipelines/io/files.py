@@ -7,11 +7,13 @@ from __future__ import annotations
 import contextvars
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from privfair.components.core import memory
+from privfair.schemas.errors import InputError
 from privfair.schemas.spec import CsvSpec
 
 __all__ = ["SOURCE_CSV", "read_csv", "table_fingerprint"]
@@ -138,3 +140,31 @@ def read_table_file(path: str | Path, options: CsvSpec | None = None) -> pa.Tabl
         return read_csv(p, options)
     except (pa.ArrowInvalid, OSError) as e:
         raise DataSourceError(f"input file '{p}': not a readable table ({e})") from None
+
+
+def as_table(data: Any) -> pa.Table:
+    """``data`` as an Arrow table: a ``pyarrow.Table`` or ``RecordBatch``, a pandas DataFrame
+    (its index is not read), a polars DataFrame (``to_arrow``), or any object exporting the
+    Arrow C stream (``__arrow_c_stream__``).
+
+    >>> as_table({"a": [1]})
+    Traceback (most recent call last):
+    ...
+    privfair.schemas.errors.InputError: table: not a table privfair can read (dict; give an Arrow table, a pandas or a polars DataFrame)
+    """
+    if isinstance(data, pa.Table):
+        return data
+    if isinstance(data, pa.RecordBatch):
+        return pa.Table.from_batches([data])
+    mod = type(data).__module__.split(".")[0]
+    if mod == "pandas" and hasattr(data, "columns"):
+        return pa.Table.from_pandas(data, preserve_index=False)
+    if mod == "polars" and hasattr(data, "to_arrow"):
+        return data.to_arrow()
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.table(data)
+    raise InputError(
+        None,
+        "not a table privfair can read",
+        f"{type(data).__name__}; give an Arrow table, a pandas or a polars DataFrame",
+    )
