@@ -7,12 +7,15 @@ the raw-data folder), ``connections`` (``Connections``, ``conn_id`` -> URI), ``r
 and ``EvaluationConfig`` (on ``<spec>/evaluation``, the options of ``privfair evaluate``).
 """
 
+import functools
 import json
+import os
 import typing
 from functools import cache
 from typing import Any, ClassVar, Literal
 
 import dagster as dg
+import pyarrow as pa
 from pydantic import Field, create_model
 
 from privfair.components.core.descriptor import Algorithm
@@ -151,3 +154,97 @@ EvaluationConfig = create_model(
     __doc__="Run config of ``<spec>/evaluation`` (the options of ``privfair evaluate``).",
     **{name: (f.annotation, f) for name, f in EvaluateOptions.model_fields.items()},
 )
+
+
+# --- the one resource of a release in someone else's project -----------------------------------
+class PrivfairResource(dg.ConfigurableIOManager):
+    """Everything a privfair release in a user's Dagster project needs, under one resource key,
+    ``privfair`` (``privfair.dagster.release_assets`` binds it): the release store, the raw-data
+    folder, the connections a spec names, where blocks run. Empty fields read the environment
+    as the CLI does (``$PRIVFAIR_STORE``, else ``releases`` in the current directory;
+    ``$PRIVFAIR_DATA_DIR``; ``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER``).
+
+    It is also the IO manager of the release assets: a release's value is the published
+    files, not a pickle, so ``handle_output`` stores nothing and ``load_input`` reads, for a
+    downstream asset, the table that materialisation published (its ``privfair/path``
+    metadata; per partition for a partitioned release) as a pandas frame, or as an Arrow
+    table when the input is annotated ``pyarrow.Table``.
+
+    Give one instance to every ``release_assets`` call of a project (the default is one shared
+    instance): ``Definitions.merge`` accepts a resource key bound twice only to the same
+    object.
+    """
+
+    store: str = Field(default="", description="release store folder or pyarrow.fs URI")
+    data_dir: str = Field(default="", description="folder with the raw dataset files")
+    connections: dict[str, str] = Field(
+        default_factory=dict, description="conn_id -> URI (${VAR} read from the environment)"
+    )
+    engine: str = Field(default="", description="'local' or 'spark' (empty: each spec's)")
+    master: str = Field(default="", description="Spark master URL (empty: local[<cores>])")
+    workers: int = Field(default=0, ge=0, description="worker processes (0: the spec's)")
+
+    def resolved_store(self) -> str:
+        return resolve_store(self.store or None)
+
+    def resolved_data_dir(self) -> str | None:
+        return resolve_data_dir(self.data_dir or None)
+
+    def scope(self):
+        """The connections of this resource, visible to the sources read inside it."""
+        from privfair.io.urls import connections
+
+        return connections(self.connections)
+
+    def execution(self) -> dict[str, Any]:
+        """The set engine fields, as ``privfair.spec.catalogue.with_execution`` takes them."""
+        return {
+            "engine": self.engine or os.environ.get("PRIVFAIR_ENGINE") or None,
+            "master": self.master or os.environ.get("PRIVFAIR_SPARK_MASTER") or None,
+            "workers": self.workers or None,
+        }
+
+    def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
+        # a release asset returns a MaterializeResult: its value is the published release
+        return None
+
+    def load_input(self, context: dg.InputContext) -> Any:
+        from privfair.api import open_release
+
+        up = context.upstream_output
+        key = up.asset_key if up is not None else context.asset_key
+        records = context.instance.fetch_materializations(
+            dg.AssetRecordsFilter(
+                asset_key=key,
+                asset_partitions=[context.asset_partition_key]
+                if context.has_asset_partitions
+                else None,
+            ),
+            limit=1,
+        ).records
+        if not records:
+            raise dg.Failure(
+                description=f"{key.to_user_string()} has no published release to read yet: "
+                "materialise it first",
+                allow_retries=False,
+            )
+        meta = records[0].asset_materialization.metadata
+        path = meta.get("privfair/path")
+        if path is None:
+            raise dg.Failure(
+                description=f"{key.to_user_string()}: its materialisation does not say where "
+                "the release is (no privfair/path metadata)",
+                allow_retries=False,
+            )
+        release = open_release(path.value)
+        table = release.table()
+        if context.dagster_type.typing_type is pa.Table:
+            return table
+        return table.to_pandas()
+
+
+@functools.cache
+def default_resource() -> PrivfairResource:
+    """The ``privfair`` resource every ``release_assets`` call binds unless given one: one
+    shared instance, so that the definitions of several releases merge."""
+    return PrivfairResource()

@@ -293,3 +293,62 @@ def ledger_metadata(man: dict) -> dict[str, Any]:
     if led.get("dataset"):
         md["privfair/ledger_dataset"] = _mv(led["dataset"])
     return md
+
+
+# --- a release in someone else's project ---------------------------------------------------------
+class PrivfairTranslator:
+    """How a spec's release asset is named and described in a user's project (as
+    ``dagster_dbt.DagsterDbtTranslator`` does for dbt models): subclass it and override any
+    method, then give an instance to ``privfair.dagster.release_assets(translator=...)``.
+
+    Each method takes the spec (``PipelineSpec``). The defaults: key ``[<spec name>]``, no
+    group (Dagster's ``default``), no owners, tag ``privfair/family``, kinds ``privfair`` and
+    the family, the spec's description, the metadata of ``spec_metadata``.
+
+    >>> from privfair import api
+    >>> spec = api.spec("people", component="mdav", params={"k": 5},
+    ...                 columns={"age": {"role": "quasi_identifier"}})
+    >>> class Mine(PrivfairTranslator):
+    ...     def get_asset_key(self, spec):
+    ...         return dg.AssetKey(["published", spec.name])
+    >>> Mine().get_asset_key(spec).to_user_string()
+    'published/people'
+    """
+
+    def get_asset_key(self, spec: PipelineSpec) -> dg.AssetKey:
+        return dg.AssetKey([spec.name])
+
+    def get_group_name(self, spec: PipelineSpec) -> str | None:
+        return None
+
+    def get_owners(self, spec: PipelineSpec) -> list[str]:
+        return []
+
+    def get_tags(self, spec: PipelineSpec) -> dict[str, str]:
+        from privfair.spec.catalogue import algorithm_of
+
+        return {"privfair/family": algorithm_of(spec).family}
+
+    def get_kinds(self, spec: PipelineSpec) -> set[str]:
+        from privfair.spec.catalogue import algorithm_of
+
+        return {"privfair", algorithm_of(spec).family}
+
+    def get_description(self, spec: PipelineSpec) -> str:
+        from privfair.spec.catalogue import algorithm_of
+
+        algo = algorithm_of(spec)
+        return (
+            (spec.description or f"{spec.name}: a privfair release.").strip()
+            + f"\n\n{algo.title} ({algo.family}). Published only when every guarantee holds "
+            "(one blocking check each, plus `contract`); its data version is the release's "
+            "version id."
+        )
+
+    def get_metadata(self, spec: PipelineSpec, path: Path | None) -> dict[str, Any]:
+        from privfair.spec.catalogue import algorithm_of
+
+        md = spec_metadata(path or Path(spec.name), spec, algorithm_of(spec))
+        if path is None:
+            md.pop("spec_file")
+        return md

@@ -25,6 +25,7 @@ and spends nothing.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -583,6 +584,7 @@ def run_release(
     crash_after: str | None = None,
     partition: str | None = None,
     table: pa.Table | None = None,
+    on_validated: Callable[[Validation], None] | None = None,
 ) -> Outcome:
     """Publish one release of ``spec``. Idempotent: an existing complete version is not
     rewritten, and ``latest`` is moved to it (a re-run points ``latest`` at the version it
@@ -596,7 +598,9 @@ def run_release(
     one reserves its cost, ``BudgetExceeded`` if over budget); a re-run of a published version
     runs nothing and charges nothing. The spec's ``republish`` policy is applied to the
     outputs before anything is written (``admitted``). ``crash_after="charge"`` kills the
-    process right after the charge (tests)."""
+    process right after the charge (tests). ``on_validated`` is called with the candidate's
+    validation before it is published or refused (an orchestrator reports each guarantee's
+    verdict, also when the release fails)."""
     plan = ReleasePlan.of(spec, store_uri, data_dir, partition, table)
     store = plan.open_store()
     with progress.phase("ingest") as ph:
@@ -636,6 +640,8 @@ def run_release(
         admitted(plan, adm, result)
         with progress.phase("stage"):
             staged = stage(plan, ing, result, version, adm, beside)
+    if on_validated is not None:
+        on_validated(staged.validation)
     published_or_failed(staged)
     if crash_after == "validate":
         import os
