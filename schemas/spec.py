@@ -277,8 +277,10 @@ class DatasetSpec(_Model):
     def _handed_over(cls, data: Any) -> Any:
         # roles and no place: the rows are handed over by the caller (an upstream asset, a
         # task's output, a frame): ``dataset: {columns: ...}`` is ``source: {kind: memory}``
-        if isinstance(data, dict) and data.get("columns") and not any(
-            data.get(k) is not None for k in ("name", "path", "source", "format")
+        if (
+            isinstance(data, dict)
+            and data.get("columns")
+            and not any(data.get(k) is not None for k in ("name", "path", "source", "format"))
         ):
             return {**data, "source": {"kind": "memory"}}
         return data
