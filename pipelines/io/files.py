@@ -144,8 +144,10 @@ def read_table_file(path: str | Path, options: CsvSpec | None = None) -> pa.Tabl
 
 def as_table(data: Any) -> pa.Table:
     """``data`` as an Arrow table: a ``pyarrow.Table`` or ``RecordBatch``, a pandas DataFrame
-    (its index is not read), a polars DataFrame (``to_arrow``), or any object exporting the
-    Arrow C stream (``__arrow_c_stream__``).
+    (its index is not read), a polars DataFrame (``to_arrow``), a Spark DataFrame
+    (``toArrow``: its rows are collected into this process, the Spark driver; a release that
+    the driver never holds is the Spark engine's, ``execution: {engine: spark}``), or any
+    object exporting the Arrow C stream (``__arrow_c_stream__``).
 
     >>> as_table({"a": [1]})
     Traceback (most recent call last):
@@ -161,6 +163,8 @@ def as_table(data: Any) -> pa.Table:
         return pa.Table.from_pandas(data, preserve_index=False)
     if mod == "polars" and hasattr(data, "to_arrow"):
         return data.to_arrow()
+    if mod == "pyspark" and hasattr(data, "toArrow"):
+        return data.toArrow()
     if hasattr(data, "__arrow_c_stream__"):
         return pa.table(data)
     raise InputError(
