@@ -1,7 +1,8 @@
 """Airflow DAGs built from privfair pipeline specs: one DAG per spec (dag_id = spec name).
 
-Each DAG runs ``ingest -> protect -> validate -> publish -> cleanup`` (TaskFlow API, ``airflow.sdk``); the
-tasks call the orchestrator-neutral tasks of ``privfair.run.tasks`` and hand each other small dicts
+Each DAG runs ``ingest -> protect -> validate -> publish -> cleanup``: one
+``PrivfairTaskGroup`` (``privfair.airflow.task_group``, the group a user puts in a DAG of their
+own) whose tasks keep these ids and read their settings from the run's params; the tasks call the orchestrator-neutral tasks of ``privfair.run.tasks`` and hand each other small dicts
 of Parquet/JSON paths through XCom, never tables. ``validate`` builds the candidate release in the
 store's staging area and checks every declared guarantee (Great Expectations); a failing
 guarantee quarantines the candidate and fails the run without retries, so ``publish`` never runs.
@@ -65,61 +66,27 @@ Embedded defaults (``python -m privfair.orchestrate airflow ...`` sets them):
 
 from __future__ import annotations
 
-import os
 from datetime import timedelta
 from pathlib import Path
 
 import pendulum
-from airflow.sdk import (
-    Asset,
-    CronDataIntervalTimetable,
-    ExceptionRetryPolicy,
-    Param,
-    RetryAction,
-    RetryRule,
-    dag,
-    task,
-)
+from airflow.sdk import DAG, CronDataIntervalTimetable, Param
 
+from privfair.airflow.common import ASSET_URI, DEFAULT_ARGS, NO_RETRY, release_asset
+from privfair.airflow.task_group import PrivfairTaskGroup
 from privfair.schemas.errors import SpecError
 from privfair.spec import partitions
 from privfair.spec.catalogue import load_specs  # light: YAML, pydantic, descriptors
 
-# Deterministic failures fail at once; anything else (a download, a full disk) is retried once.
-NO_RETRY = ExceptionRetryPolicy(
-    rules=[
-        RetryRule(
-            exception=[
-                "privfair.schemas.errors.ContractViolation",
-                "privfair.schemas.errors.SpecError",
-                "privfair.schemas.errors.InputError",
-                "privfair.components.core.checks.CheckerError",
-                "privfair.validation.validate.EvidenceError",
-            ],
-            action=RetryAction.FAIL,
-            reason="a broken guarantee, spec or input, or a checker that "
-            "cannot read its evidence fails the same way on every try",
-        )
-    ]
-)
-DEFAULT_ARGS = {
-    "owner": "privfair",
-    "retries": 1,
-    "retry_delay": timedelta(seconds=30),
-    "retry_policy": NO_RETRY,
-}
-
-
-#: Where every release of a pipeline is announced (store-independent: the store is a run
-#: setting; the event's ``extra`` says where the release went).
-ASSET_URI = "privfair://releases/{pipeline}"
-
-
-def release_asset(pipeline: str) -> Asset:
-    """The Airflow Asset a pipeline's ``publish`` task updates with each new release: name
-    ``privfair.<pipeline>``, URI ``privfair://releases/<pipeline>``. A downstream DAG schedules
-    on it with ``schedule=[Asset.ref(name="privfair.<pipeline>")]`` (or this very Asset)."""
-    return Asset(name=f"privfair.{pipeline}", uri=ASSET_URI.format(pipeline=pipeline))
+__all__ = [
+    "ASSET_URI",
+    "DEFAULT_ARGS",
+    "NO_RETRY",
+    "build_dag",
+    "build_dags",
+    "dag_args",
+    "release_asset",
+]
 
 
 def _timing(spec, source: Path) -> dict:
@@ -153,58 +120,12 @@ def _timing(spec, source: Path) -> dict:
     }
 
 
-def _partition_of(spec) -> str | None:
-    """The partition the running DAG run releases (task side).
-
-    The run conf's ``partition`` when given (the only way for a key partitioning); else, for a
-    time partitioning, the period holding the run's logical date: a scheduled run's logical
-    date is its data interval's start, and ``airflow dags test <dag> <date>`` /
-    a trigger with a logical date release the period starting at (holding) that date. Airflow's
-    own manual data interval would be the period *before* it, so it is used only for a run
-    without a logical date (an Airflow 3 manual trigger): the last complete period. None when
-    the spec has no partitions. ``SpecError`` names the conf key / the date and the rule."""
-    from airflow.sdk import get_current_context
-
-    ctx = get_current_context()
-    given = ctx["params"].get("partition")
-    part = spec.partitions
-    if given is not None:
-        return partitions.check_key(part, given, "conf.partition")
-    if part is None:
-        return None
-    if part.granularity is None:
-        raise SpecError(
-            "conf.partition",
-            f"{spec.name} is partitioned by the keys of '{part.column}': give the run's key, "
-            'e.g. airflow dags test -c \'{"partition": "KEY"}\'',
-        )
-    when = ctx.get("logical_date") or ctx.get("data_interval_start")
-    if when is None:
-        raise SpecError("conf.partition", "the run has no logical date: give its partition")
-    return partitions.check_key(part, partitions.key_for(part, when), "logical_date")
-
-
-def _run_settings(spec_name: str) -> dict:
-    """Store, data dir, overrides and work folder of the running task (lazy: task-side only)."""
-    from airflow.sdk import get_current_context
-
-    from privfair.spec.settings import resolve_data_dir, resolve_store, safe_name
-
-    ctx = get_current_context()
-    params = ctx["params"]
-    home = Path(os.environ.get("AIRFLOW_HOME") or Path.home() / "airflow")
-    root = Path(os.environ.get("PRIVFAIR_WORK_DIR") or home / "privfair_work")
-    return {
-        "store": resolve_store(params.get("store") or None),
-        "data_dir": resolve_data_dir(params.get("data_dir") or None),
-        "overrides": dict(params.get("overrides") or {}),
-        "evaluate": params.get("evaluate"),
-        "execution": dict(params.get("execution") or {}),
-        "work": root / spec_name / safe_name(ctx["run_id"]),
-    }
-
-
-def build_dag(spec_path: Path, spec):
+def dag_args(spec_path: Path, spec) -> dict:
+    """The keyword arguments of the DAG of one spec (``airflow.sdk.DAG(**dag_args(...))``):
+    ``dag_id`` = the spec's name, its schedule, start, end and catchup (``_timing``), one run
+    at a time, ``DEFAULT_ARGS`` (``NO_RETRY``), tags, the run params the task group reads with
+    ``run_conf=True`` (store, data_dir, overrides, execution, evaluate; partition for a
+    partitioned spec) and a doc naming the spec file, component and schedule."""
     name = spec.name
     timing = _timing(spec, spec_path)
     asset = release_asset(name)
@@ -247,104 +168,28 @@ def build_dag(spec_path: Path, spec):
             "its period; default: the run's logical date's period)",
         )
 
-    @dag(
-        dag_id=name,
-        description=(spec.description or name).strip()[:200],
-        doc_md=doc,
-        schedule=timing["schedule"],
-        start_date=timing["start_date"],
-        end_date=timing["end_date"],
-        catchup=timing["catchup"],
-        max_active_runs=1,
-        default_args=DEFAULT_ARGS,
-        tags=["privfair", spec.component.name],
-        params=params,
-    )
-    def pipeline():
-        @task
-        def ingest() -> dict:
-            from privfair.run import tasks
-            from privfair.spec.catalogue import with_params
+    return {
+        "dag_id": name,
+        "description": (spec.description or name).strip()[:200],
+        "doc_md": doc,
+        "schedule": timing["schedule"],
+        "start_date": timing["start_date"],
+        "end_date": timing["end_date"],
+        "catchup": timing["catchup"],
+        "max_active_runs": 1,
+        "default_args": DEFAULT_ARGS,
+        "tags": ["privfair", spec.component.name],
+        "params": params,
+    }
 
-            s = _run_settings(name)
-            eff = with_params(spec, s["overrides"])
-            key = _partition_of(spec)
-            if key is not None:
-                print(f"partition: {key}")
-            return tasks.ingest_task(eff, s["work"] / "raw", s["data_dir"], partition=key).as_dict()
 
-        @task
-        def protect(ingested: dict) -> dict:
-            from privfair.run import tasks
-            from privfair.spec.catalogue import with_params
-
-            s = _run_settings(name)
-            eff = with_params(spec, s["overrides"])
-            return tasks.protect_task(
-                eff, ingested, s["work"] / "protected", s["store"], s["execution"]
-            ).as_dict()
-
-        @task
-        def evaluate(ingested: dict) -> dict:
-            from privfair.run import tasks
-
-            s = _run_settings(name)
-            options = s["evaluate"]
-            if not options:
-                print("evaluate: not requested (run conf 'evaluate' is null)")
-                return {"skipped": True}
-            from privfair.evaluation.options import EvaluateOptions
-
-            out = tasks.evaluate_task(ingested, EvaluateOptions.of(options), progress=print)
-            print(f"evaluation: {out.page} ({out.seconds:.1f} s)")
-            return out.as_dict()
-
-        @task
-        def validate(protected: dict) -> dict:
-            from privfair.run import tasks
-
-            s = _run_settings(name)
-            return tasks.validate_task(protected, s["store"], raise_on_failure=True).as_dict()
-
-        @task(outlets=[asset])
-        def publish(protected: dict, validated: dict) -> dict:
-            from airflow.sdk import get_current_context
-            from airflow.sdk.exceptions import AirflowSkipException
-
-            from privfair.run import tasks
-
-            s = _run_settings(name)
-            out = tasks.publish_task(protected, validated, s["store"])
-            print(f"{out.status}: {name} {out.version} -> {out.path}")
-            if out.status == "exists":
-                # Airflow records an event on every declared outlet of a task that succeeds: a
-                # re-run that published nothing new is skipped, so the Asset's consumers do
-                # not run again for a release they have already seen.
-                raise AirflowSkipException(f"{name} {out.version} is already published")
-            rec = tasks.ProtectRecord.of(protected)
-            get_current_context()["outlet_events"][asset].extra = {
-                "pipeline": name,
-                "version": out.version,
-                "partition": rec.partition,
-                "status": out.status,
-                "path": out.path,
-            }
-            return out.as_dict()
-
-        @task
-        def cleanup() -> bool:
-            from privfair.run import tasks
-
-            return tasks.cleanup(_run_settings(name)["work"])
-
-        ingested = ingest()
-        protected = protect(ingested)
-        validated = validate(protected)
-        evaluate(ingested) >> validated  # the report picks the evaluation up
-        # a teardown: runs when the run ends, published or not, and does not decide its state
-        publish(protected, validated) >> cleanup().as_teardown(setups=ingested)
-
-    return pipeline()
+def build_dag(spec_path: Path, spec) -> DAG:
+    """The DAG of one spec (``dag_args``): a ``PrivfairTaskGroup`` whose tasks keep their ids
+    (``ingest``, ``protect``, ``validate``, ``publish``, ``cleanup``, ``evaluate``) and read
+    their settings from the run's params."""
+    with DAG(**dag_args(spec_path, spec)) as d:
+        PrivfairTaskGroup(spec, group_id=spec.name, prefix_group_id=False, run_conf=True)
+    return d
 
 
 def build_dags(specs: str | Path | None = None) -> dict:

@@ -10,7 +10,8 @@ outputs and shareable copy::
 
     ingest_task   -> input.json (the input record: fingerprint, rows), spec.json; no copy of
                      the raw input: each later task reads the source again and refuses it if
-                     its fingerprint changed meanwhile
+                     its fingerprint changed meanwhile (for a spec whose rows are handed over,
+                     ``input_file``: the file an upstream task wrote, read again likewise)
     protect_task  -> one Parquet file per output and sidecar, contract.json, params.json,
                      metrics.json, result.json, spec.json; a version already published in the
                      store is reused, not recomputed
@@ -50,12 +51,13 @@ import pyarrow.parquet as pq
 from privfair.budget.admission import Admission, check_republish, failing
 from privfair.components.core.result import ComponentResult
 from privfair.evaluation.options import EvaluateOptions
+from privfair.io.files import read_table_file
 from privfair.release.manifest import Manifest
 from privfair.release.store import STAGING, Candidate, Store, set_latest
 from privfair.run import flow
 from privfair.schemas.contracts import contract_to_data, parse_contract
-from privfair.schemas.errors import DataSourceError
-from privfair.schemas.spec import PipelineSpec
+from privfair.schemas.errors import DataSourceError, SpecError
+from privfair.schemas.spec import CsvSpec, PipelineSpec
 from privfair.spec.catalogue import load_spec, parse_spec, with_execution
 
 R = TypeVar("R", bound="Record")
@@ -90,6 +92,8 @@ class IngestRecord(Record):
     data_dir: str | None = None
     spec_dir: str | None = None  # where a relative dataset.path is read (the spec file's folder)
     partition: str | None = None  # the partition released (None: every row)
+    input_file: str | None = None  # the file holding the rows of a spec read in memory
+    input_csv: dict | None = None  # how that file is written, if CSV (``CsvSpec``)
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,8 @@ class ProtectRecord(Record):
     rebuilt: str | None = None  # why a published folder of this version was quarantined
     partition: str | None = None
     ledger: dict | None = None  # this run's ledger entry (``Admission.record``), if it ran
+    input_file: str | None = None
+    input_csv: dict | None = None
 
 
 @dataclass(frozen=True)
@@ -199,9 +205,22 @@ def as_spec(spec: PipelineSpec | str | Path) -> PipelineSpec:
 
 
 def plan_of(
-    spec: PipelineSpec, store=None, data_dir: str | None = None, partition: str | None = None
+    spec: PipelineSpec,
+    store=None,
+    data_dir: str | None = None,
+    partition: str | None = None,
+    table=None,
 ) -> flow.ReleasePlan:
-    return flow.ReleasePlan.of(spec, store, data_dir, partition)
+    return flow.ReleasePlan.of(spec, store, data_dir, partition, table)
+
+
+def input_table(rec: IngestRecord | ProtectRecord):
+    """The rows of a spec read in memory, from the file ``ingest_task`` was handed
+    (``input_file``), read again as it was (None when the spec reads its own dataset):
+    ``load_ingested`` then refuses them if they are not the rows ingested."""
+    if rec.input_file is None:
+        return None
+    return read_table_file(rec.input_file, CsvSpec(**rec.input_csv) if rec.input_csv else None)
 
 
 def load_ingested(plan: flow.ReleasePlan, rec: IngestRecord | ProtectRecord) -> flow.Ingested:
@@ -239,15 +258,39 @@ def ingest_task(
     work_dir: str | Path,
     data_dir: str | Path | None = None,
     partition: str | None = None,
+    input_file: str | Path | None = None,
+    csv: CsvSpec | None = None,
 ) -> IngestRecord:
     """Read the spec's dataset (typed, roles attached, input checked; one partition of it with
-    ``partition``) and record its fingerprint; no copy of the rows is kept."""
+    ``partition``) and record its fingerprint; no copy of the rows is kept.
+
+    ``input_file``: the Parquet or CSV file (``csv``: how it is written) holding the rows of a
+    spec read in memory (``dataset.source.kind: memory``, e.g. ``privfair.api.in_memory``),
+    as ``privfair run --input`` reads it, so the version is the one ``privfair run --input``
+    gives; the later tasks read that file again (``input_table``) and check its fingerprint.
+    A spec reading its own dataset with ``input_file``, or one read in memory without it, is a
+    ``SpecError`` naming ``dataset.source``."""
     spec = as_spec(spec)
     work = Path(work_dir)
+    memory = spec.dataset.source is not None and spec.dataset.source.kind == "memory"
+    if memory != (input_file is not None):
+        raise SpecError(
+            "dataset.source",
+            f"'{spec.name}' reads rows handed over by its caller: give the file holding them"
+            if memory
+            else f"'{spec.name}' reads its own dataset: an input file would be ignored "
+            "(give a spec read in memory: privfair.api.in_memory)",
+        )
+    file = os.path.realpath(input_file) if input_file is not None else None
+    table = read_table_file(file, csv) if file is not None else None
     plan = plan_of(
-        spec, data_dir=str(data_dir) if data_dir is not None else None, partition=partition
+        spec,
+        data_dir=str(data_dir) if data_dir is not None else None,
+        partition=partition,
+        table=table,
     )
     ing = plan.ingest()
+    table = None
     return IngestRecord(
         pipeline=spec.name,
         version=plan.version(ing.input["fingerprint"]),
@@ -260,6 +303,8 @@ def ingest_task(
         data_dir=plan.data_dir,
         spec_dir=str(spec.spec_dir) if spec.spec_dir is not None else None,
         partition=partition,
+        input_file=file,
+        input_csv=csv.model_dump(mode="json") if csv is not None and file is not None else None,
     )
 
 
@@ -309,9 +354,14 @@ def protect_task(
             sum(pq.read_metadata(p).num_rows for p in outputs.values()),
         )
     else:
+        plan = plan_of(
+            spec, data_dir=ing_rec.data_dir, partition=ing_rec.partition, table=input_table(ing_rec)
+        )
         ing = load_ingested(plan, ing_rec)
         adm = flow.admit(
-            flow.ReleasePlan.of(spec, st, ing_rec.data_dir, ing_rec.partition), ing, version
+            flow.ReleasePlan.of(spec, st, ing_rec.data_dir, ing_rec.partition, plan.table),
+            ing,
+            version,
         )
         with failing(adm):
             result = flow.protect(plan, ing)
@@ -354,6 +404,8 @@ def protect_task(
         rebuilt=existing.message if existing is not None else None,
         partition=ing_rec.partition,
         ledger=adm.record(atoms=True) if adm is not None else None,
+        input_file=ing_rec.input_file,
+        input_csv=ing_rec.input_csv,
     )
 
 
@@ -389,7 +441,7 @@ def validate_task(
     published release, that release's files are validated again (nothing is staged)."""
     rec = ProtectRecord.of(protected)
     spec = spec_of(rec)
-    plan = plan_of(spec, store, rec.data_dir, rec.partition)
+    plan = plan_of(spec, store, rec.data_dir, rec.partition, input_table(rec))
     ing = load_ingested(plan, rec)
     result = load_result(rec)
     with plan.running():
@@ -541,7 +593,10 @@ def evaluate_task(
     spec = spec_of(rec)
     ev = evaluate(
         spec,
-        load_ingested(plan_of(spec, data_dir=rec.data_dir, partition=rec.partition), rec).table,
+        load_ingested(
+            plan_of(spec, data_dir=rec.data_dir, partition=rec.partition, table=input_table(rec)),
+            rec,
+        ).table,
         **options.arguments(),
         input_fingerprint=rec.fingerprint,
         progress=progress,
