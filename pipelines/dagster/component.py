@@ -50,8 +50,8 @@ class ReleaseAttributeError(ValueError):
         super().__init__(f"PrivfairRelease attribute '{attribute}': {rule}")
 
 
-class _Attributes:
-    """Named in Dagster's message: "... resolving from _Attributes" reads as the attributes."""
+class PrivfairReleaseAttributes:
+    """Named in Dagster's message: "... resolving from PrivfairReleaseAttributes"."""
 
 
 def _failed(context: dg.ResolutionContext, below: str, attribute: str, rule: str) -> Exception:
@@ -64,7 +64,9 @@ def _failed(context: dg.ResolutionContext, below: str, attribute: str, rule: str
         at = at.at_path(int(part) if part.isdigit() else part)
     try:
         return at.build_resolve_fn_exc(
-            [f"{type(error).__name__}: {error}\n"], field_name=attribute, model=_Attributes()
+            [f"{type(error).__name__}: {error}\n"],
+            field_name=attribute,
+            model=PrivfairReleaseAttributes(),
         )
     except Exception:  # no source to point at (a component built in Python)
         return error
@@ -434,12 +436,13 @@ class PrivfairRelease(dg.Component, dg.Resolvable):
         (release,) = [a for a in defs.assets if isinstance(a, dg.AssetsDefinition)]
         taken = {own: {k.name for k in release.check_keys}}
         extra: list[dg.AssetChecksDefinition] = []
+        seen: dict[dg.AssetKey, int] = {}
         for i, entry in enumerate(self.checks):
             target = entry.asset or own
+            seen[target] = seen.get(target, 0) + 1
+            name = f"{target.to_python_identifier()}__privfair_checks"
             built = build_privfair_checks(
-                target,
-                entry.demands,
-                name=f"{own.to_python_identifier()}__checks_{i}",
+                target, entry.demands, name=name if seen[target] == 1 else f"{name}_{seen[target]}"
             )
             names = {k.name for d in built for k in d.check_keys}
             clash = sorted(names & taken.setdefault(target, set()))
