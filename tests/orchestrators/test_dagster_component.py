@@ -331,3 +331,49 @@ def test_a_guarantee_that_cannot_hold_blocks_the_downstream_asset(project):
     # no new version: the candidate is quarantined
     assert sorted(p.name for p in folder.iterdir() if not p.name.startswith(".")) == before
     assert any((folder / ".quarantine").iterdir())
+
+
+VARIANT = """\
+type: privfair.dagster.PrivfairRelease
+attributes:
+  spec: people_k5.yaml
+  input: {asset: people}
+  asset_key: published/people_k5
+  group: privacy
+  owners: [team:privacy]
+  tags: {domain: crm}
+  store: variant_releases
+  checks:
+    - demands:
+        - {kind: k_anonymity, k: 5, quasi_identifiers: [age, region]}
+"""
+
+
+def test_a_spec_file_a_key_a_store_and_checks_on_the_published_table(project):
+    """The other attributes: ``spec`` as a file beside the ``defs.yaml``, ``asset_key``,
+    ``owners``, ``tags``, ``store`` relative to the project root, and ``checks`` without an
+    ``asset``: privfair's checker on the published table, read through privfair's IO manager."""
+    good = project.defs_yaml.read_text()
+    spec_file = project.defs_yaml.with_name("people_k5.yaml")
+    spec = yaml.safe_load(good)["attributes"]["spec"]
+    spec_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+    project.defs_yaml.write_text(VARIANT)
+    try:
+        listed = json.loads(ok(project.dg("list", "defs", "--json")).stdout)
+        launched = project.dg("launch", "--assets", "*")
+    finally:
+        project.defs_yaml.write_text(good)
+        spec_file.unlink()
+    assets = {a["asset_key"]: a for a in listed["assets"]}
+    release = assets[RELEASE]
+    assert release["dependency_keys"] == ["people"]
+    assert release["owners"] == [{"team": "privacy"}]  # team:privacy, as dg lists it
+    tags = {t["key"]: t["value"] for t in release["tags"]}
+    assert tags == {"domain": "crm", "privfair/family": "microaggregation"}
+    assert f"{RELEASE}:k_anonymity" in {c["key"] for c in listed["asset_checks"]}
+    ok(launched)
+    run = project.runs()[-1]
+    assert run["status"] == "SUCCESS", run
+    assert run["checks"][f"{RELEASE}:k_anonymity"] is True, run["checks"]
+    version = run["materialized"][RELEASE]["metadata"]["privfair/version"]
+    assert (project.root / "variant_releases" / "people_k5" / version / "manifest.json").is_file()
