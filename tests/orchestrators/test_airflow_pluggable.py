@@ -105,8 +105,15 @@ with DAG("user_broken", schedule=None, start_date=START, catchup=False):
         store=str(STORE / "operator_broken"),
         dataset="customers",
     )
+    missing = PrivfairReleaseOperator(
+        task_id="release_missing",
+        spec=SPEC,
+        input=str(DATA / "no_such_file.parquet"),
+        store=str(STORE / "operator_missing"),
+    )
     up >> group >> after_group()
     up >> op >> after_operator()
+    up >> missing
 
 
 with DAG("user_tasks", schedule=None, start_date=START, catchup=False):
@@ -293,6 +300,14 @@ def test_the_operator_fails_on_a_broken_guarantee_naming_it(user):
     assert "after_operator ran" not in log
     store = Path(user["envs"]["user_broken"]["PRIVFAIR_STORE"]) / "operator_broken"
     assert _published(store, "customers_broken") == []
+
+
+def test_the_operator_fails_on_a_missing_input_naming_it(user):
+    rc, log = user["done"]["user_broken"]
+    env = user["envs"]["user_broken"]
+    assert _states(env, "user_broken")["release_missing"] == "failed"
+    missing = Path(env["CUSTOMERS_DATA"]) / "no_such_file.parquet"
+    assert f"customers_mdav: DataSourceError: input file '{missing}': not found" in log
 
 
 def test_the_operator_releases_a_file_asset_with_privfair_runs_version(user, monkeypatch):
