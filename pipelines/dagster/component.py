@@ -42,12 +42,19 @@ TYPE_NAME = "privfair.dagster.PrivfairRelease"
 
 class ReleaseAttributeError(ValueError):
     """An attribute of a ``PrivfairRelease`` that cannot be used: ``attribute`` is its dotted
-    path under ``attributes`` (``spec.component.params.k``), ``rule`` what is wrong."""
+    path under ``attributes`` (``spec.component.params.k``), ``rule`` what is wrong, ``source``
+    the component's folder or file when the error is not shown at its line.
 
-    def __init__(self, attribute: str, rule: str) -> None:
+    >>> str(ReleaseAttributeError("store", "not empty", "defs/people"))
+    "defs/people: PrivfairRelease attribute 'store': not empty"
+    """
+
+    def __init__(self, attribute: str, rule: str, source: str | None = None) -> None:
         self.attribute = attribute
         self.rule = rule
-        super().__init__(f"PrivfairRelease attribute '{attribute}': {rule}")
+        self.source = source
+        prefix = f"{source}: " if source else ""
+        super().__init__(f"{prefix}PrivfairRelease attribute '{attribute}': {rule}")
 
 
 class PrivfairReleaseAttributes:
@@ -215,6 +222,16 @@ def _resolve_store(context: dg.ResolutionContext, raw: Any) -> str | None:
     if not isinstance(value, str) or not value.strip():
         raise _failed(context, "", "store", "a folder or a pyarrow.fs URI (s3://...), not empty")
     return value
+
+
+def _where(context: dg.ComponentLoadContext) -> str | None:
+    """The component's ``defs.yaml`` (or folder), for an error found when building."""
+    try:
+        folder = Path(context.path)
+    except Exception:  # a context without a component path (a component built in Python)
+        return None
+    yaml_file = folder / "defs.yaml"
+    return str(yaml_file if yaml_file.is_file() else folder)
 
 
 # --- the component ------------------------------------------------------------------------------
@@ -429,7 +446,9 @@ class PrivfairRelease(dg.Component, dg.Resolvable):
             attribute = (
                 key if key in ("input", "partitions_def") else f"spec.{key}" if key else "spec"
             )
-            raise ReleaseAttributeError(attribute, getattr(e, "rule", str(e))) from None
+            raise ReleaseAttributeError(
+                attribute, getattr(e, "rule", str(e)), _where(context)
+            ) from None
         if not self.checks:
             return defs
         own = self.release_key()
@@ -451,6 +470,7 @@ class PrivfairRelease(dg.Component, dg.Resolvable):
                     f"checks.{i}.demands",
                     f"{target.to_user_string()} already has checks named {clash}: give each "
                     "demand an 'id' (its check is then named '<id>_<kind>')",
+                    _where(context),
                 )
             taken[target] |= names
             extra.extend(built)

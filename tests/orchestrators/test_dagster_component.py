@@ -227,8 +227,14 @@ def test_check_defs_accepts_the_example_and_the_release_is_downstream(project):
             28,
             "colums: unknown key",
         ),
+        (  # found when the definitions are built: named with the file, not a line
+            ("  input:\n    asset: people             # read through its own IO manager\n", ""),
+            "input",
+            None,
+            "gives roles only (its rows are handed over): give the upstream asset",
+        ),
     ],
-    ids=["unknown-attribute", "spec-key", "check-demand"],
+    ids=["unknown-attribute", "spec-key", "check-demand", "input-missing"],
 )
 def test_check_defs_names_the_bad_attribute(project, edit, attribute, line, rule):
     good = project.defs_yaml.read_text()
@@ -242,6 +248,8 @@ def test_check_defs_names_the_bad_attribute(project, edit, attribute, line, rule
     said = proc.stdout + proc.stderr
     # schema errors name the type before the attribute, resolution errors do not
     where = rf"defs\.yaml:{line} - (?:{re.escape(TYPE)} )?{re.escape(attribute)}\b"
+    if line is None:
+        where = rf"defs\.yaml: PrivfairRelease attribute '{attribute}'"
     assert re.search(where, said), explain(proc)
     assert rule in said, explain(proc)
 
