@@ -35,9 +35,15 @@ from privfair.dagster.translator import PrivfairTranslator
 from privfair.schemas.errors import PrivfairError
 from privfair.schemas.spec import PipelineSpec
 
-__all__ = ["PrivfairRelease", "PrivfairReleaseScaffolder", "ReleaseChecks", "ReleaseInput"]
-
-TYPE_NAME = "privfair.dagster.PrivfairRelease"
+__all__ = [
+    "PrivfairRelease",
+    "PrivfairReleaseScaffolder",
+    "ReleaseAttributeError",
+    "ReleaseChecks",
+    "ReleaseInput",
+    "ReleaseSpec",
+    "scaffold_text",
+]
 
 
 class ReleaseAttributeError(ValueError):
@@ -383,7 +389,8 @@ class PrivfairRelease(dg.Component, dg.Resolvable):
             _resolve_spec,
             model_field_type=str | dict[str, Any],
             description="A spec file relative to this defs.yaml's folder, or the spec inline "
-            "(name, dataset, component, guarantees...; `privfair schema` prints its schema).",
+            "(name, dataset, component, guarantees...: README, Pipeline specs; `privfair describe "
+            "ALGORITHM` lists an algorithm's params).",
         ),
     ]
     input: ReleaseInput | None = None
