@@ -262,10 +262,8 @@ def test_scaffold_writes_a_defs_yaml_that_checks(project):
         assert text.startswith(f"type: {TYPE}\n")
         assert "    name: credit\n" in text
         assert "# input:" in text and "# checks:" in text  # the other attributes, commented
-        ok(project.dg("check", "defs"))
-        listed = json.loads(ok(project.dg("list", "defs", "--json")).stdout)
-        keys = {a["asset_key"] for a in listed["assets"]}
-        assert {"credit", RELEASE, "people"} <= keys
+        said = ok(project.dg("check", "defs"))
+        assert "All definitions loaded successfully" in said.stdout + said.stderr
     finally:
         shutil.rmtree(target, ignore_errors=True)
 
