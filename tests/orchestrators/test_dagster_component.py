@@ -10,7 +10,7 @@ process, not one per step).
 
 ``dg list components`` lists the type (privfair's ``dagster_dg_cli.registry_modules`` entry
 point); ``dg check defs`` accepts the file and, on a bad one, names the attribute and its line;
-``dg scaffold defs`` writes a file ``dg check defs`` accepts; ``dg launch`` publishes the
+``dg scaffold defs`` writes a file ``dg check defs`` accepts and that publishes as written; ``dg launch`` publishes the
 release with every check passed, the version ``privfair run --input`` gives the same rows and
 spec, downstream of ``people``; a guarantee that cannot hold fails its check and keeps
 ``people_report``, downstream of the release, from running.
@@ -264,6 +264,13 @@ def test_scaffold_writes_a_defs_yaml_that_checks(project):
         assert "# input:" in text and "# checks:" in text  # the other attributes, commented
         said = ok(project.dg("check", "defs"))
         assert "All definitions loaded successfully" in said.stdout + said.stderr
+        # and it works as written: the built-in German Credit data, published
+        ok(project.dg("launch", "--assets", "credit"))
+        run = project.runs()[-1]
+        assert run["status"] == "SUCCESS" and set(run["materialized"]) == {"credit"}, run
+        assert run["checks"] and all(run["checks"].values()), run["checks"]
+        version = run["materialized"]["credit"]["metadata"]["privfair/version"]
+        assert (project.store / "credit" / version / "manifest.json").is_file()
     finally:
         shutil.rmtree(target, ignore_errors=True)
 
