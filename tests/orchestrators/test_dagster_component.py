@@ -10,10 +10,12 @@ process, not one per step).
 
 ``dg list components`` lists the type (privfair's ``dagster_dg_cli.registry_modules`` entry
 point); ``dg check defs`` accepts the file and, on a bad one, names the attribute and its line;
-``dg scaffold defs`` writes a file ``dg check defs`` accepts and that publishes as written; ``dg launch`` publishes the
-release with every check passed, the version ``privfair run --input`` gives the same rows and
-spec, downstream of ``people``; a guarantee that cannot hold fails its check and keeps
-``people_report``, downstream of the release, from running.
+``dg scaffold defs`` writes a file ``dg check defs`` accepts and that publishes as written;
+``dg launch`` publishes the release with every check passed, the version ``privfair run
+--input`` gives the same rows and spec, downstream of ``people``; a guarantee that cannot hold
+fails its check and keeps ``people_report``, downstream of the release, from running; the
+other attributes (a spec file, ``asset_key``, ``owners``, ``tags``, ``store``, ``checks`` on
+the published table) do what they say.
 """
 
 from __future__ import annotations
