@@ -16,7 +16,8 @@ In a user's project (README, "In your Dagster project"):
 * ``PrivfairRelease`` (``component``): the same release as a component type in a ``dg``
   project (``dg scaffold defs privfair.dagster.PrivfairRelease NAME``).
 
-privfair's own code location (``definitions``: ``build_defs`` over a specs folder) is built
+privfair's own code location (``privfair.dagster.definitions``: ``build_defs`` over a specs
+folder; not a name of this room: ``dg`` imports every name a registry module shows) is built
 from ``resources``, ``translator``, ``partitions``, ``assets``, ``jobs`` and ``sensors``.
 """
 
@@ -34,7 +35,6 @@ _WHERE = {
     "PrivfairResource": "resources",
     "PrivfairTranslator": "translator",
     "PrivfairRelease": "component",
-    "build_defs": "definitions",
 }
 __all__ = list(_WHERE)
 __getattr__, __dir__ = lazy_names(__name__, _WHERE)
