@@ -58,3 +58,22 @@ class ContractViolation(PrivfairError):
         if detail:
             msg += "\n" + detail
         super().__init__(msg)
+
+
+class CheckerError(PrivfairError):
+    """A guarantee's checker raised instead of returning a verdict: an error of the run (its
+    code or its evidence is at fault), never a failed guarantee. ``raised``: one
+    ``(guarantee id, kind, error)`` per checker that raised."""
+
+    def __init__(self, raised: list[tuple[str, str, str]]) -> None:
+        self.raised = list(raised)
+        what = "; ".join(f"guarantee {gid} ({kind}): {error}" for gid, kind, error in raised)
+        super().__init__(
+            f"a checker raised instead of giving a verdict, so the release cannot be "
+            f"validated: {what}"
+        )
+
+
+class EvidenceError(PrivfairError):
+    """The algorithm's evidence builder raised (other than ``InputError``, the files not fitting
+    together): an error of the run, never a verdict."""

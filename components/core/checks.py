@@ -28,7 +28,7 @@ from privfair.components.core.descriptor import resolve
 from privfair.components.core.kinds import SHARED_KINDS
 from privfair.components.core.registry import kind_check
 from privfair.schemas import contracts as C
-from privfair.schemas.errors import PrivfairError
+from privfair.schemas.errors import CheckerError, PrivfairError
 from privfair.schemas.roles import GROUP_PROTECTED, GROUP_UNPROTECTED
 
 __all__ = [
@@ -85,20 +85,6 @@ class CheckResult:
     @classmethod
     def failed(cls, g: C.Guarantee, message: str) -> CheckResult:
         return cls(g.id, g.kind, False, message=message)  # type: ignore[attr-defined]
-
-
-class CheckerError(PrivfairError):
-    """A guarantee's checker raised instead of returning a verdict: an error of the run (its
-    code or its evidence is at fault), never a failed guarantee. ``raised``: one
-    ``(guarantee id, kind, error)`` per checker that raised."""
-
-    def __init__(self, raised: list[tuple[str, str, str]]) -> None:
-        self.raised = list(raised)
-        what = "; ".join(f"guarantee {gid} ({kind}): {error}" for gid, kind, error in raised)
-        super().__init__(
-            f"a checker raised instead of giving a verdict, so the release cannot be "
-            f"validated: {what}"
-        )
 
 
 def describe_error(e: BaseException) -> str:

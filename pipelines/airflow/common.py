@@ -42,8 +42,8 @@ NO_RETRY = ExceptionRetryPolicy(
                 "privfair.schemas.errors.ContractViolation",
                 "privfair.schemas.errors.SpecError",
                 "privfair.schemas.errors.InputError",
-                "privfair.components.core.checks.CheckerError",
-                "privfair.validation.validate.EvidenceError",
+                "privfair.schemas.errors.CheckerError",
+                "privfair.schemas.errors.EvidenceError",
             ],
             action=RetryAction.FAIL,
             reason="a broken guarantee, spec or input, or a checker that "

@@ -29,7 +29,7 @@ from privfair.components.core.checks import (
 from privfair.components.core.descriptor import Algorithm, Params, resolve
 from privfair.components.core.parts import EvidenceParts
 from privfair.schemas.contracts import SCHEMA_CHECK_ID, Guarantee
-from privfair.schemas.errors import InputError, PrivfairError
+from privfair.schemas.errors import EvidenceError, InputError, PrivfairError
 from privfair.spec.catalogue import check_keys
 
 RESULTS_FILE = "validation/ge_results.json"
@@ -37,11 +37,6 @@ DATA_DOCS_DIR = "validation/data_docs"
 DATA_DOCS_SITE = "privfair_release"
 SCHEMA_ID = SCHEMA_CHECK_ID
 DECLARED_ID = "declared"
-
-
-class EvidenceError(PrivfairError):
-    """The algorithm's evidence builder raised (other than ``InputError``, the files not fitting
-    together): an error of the run, never a verdict."""
 
 
 @dataclass
