@@ -361,6 +361,7 @@ def run(
     params: Mapping[str, Any] | None = None,
     partition: str | None = None,
     dataset: str | Sequence[str] | None = None,
+    spark: Any = None,
 ) -> Release:
     """Ingest, protect, validate and publish one release (``privfair run``).
 
@@ -382,6 +383,10 @@ def run(
     dataset : str or list of str, optional
         With ``table``: the name (or ``privfair.io.identity`` atoms) of the private dataset
         the frame holds, which the ledger accounts it against (``in_memory``).
+    spark : SparkSession, optional
+        The caller's Spark session (classic or Spark Connect): the release runs on the Spark
+        engine through it (the spec's ``execution.master`` aside, its ``conf`` set on it),
+        and the session is left running.
 
     Returns
     -------
@@ -392,10 +397,12 @@ def run(
     ContractViolation
         A guarantee failed: nothing published, the candidate quarantined.
     PrivfairError
-        A bad spec, input or store (``SpecError``, ``InputError``, ``StoreError``...).
+        A bad spec, input or store (``SpecError``, ``InputError``, ``StoreError``...), or a
+        Spark cluster that cannot be used (``ClusterError``).
     """
+    from privfair.components.core.engine import given_session
     from privfair.run.flow import run_release
-    from privfair.spec.catalogue import with_params
+    from privfair.spec.catalogue import with_execution, with_params
 
     s = _spec_of(spec)
     if params:
@@ -406,7 +413,14 @@ def run(
         s = in_memory(s, dataset)
     elif dataset is not None:
         raise SpecError("dataset", "names the dataset a frame holds: give the frame (table=)")
-    out = run_release(s, store or _default_store(), data_dir, partition=partition, table=arrow)
+    if spark is not None:
+        s = with_execution(s, engine="spark")
+        with given_session(spark):
+            out = run_release(
+                s, store or _default_store(), data_dir, partition=partition, table=arrow
+            )
+    else:
+        out = run_release(s, store or _default_store(), data_dir, partition=partition, table=arrow)
     return open_release(out.path, status=out.status)
 
 

@@ -62,6 +62,17 @@ def _fmt(v) -> str:
     return str(v)
 
 
+def _spark_conf(pairs: list[str]) -> dict[str, str]:
+    """``--conf k=v ...`` as Spark settings (the value is text, as Spark takes it)."""
+    out = {}
+    for p in pairs:
+        k, eq, v = p.partition("=")
+        if not eq or not k.strip():
+            raise SpecError("--conf", f"expects a Spark setting key=value, got '{p}'")
+        out[k.strip()] = v.strip()
+    return out
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from privfair.run.flow import run_release
     from privfair.spec.catalogue import load_spec, with_execution, with_params
@@ -69,7 +80,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     spec = load_spec(args.spec)
     if args.set:
         spec = with_params(spec, _overrides(args.set))
-    spec = with_execution(spec, engine=args.engine, master=args.master, workers=args.workers)
+    conf = None
+    if args.conf:
+        conf = {**spec.execution.conf, **_spark_conf(args.conf)}
+    elif args.engine == "local" and spec.execution.conf:
+        conf = {}  # the spec's Spark settings do not apply to the local engine
+    spec = with_execution(
+        spec, engine=args.engine, master=args.master, workers=args.workers, conf=conf
+    )
     table = None
     if args.input is not None:  # the rows come from the file, the roles from the spec
         import os
@@ -563,6 +581,15 @@ def parser() -> argparse.ArgumentParser:
         type=int,
         default=None,
         help="local worker processes, or the cores of the default Spark master",
+    )
+    r.add_argument(
+        "--conf",
+        action="append",
+        default=None,
+        metavar="KEY=VALUE",
+        help="a Spark setting with --engine spark (repeatable; e.g. spark.executor.memory=8g): "
+        "added to the spec's execution.conf, overriding privfair's defaults "
+        "(spark.driver.memory=4g, spark.sql.shuffle.partitions=8)",
     )
     r.set_defaults(fn=cmd_run)
     ev = sub.add_parser(

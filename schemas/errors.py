@@ -60,6 +60,16 @@ class ContractViolation(PrivfairError):
         super().__init__(msg)
 
 
+class ClusterError(PrivfairError):
+    """A Spark cluster could not be reached or used: ``master`` names it, ``reason`` says what
+    went wrong in a few words (never a Java stack)."""
+
+    def __init__(self, master: str, reason: str) -> None:
+        self.master = master
+        self.reason = reason
+        super().__init__(f"execution.master: the Spark cluster at '{master}' {reason}")
+
+
 class CheckerError(PrivfairError):
     """A guarantee's checker raised instead of returning a verdict: an error of the run (its
     code or its evidence is at fault), never a failed guarantee. ``raised``: one

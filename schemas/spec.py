@@ -319,16 +319,39 @@ class ExecutionSpec(_Model):
     ``workers`` processes, default its cores) or ``spark`` (a session on ``master``, default
     ``local[<workers or cores>]``). The engine changes where work runs, never what is
     published, so it is not part of a release's version; ``privfair run --engine`` overrides
-    it."""
+    it.
+
+    With ``engine: spark``, ``conf`` holds Spark settings (``spark.executor.memory: 8g``...;
+    they override privfair's defaults, ``spark.driver.memory: 4g`` and 8 shuffle
+    partitions; ``privfair run --conf k=v`` adds to them) and ``scratch`` a location every
+    node of the cluster reads (a shared path, ``hdfs://``, ``s3a://``...) through which the
+    blocks reach the executors as Parquet; without it they go as Arrow batches over Spark's
+    own connections."""
 
     engine: Literal["local", "spark"] = "local"
     master: str | None = None
     workers: int | None = Field(default=None, ge=1)
+    conf: dict[str, str] = Field(default_factory=dict)
+    scratch: str | None = None
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _conf_strings(cls, v: Any) -> Any:
+        if isinstance(v, dict):  # YAML reads 8 and true: Spark takes them as text
+            return {
+                str(k): (str(x).lower() if isinstance(x, bool) else str(x))
+                if isinstance(x, str | int | float | bool)
+                else x
+                for k, x in v.items()
+            }
+        return v
 
     @model_validator(mode="after")
     def _master(self) -> ExecutionSpec:
         if self.master is not None and self.engine != "spark":
             raise ValueError("'master' is a Spark master URL: set engine: spark to use it")
+        if (self.conf or self.scratch is not None) and self.engine != "spark":
+            raise ValueError("'conf' and 'scratch' are Spark settings: set engine: spark")
         return self
 
 

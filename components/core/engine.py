@@ -49,9 +49,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
-from privfair.schemas.errors import PrivfairError, SpecError
+from privfair.schemas.errors import ClusterError, PrivfairError, SpecError
 
 __all__ = [
     "Engine",
@@ -60,6 +61,8 @@ __all__ = [
     "current_engine",
     "using",
     "make_engine",
+    "given_session",
+    "DEFAULT_CONF",
     "master_endpoints",
     "split_by_key",
     "worker_python",
@@ -239,7 +242,7 @@ def _in_block(fn: BlockFn, schema: pa.Schema) -> BlockFn:
 
 MASTER_FORMS = (
     "local, local[N], local[*], local[N,F], local-cluster[N,C,M], spark://HOST:PORT"
-    "[,HOST:PORT...], yarn, k8s://[https://]HOST:PORT"
+    "[,HOST:PORT...], yarn, k8s://[https://]HOST:PORT, sc://HOST[:PORT] (Spark Connect)"
 )
 """The Spark master URLs ``SparkEngine`` takes (those Spark itself parses)."""
 
@@ -254,6 +257,7 @@ minute."""
 
 _LOCAL = re.compile(r"local(\[\s*([0-9]+|\*)\s*(,\s*[0-9]+\s*)?\])?")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[0-9]+\s*\]")
+_CONNECT = re.compile(r"sc://(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?(/;.*|/)?")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
 
 
@@ -280,6 +284,14 @@ def master_endpoints(master: str) -> list[tuple[str, int]]:
         return []
     if master.startswith("k8s://") and len(master) > len("k8s://"):
         return []
+    if master.startswith("sc://"):  # Spark Connect: sc://HOST[:PORT][/;param=value...]
+        hp = _CONNECT.fullmatch(master)
+        if hp is None:
+            raise _master_error(master, "a Spark Connect server is sc://HOST[:PORT][/;k=v...]")
+        port = int(hp.group(2) or 15002)
+        if not 0 < port < 65536:
+            raise _master_error(master, f"port {port} is not between 1 and 65535")
+        return [(hp.group(1).strip("[]"), port)]
     if master.startswith("spark://"):
         out = []
         for part in master.removeprefix("spark://").split(","):
@@ -320,6 +332,31 @@ def _unreachable(host: str, port: int, timeout: float) -> str | None:
     return why[0] if why else f"no answer within {timeout:g} s"
 
 
+DEFAULT_CONF = {
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.ui.enabled": "false",
+    "spark.log.level": "ERROR",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.driver.memory": "4g",
+    "spark.driver.maxResultSize": "0",
+}
+"""The settings of a session ``SparkEngine`` starts; ``execution.conf`` / ``--conf`` override
+them (the results of a cluster's blocks come back to the driver: no cap on their size)."""
+
+
+def _is_remote(session) -> bool:
+    """Whether ``session`` is a Spark Connect client's (no JVM, no ``sparkContext``)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
+def _session_master(session) -> str:
+    try:
+        return str(session.conf.get("spark.master"))
+    except Exception:  # noqa: BLE001 - a server that does not say
+        return "spark-connect" if _is_remote(session) else "unknown"
+
+
 def _connect_timeout() -> float:
     raw = os.environ.get(CONNECT_TIMEOUT_ENV, "").strip()
     if not raw:
@@ -334,8 +371,18 @@ def _connect_timeout() -> float:
 
 
 def _spark_message(e: BaseException) -> str:
-    """The line of a (Java) error that says what went wrong, without the stack."""
+    """The line of a (Java) error that says what went wrong, without the stack; for a Python
+    worker's exception, the last line of its traceback (``ValueError: ...``)."""
     lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    if any(ln.startswith("Traceback (most recent call last)") for ln in lines):
+        body = lines[: next((i for i, ln in enumerate(lines) if "JVM stacktrace" in ln), None)]
+        raised = [ln for ln in body if re.match(r"[A-Za-z_][\w.]*(Error|Exception)\b", ln)]
+        if raised:
+            return raised[-1]
+    for ln in lines:  # a failed stage: what the last attempt of its task hit
+        cause = re.search(r"most recent failure: Lost task .*?\): (.+)", ln)
+        if cause:
+            return "a task failed: " + cause.group(1)
     useful = [
         ln.removeprefix(": ")
         for ln in lines
@@ -345,13 +392,22 @@ def _spark_message(e: BaseException) -> str:
 
 
 class SparkEngine(Engine):
-    """Blocks run through Spark's Arrow-native grouped map (``groupBy(key).applyInArrow``), the
-    input and the results exchanged as Parquet in a scratch folder; group-by counts are Spark's.
+    """Blocks run through Spark's Arrow-native grouped map (``groupBy(key).applyInArrow``);
+    group-by counts are Spark's.
 
-    ``master``: a Spark master URL (``local[2]``, ``spark://host:7077``... see
-    ``MASTER_FORMS``); ``conf``: extra Spark settings. Spark's Python workers are pointed at
-    this interpreter (``PYSPARK_PYTHON``, unless already set): by default they start the system
-    ``python3``, which has none of privfair's dependencies.
+    ``master``: a Spark master URL (``local[2]``, ``spark://host:7077``, ``sc://host:15002``
+    for Spark Connect... see ``MASTER_FORMS``); ``conf``: Spark settings, over
+    ``DEFAULT_CONF``; ``session``: a caller's session to run on instead (never stopped here).
+    How the rows reach the executors (``exchange``): on a ``local[N]`` master through a
+    Parquet file in this process's private temp folder, and the results likewise; on a
+    cluster as Arrow batches over Spark's own connections (``createDataFrame``, results by
+    ``toArrow``), so executors on other hosts, or running as another user, need no file of
+    the driver's; with ``scratch`` (a path or URI every node reads: a shared folder,
+    ``hdfs://``, ``s3a://``...) through a Parquet file in a folder of the run there.
+
+    Spark's Python workers are pointed at this interpreter (``PYSPARK_PYTHON``, unless already
+    set, or ``conf['spark.pyspark.python']``): by default they start the system ``python3``,
+    which has none of privfair's dependencies.
 
     A master URL Spark would not parse is refused here (``SpecError``, key
     ``execution.master``), before any JVM starts; so is a standalone master
@@ -359,7 +415,9 @@ class SparkEngine(Engine):
     (``PrivfairError`` naming the URL). A session on a standalone master that has not started
     and registered within ``connect_timeout`` seconds (default
     ``$PRIVFAIR_SPARK_CONNECT_TIMEOUT``, else ``DEFAULT_CONNECT_TIMEOUT``) is given up with a
-    ``PrivfairError``, as is a session Spark fails to start.
+    ``PrivfairError``, as is a session Spark fails to start. A cluster that gives the run no
+    executor within that time, or a Spark job that fails, is a ``ClusterError`` naming the
+    master and the reason (never a Java stack).
     """
 
     name = "spark"
@@ -370,23 +428,47 @@ class SparkEngine(Engine):
         conf: dict[str, str] | None = None,
         scratch: str | Path | None = None,
         connect_timeout: float | None = None,
+        session=None,
     ) -> None:
-        self._endpoints = master_endpoints(master)
         try:
             from pyspark.sql import SparkSession
         except ImportError:  # pragma: no cover - pyspark is in the lock, as the 'spark' extra
             raise PrivfairError(
                 "execution.engine: 'spark' needs pyspark; install privfair with the 'spark' extra"
             ) from None
-        if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
-            raise PrivfairError(
-                "execution.engine: 'spark' needs a Java runtime (17 or later) on PATH or in "
-                "JAVA_HOME; `bash .ci/deps` installs Debian's openjdk-17-jre-headless"
-            )
         # we exchange Arrow only, never pandas: pyspark's warning about pandas 3 does not apply
         warnings.filterwarnings(
             "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
         )
+        conf = dict(conf or {})
+        self.connect_timeout = connect_timeout if connect_timeout else _connect_timeout()
+        self._session = None
+        self._owned = False
+        self._scratch = Path(tempfile.mkdtemp(prefix="privfair-spark-"))  # this process's own
+        self.scratch = str(scratch) if scratch is not None else None
+        self._shared_dir = None
+        if session is not None:  # the caller's: used as it is, never stopped
+            self.remote = _is_remote(session)
+            self.master = _session_master(session)
+            self._endpoints = []
+            self._session = session
+            for k, v in conf.items():
+                try:
+                    session.conf.set(k, v)
+                except Exception as e:
+                    raise ClusterError(
+                        self.master, f"refused the setting {k}={v}: {_spark_message(e)}"
+                    ) from None
+            self._builder = None
+        else:
+            self._endpoints = master_endpoints(master)
+            self.remote = master.startswith("sc://")
+            self.master = master
+        if not self.remote and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+            raise PrivfairError(
+                "execution.engine: 'spark' needs a Java runtime (17 or later) on PATH or in "
+                "JAVA_HOME; `bash .ci/deps` installs Debian's openjdk-17-jre-headless"
+            )
         if self._endpoints:
             problems = [
                 f"{host}:{port}: {why}"
@@ -394,50 +476,78 @@ class SparkEngine(Engine):
                 if (why := _unreachable(host, port, PROBE_TIMEOUT)) is not None
             ]
             if len(problems) == len(self._endpoints):
+                what = "Spark Connect server" if self.remote else "Spark master"
+                kind = "a Spark Connect server" if self.remote else "a standalone master"
                 raise PrivfairError(
-                    f"execution.master: cannot reach the Spark master at '{master}' "
-                    f"({'; '.join(problems)}); a standalone master must accept connections "
-                    "before a run starts"
+                    f"execution.master: cannot reach the {what} at '{master}' "
+                    f"({'; '.join(problems)}); {kind} must accept connections before a run "
+                    "starts"
                 )
-        self.connect_timeout = connect_timeout if connect_timeout else _connect_timeout()
+        if "spark.pyspark.python" in conf:  # what the executors' Python workers start
+            os.environ["PYSPARK_PYTHON"] = conf["spark.pyspark.python"]
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        self.master = master
-        self._builder = (
-            SparkSession.builder.master(master)
-            .appName("privfair")
-            .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-            .config("spark.ui.enabled", "false")
-            .config("spark.log.level", "ERROR")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "8")
-            .config("spark.driver.memory", "4g")
-        )
-        for k, v in (conf or {}).items():
-            self._builder = self._builder.config(k, v)
-        self._session = None
-        self._owned = False
-        self._scratch = Path(tempfile.mkdtemp(prefix="privfair-spark-", dir=scratch))
-        cores = master.removeprefix("local[").removesuffix("]")
+        if session is None and self.remote:
+            # a Connect server's session: its static settings are the server's own
+            self._builder = SparkSession.builder.remote(master)
+            for k, v in conf.items():
+                self._builder = self._builder.config(k, v)
+        elif session is None:
+            self._builder = SparkSession.builder.master(master).appName("privfair")
+            for k, v in {**DEFAULT_CONF, **conf}.items():
+                self._builder = self._builder.config(k, v)
+        local = _LOCAL.fullmatch(self.master) is not None and not self.remote
+        self.exchange = "scratch" if scratch is not None else "driver-disk" if local else "arrow"
+        cores = self.master.removeprefix("local[").removesuffix("]")
         self.workers = (
             (os.cpu_count() or 1) if cores == "*" else int(cores) if cores.isdigit() else None
         )
+        if session is not None:
+            self._described(session)
 
     @property
     def spark(self):
         """The Spark session, started on first use (an algorithm that sends nothing to the
         engine costs no JVM). A session this process already runs is reused, and left running
-        on ``close``."""
+        on ``close``; so is a session the caller gave."""
         if self._session is None:
             from pyspark.sql import SparkSession
 
-            owned = SparkSession.getActiveSession() is None
+            owned = self.remote or SparkSession.getActiveSession() is None
             session = self._start() if owned and self._endpoints else self._create()
             self._owned = owned
             self._session = session
-            self._session.sparkContext.setLogLevel("ERROR")
-            self.workers = self._session.sparkContext.defaultParallelism
+            if not self.remote:
+                self._session.sparkContext.setLogLevel("ERROR")
+            if owned and not self.remote and _LOCAL.fullmatch(self.master) is None:
+                self._await_executors()
+            self._described(session)
         return self._session
+
+    def _described(self, session) -> None:
+        if not _is_remote(session):
+            self.workers = session.sparkContext.defaultParallelism
+
+    def _await_executors(self) -> None:
+        """Wait (``connect_timeout`` seconds) until a cluster gives this application an
+        executor: Spark itself would wait for ever on a job no worker can take ("Initial job
+        has not accepted any resources")."""
+        import time
+
+        tracker = self._session.sparkContext.statusTracker()
+        t0 = time.monotonic()
+        while len(tracker.getExecutorInfos()) <= 1:  # the driver is listed too
+            if time.monotonic() - t0 > self.connect_timeout:
+                self._session.stop()
+                self._session = None
+                raise ClusterError(
+                    self.master,
+                    f"gave this application no executor within {self.connect_timeout:g} s: "
+                    "no worker is registered with the master, or none has the free cores and "
+                    "memory asked for (spark.executor.cores, spark.executor.memory); raise "
+                    f"${CONNECT_TIMEOUT_ENV} for a slow cluster",
+                )
+            time.sleep(0.2)
 
     def _create(self):
         try:
@@ -492,42 +602,88 @@ class SparkEngine(Engine):
         shutil.rmtree(path, ignore_errors=True)
         return str(path)
 
-    def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
-        src = self._folder("blocks-in") + ".parquet"
-        # one Parquet row group per ~block keeps the scan split close to the blocks
-        pq.write_table(table.replace_schema_metadata(None), src, compression="zstd")
-        return self._run_blocks(src, len(pc.unique(table.column(key))), key, fn, schema)
+    def _failed(self, e: BaseException, what: str) -> ClusterError:
+        return ClusterError(self.master, f"failed {what}: {_spark_message(e)}")
 
-    def map_parts(
-        self, parts: Iterable[pa.Table], n_parts: int, key: str, fn: BlockFn, schema: pa.Schema
-    ) -> pa.Table:
-        src = self._folder("blocks-in") + ".parquet"
+    def _frame(self, parts: Iterable[pa.Table], name: str):
+        """A DataFrame of the tables ``parts`` (one schema), and what to remove once used.
+
+        Where the executors find the rows (``exchange``): ``driver-disk`` (a ``local[N]``
+        master: the executors are threads of this process) a Parquet file in this process's
+        private temp folder; ``scratch``: a Parquet file in the run's folder of the scratch
+        location (``scratch``, every node reads it); ``arrow``: Arrow batches sent to the
+        cluster by Spark itself (``createDataFrame``), no file at all."""
+        if self.exchange == "arrow":
+            tables = [p.replace_schema_metadata(None) for p in parts]
+            if not tables:
+                return None, None
+            table = pa.concat_tables([t.cast(tables[0].schema) for t in tables])
+            del tables
+            return self.spark.createDataFrame(table), None
+        if self.exchange == "scratch":
+            fs, base, uri = self._shared()
+            dst, read = f"{base}/{name}.parquet", f"{uri}/{name}.parquet"
+        else:
+            fs = None
+            dst = read = self._folder(name) + ".parquet"
         writer = None
         try:  # each part becomes its own row groups of one file, written as it comes
             for part in parts:
                 part = part.replace_schema_metadata(None)
                 if writer is None:
-                    writer = pq.ParquetWriter(src, part.schema, compression="zstd")
+                    writer = pq.ParquetWriter(dst, part.schema, compression="zstd", filesystem=fs)
                 writer.write_table(part.cast(writer.schema))
         finally:
             if writer is not None:
                 writer.close()
         if writer is None:
-            return schema.empty_table()
-        return self._run_blocks(src, n_parts, key, fn, schema)
+            return None, None
+        if fs is not None and isinstance(fs, pafs.LocalFileSystem):
+            os.chmod(dst, 0o644)  # the executors run as another user
 
-    def _run_blocks(self, src: str, n_blocks: int, key: str, fn: BlockFn, schema) -> pa.Table:
-        """``fn`` on each ``key`` group of the Parquet file ``src`` (removed after)."""
+        def remove() -> None:
+            with contextlib.suppress(OSError, FileNotFoundError):
+                (fs or pafs.LocalFileSystem()).delete_file(dst)
+
+        return self.spark.read.parquet(read), remove
+
+    def _shared(self):
+        """(pyarrow file system, its path, Spark's URI) of this run's folder of the scratch
+        location, made on first use: a folder every user reads (0755) for a local path."""
+        if self._shared_dir is None:
+            self._shared_dir = _shared_folder(str(self.scratch))
+        return self._shared_dir
+
+    def map_blocks(self, table: pa.Table, key: str, fn: BlockFn, schema: pa.Schema) -> pa.Table:
+        n_blocks = len(pc.unique(table.column(key)))
+        return self.map_parts([table], n_blocks, key, fn, schema)
+
+    def map_parts(
+        self, parts: Iterable[pa.Table], n_parts: int, key: str, fn: BlockFn, schema: pa.Schema
+    ) -> pa.Table:
         from pyspark.sql.pandas.types import from_arrow_schema
 
+        df, remove = self._frame(parts, "blocks-in")
+        if df is None:
+            return schema.empty_table()
         self.calls += 1
-        dst = self._folder("blocks-out")
-        df = self.spark.read.parquet(src).repartition(max(n_blocks, 1), key)
-        out = df.groupBy(key).applyInArrow(_in_block(fn, schema), from_arrow_schema(schema))
-        out.write.mode("overwrite").parquet(dst)
-        got = pq.read_table(dst, schema=schema)
-        os.remove(src)
-        shutil.rmtree(dst, ignore_errors=True)
+        try:
+            df = df.repartition(max(n_parts, 1), key)
+            out = df.groupBy(key).applyInArrow(_in_block(fn, schema), from_arrow_schema(schema))
+            if self.exchange == "driver-disk":
+                dst = self._folder("blocks-out")
+                out.write.mode("overwrite").parquet(dst)
+                got = pq.read_table(dst, schema=schema)
+                shutil.rmtree(dst, ignore_errors=True)
+            else:  # the results come back over Spark's own connection to the driver
+                got = out.toArrow().cast(schema)
+        except PrivfairError:
+            raise
+        except Exception as e:
+            raise self._failed(e, "running the blocks") from None
+        finally:
+            if remove is not None:
+                remove()
         # part files come back in no set order: blocks in key order, rows as fn returned them
         # (Arrow's sort is stable)
         return got.take(pc.sort_indices(got, sort_keys=[(key, "ascending")]))
@@ -539,22 +695,30 @@ class SparkEngine(Engine):
         if not keys:
             return []
         self.calls += 1
-        src = self._folder("counts-in") + ".parquet"
         cols = list(dict.fromkeys(c for ks in keys for c in ks))
-        pq.write_table(table.select(cols).replace_schema_metadata(None), src, compression="zstd")
-        view = f"privfair_counts_{os.getpid()}_{id(self)}"
-        self.spark.read.parquet(src).createOrReplaceTempView(view)
+        df, remove = self._frame([table.select(cols)], "counts-in")
+        if df is None:
+            df, remove = self.spark.createDataFrame(table.select(cols)), None
 
         def q(c: str) -> str:
             return "`" + c.replace("`", "``") + "`"
 
         sets = ", ".join("(" + ", ".join(q(c) for c in ks) + ")" for ks in keys)
-        got = self.spark.sql(
-            f"SELECT {', '.join(q(c) for c in cols)}, grouping_id() AS __gid, "
-            f"count(1) AS __count FROM {view} GROUP BY GROUPING SETS ({sets})"
-        ).toArrow()
-        self.spark.catalog.dropTempView(view)
-        os.remove(src)
+        view = f"privfair_counts_{os.getpid()}_{id(self)}"
+        try:
+            df.createOrReplaceTempView(view)
+            got = self.spark.sql(
+                f"SELECT {', '.join(q(c) for c in cols)}, grouping_id() AS __gid, "
+                f"count(1) AS __count FROM {view} GROUP BY GROUPING SETS ({sets})"
+            ).toArrow()
+            self.spark.catalog.dropTempView(view)
+        except PrivfairError:
+            raise
+        except Exception as e:
+            raise self._failed(e, "counting") from None
+        finally:
+            if remove is not None:
+                remove()
         gid = got.column("__gid").to_numpy()
         out = []
         for ks in keys:
@@ -573,9 +737,43 @@ class SparkEngine(Engine):
 
     def close(self) -> None:
         shutil.rmtree(self._scratch, ignore_errors=True)
+        if self._shared_dir is not None:
+            fs, base, _ = self._shared_dir
+            with contextlib.suppress(OSError, FileNotFoundError):
+                fs.delete_dir(base)
+            self._shared_dir = None
         if self._session is not None and self._owned:
             self._session.stop()
         self._session = None
+
+
+def _shared_folder(scratch: str):
+    """(pyarrow file system, path, Spark URI) of a new folder of this run under ``scratch``: a
+    local path (or ``file://``) gets a folder every user can read (0755) where the executors,
+    running as another user, read what the driver wrote; a URI (``hdfs://``, ``s3a://``,
+    ``gs://``, ``abfs://``...) a folder named ``privfair-<random>`` under it."""
+    import uuid
+
+    if "://" not in scratch or scratch.startswith("file://"):
+        parent = Path(scratch.removeprefix("file://")).expanduser()
+        try:
+            parent.mkdir(parents=True, exist_ok=True)
+            folder = Path(tempfile.mkdtemp(prefix="privfair-spark-", dir=parent))
+            os.chmod(folder, 0o755)
+        except OSError as e:
+            raise PrivfairError(
+                f"execution.scratch: cannot make a folder under '{scratch}': {e.strerror or e}"
+            ) from None
+        return pafs.LocalFileSystem(), str(folder), folder.as_uri()
+    name = f"privfair-spark-{uuid.uuid4().hex[:12]}"
+    scheme, _, rest = scratch.partition("://")
+    arrow_uri = f"{'s3' if scheme in ('s3a', 's3n') else scheme}://{rest}"
+    try:
+        fs, base = pafs.FileSystem.from_uri(arrow_uri)
+        fs.create_dir(f"{base.rstrip('/')}/{name}")
+    except Exception as e:  # noqa: BLE001 - any file system's own error, named
+        raise PrivfairError(f"execution.scratch: cannot use '{scratch}': {e}") from None
+    return fs, f"{base.rstrip('/')}/{name}", f"{scratch.rstrip('/')}/{name}"
 
 
 _CURRENT: contextvars.ContextVar[Engine | None] = contextvars.ContextVar(
@@ -598,13 +796,33 @@ def using(engine: Engine) -> Iterator[Engine]:
         _CURRENT.reset(token)
 
 
+_SESSION: contextvars.ContextVar = contextvars.ContextVar("privfair_spark_session", default=None)
+
+
+@contextlib.contextmanager
+def given_session(session) -> Iterator[None]:
+    """Inside the block, a ``spark`` engine ``make_engine`` makes runs on ``session`` (a
+    caller's ``SparkSession``, classic or Spark Connect), which it never stops."""
+    token = _SESSION.set(session)
+    try:
+        yield
+    finally:
+        _SESSION.reset(token)
+
+
 def make_engine(
-    name: str = "local", master: str | None = None, workers: int | None = None
+    name: str = "local",
+    master: str | None = None,
+    workers: int | None = None,
+    conf: dict[str, str] | None = None,
+    scratch: str | None = None,
 ) -> Engine:
-    """The engine a spec's ``execution`` (or the CLI's ``--engine``/``--master``) names.
+    """The engine a spec's ``execution`` (or the CLI's ``--engine``/``--master``/``--conf``)
+    names.
 
     ``local``: ``workers`` processes (default: the machine's cores); ``spark``: a session on
-    ``master`` (default ``local[<workers or cores>]``).
+    ``master`` (default ``local[<workers or cores>]``) with the Spark settings ``conf``, or the
+    session ``given_session`` names.
     """
     cores = os.cpu_count() or 1
     if name == "local":
@@ -612,5 +830,8 @@ def make_engine(
             raise PrivfairError("execution.master: only the 'spark' engine takes a master URL")
         return LocalEngine(workers or cores)
     if name == "spark":
-        return SparkEngine(master or f"local[{workers or cores}]")
+        session = _SESSION.get()
+        if session is not None:
+            return SparkEngine(conf=conf, scratch=scratch, session=session)
+        return SparkEngine(master or f"local[{workers or cores}]", conf=conf, scratch=scratch)
     raise PrivfairError(f"execution.engine: unknown engine '{name}' (known: local, spark)")

@@ -190,7 +190,7 @@ class ReleasePlan:
     def engine(self) -> Engine:
         """The engine the spec's ``execution`` names (``privfair.components.core.engine.make_engine``)."""
         ex = self.spec.execution
-        return make_engine(ex.engine, ex.master, ex.workers)
+        return make_engine(ex.engine, ex.master, ex.workers, ex.conf, ex.scratch)
 
     @contextlib.contextmanager
     def running(self) -> Iterator[Engine]:
