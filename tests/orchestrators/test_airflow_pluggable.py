@@ -164,7 +164,28 @@ with DAG("user_tasks", schedule=None, start_date=START, catchup=False):
     )
     extract() >> release
     decorated()
+
+
+# A DAG scheduled on the rows' own Asset: it runs whenever a producer updates the file
+ROWS = Asset(name="customers_rows", uri=f"file://{DATA}/customers.parquet")
+with DAG("user_on_asset", schedule=[ROWS], start_date=START, catchup=False):
+    PrivfairTaskGroup(SPEC, input=ROWS, store=str(STORE / "on_asset"), dataset="customers")
 '''
+
+SCHEDULE = """\
+import json, sys
+from airflow.dag_processing.dagbag import DagBag
+
+dag = DagBag(dag_folder=sys.argv[1]).get_dag("user_on_asset")
+ingest = dag.get_task("customers_mdav.ingest")
+publish = dag.get_task("customers_mdav.publish")
+print("SCHEDULE=" + json.dumps({
+    "timetable": type(dag.timetable).__name__,
+    "on": [getattr(a, "uri", str(a)) for a in dag.timetable.asset_condition.objects],
+    "inlets": [getattr(a, "uri", str(a)) for a in ingest.inlets],
+    "outlets": [getattr(a, "name", str(a)) for a in publish.outlets],
+}))
+"""
 
 
 def _states(env: dict[str, str], dag_id: str) -> dict[str, str]:
@@ -236,6 +257,32 @@ def _references(tmp: Path, data: Path, monkeypatch) -> tuple[str, str]:
     (cli_version,) = _published(tmp / "ref_cli", "customers_mdav")
     rel = api.run(SPEC, pq.read_table(data), store=tmp / "ref_api", dataset="customers")
     return cli_version, rel.version
+
+
+def test_a_release_is_schedulable_on_its_inputs_asset(user):
+    """``schedule=[rows]`` with the task group's ``input=rows``: the DAG is triggered by the
+    rows' Asset, which its ``ingest`` reads (an inlet), and announces the release's Asset."""
+    import subprocess
+
+    from _airflow import AIRFLOW
+
+    env = user["envs"]["user_tasks"]
+    python = str(Path(AIRFLOW).with_name("python"))
+    proc = subprocess.run(
+        [python, "-c", SCHEDULE, env["AIRFLOW__CORE__DAGS_FOLDER"]],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    line = [x for x in proc.stdout.splitlines() if x.startswith("SCHEDULE=")]
+    assert line, proc.stderr[-3000:]
+    got = json.loads(line[0].removeprefix("SCHEDULE="))
+    data = env["CUSTOMERS_DATA"]
+    assert got["timetable"] == "AssetTriggeredTimetable", got
+    assert got["on"] == [f"file://{data}/customers.parquet"], got
+    assert got["inlets"] == [f"file://{data}/customers.parquet"], got
+    assert got["outlets"] == ["privfair.customers_mdav"], got
 
 
 def test_the_dags_import_without_errors(user):
