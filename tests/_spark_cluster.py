@@ -174,6 +174,9 @@ class Cluster:
         uid, gid = ensure_user()
         root.mkdir(parents=True, exist_ok=True)
         os.chmod(root, 0o755)
+        closed = [str(p) for p in root.resolve().parents if not p.stat().st_mode & 0o001]
+        if closed:
+            raise RuntimeError(f"the worker's user cannot reach {root}: {closed} are 0700-like")
         python = worker_python(root)
         cluster = cls(root, _free_port(), _free_port(), _free_port(), _free_port(), python)
         home = spark_home()
