@@ -441,6 +441,7 @@ class SparkEngine(Engine):
             "ignore", message="PySpark does not yet fully support pandas", category=FutureWarning
         )
         conf = dict(conf or {})
+        self._given = conf  # execution.conf / --conf, named when a session fails to start
         self.connect_timeout = connect_timeout if connect_timeout else _connect_timeout()
         self._session = None
         self._owned = False
@@ -553,8 +554,10 @@ class SparkEngine(Engine):
         try:
             return self._builder.getOrCreate()
         except Exception as e:
+            given = "; ".join(f"{k}={v}" for k, v in self._given.items())
             raise PrivfairError(
                 f"execution.master: no Spark session on '{self.master}': {_spark_message(e)}"
+                + (f" (with the Spark settings given: {given})" if given else "")
             ) from e
 
     def _start(self):

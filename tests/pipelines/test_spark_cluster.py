@@ -226,3 +226,23 @@ def test_a_spec_s_scratch_and_conf_reach_the_cluster(cluster, tmp_path, capsys):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert _published(tmp_path / "s", "german_fair_mdav", proc.stdout) == local
     assert list(scratch.iterdir()) == []  # the run's folder is gone
+
+
+def test_a_setting_spark_cannot_start_with_is_exit_2_naming_it(tmp_path):
+    """``--conf spark.driver.memory=banana``: the JVM does not start; one line names the
+    master and the settings given (a subprocess: this session may run a Spark context)."""
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("no Java runtime")
+    spec, more = BLOCKED["fair_mdav_blocked"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "privfair.cli", "run", str(SPECS / spec), *more]
+        + ["--engine", "spark", "--master", "local[1]", "--store", str(tmp_path / "s")]
+        + ["--conf", "spark.driver.memory=banana"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    line = _one_error(proc)
+    assert "no Spark session on 'local[1]'" in line, line
+    assert "spark.driver.memory=banana" in line, line
