@@ -73,7 +73,7 @@ def demands_of(
     >>> demands_of([{"kind": "retention", "min_share": 0.9}])
     Traceback (most recent call last):
     ...
-    privfair.schemas.errors.SpecError: demands.0.kind: retention is decided from a release's lineage, not from a table alone; a table takes: k_anonymity, t_closeness, parity_gap, columns_absent
+    privfair.schemas.errors.SpecError: spec key 'demands.0.kind': retention is decided from a release's lineage, not from a table alone; a table takes: k_anonymity, t_closeness, parity_gap, columns_absent
     """
     out = []
     names = set(table.column_names) if table is not None else None
