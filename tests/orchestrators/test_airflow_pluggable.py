@@ -166,8 +166,10 @@ with DAG("user_tasks", schedule=None, start_date=START, catchup=False):
     decorated()
 
 
-# A DAG scheduled on the rows' own Asset: it runs whenever a producer updates the file
-ROWS = Asset(name="customers_rows", uri=f"file://{DATA}/customers.parquet")
+# A DAG scheduled on the rows' own Asset: it runs whenever a producer updates the file. The
+# Asset the operator above reads (one name per URI: Airflow deactivates an Asset whose URI
+# another name holds, failing the task that reads it)
+ROWS = Asset(f"file://{DATA}/customers.parquet")
 with DAG("user_on_asset", schedule=[ROWS], start_date=START, catchup=False):
     PrivfairTaskGroup(SPEC, input=ROWS, store=str(STORE / "on_asset"), dataset="customers")
 '''
