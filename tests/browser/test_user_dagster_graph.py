@@ -124,7 +124,12 @@ def webserver(tmp_path_factory: pytest.TempPathFactory):
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DAGSTER_", "PRIVFAIR_S"))}
-    env.update(DAGSTER_HOME=str(home), PRIVFAIR_STORE=str(root / "releases"))
+    # the project's own ledger, not the session's other releases
+    env.update(
+        DAGSTER_HOME=str(home),
+        PRIVFAIR_STORE=str(root / "releases"),
+        XDG_STATE_HOME=str(root / "state"),
+    )
     mat = subprocess.run(
         [BIN / "dagster", "asset", "materialize", "-f", "definitions.py", "--select", "*"]
         + ["--config-json", IN_PROCESS],
