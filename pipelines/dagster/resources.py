@@ -7,7 +7,6 @@ the raw-data folder), ``connections`` (``Connections``, ``conn_id`` -> URI), ``r
 and ``EvaluationConfig`` (on ``<spec>/evaluation``, the options of ``privfair evaluate``).
 """
 
-import functools
 import json
 import os
 import typing
@@ -243,7 +242,7 @@ class PrivfairResource(dg.ConfigurableIOManager):
         return table.to_pandas()
 
 
-@functools.cache
+@cache
 def default_resource() -> PrivfairResource:
     """The ``privfair`` resource every ``release_assets`` call binds unless given one: one
     shared instance, so that the definitions of several releases merge."""
