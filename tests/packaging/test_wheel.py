@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from _rounding_family import family_source
 
 from tests.packaging._venvs import (
     DIST_INFO,
@@ -370,103 +371,7 @@ def test_the_privfair_command_reads_the_store_of_the_current_folder(bare, releas
 
 
 # --- a third-party family --------------------------------------------------------------------
-FAMILY_CODE = '''
-"""A third-party family: rounds one numeric quasi-identifier down to a multiple of ``step``.
-It imports privfair's public names only."""
-from typing import ClassVar, Literal
-
-import numpy as np
-import pyarrow as pa
-from pydantic import Field
-
-from privfair.components.core.checks import make_result
-from privfair.components.core.descriptor import Algorithm, Family, KindCheck, Metric, Params
-from privfair.components.core.evidence import lineage_audit
-from privfair.components.core.inputs import table_roles
-from privfair.components.core.result import ComponentResult
-from privfair.schemas import contracts as C
-from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
-
-
-class StepParams(Params):
-    step: int = Field(10, ge=1, description="rounding step")
-
-
-class MultipleOf(C.Guarantee):
-    """Every value of ``column`` is a multiple of ``step``."""
-    kind: Literal["multiple_of"] = "multiple_of"
-    column_fields: ClassVar[tuple] = ("column",)
-    column: str
-    step: int
-
-
-def check_multiple(g, published):
-    if g.column not in published.columns:
-        return make_result(g, False, None, g.step, f"no column {g.column}")
-    bad = published[published[g.column] % g.step != 0]
-    return make_result(g, bad.empty, len(bad), 0, f"{len(bad)} values of {g.column} off the step")
-
-
-def _qi(table):
-    roles = table_roles(table)
-    return roles, roles.with_role(Role.QUASI_IDENTIFIER)[0].name
-
-
-def contract(params, table=None):
-    if table is None:
-        qi, rest = "*", ("*",)
-    else:
-        roles, qi = _qi(table)
-        rest = tuple(c.name for c in roles if c.name != qi)
-    return [
-        C.Partition(id="S1", allow_drops=False),
-        MultipleOf(id="S2", column=qi, step=params.step),
-        C.AttributesPreserved(id="S3", columns=rest),
-    ]
-
-
-def run(table, params):
-    roles, qi = _qi(table)
-    i = table.schema.get_field_index(qi)
-    values = table.column(qi).to_numpy()
-    out = table.set_column(i, table.schema.field(i), pa.array(values // params.step * params.step))
-    lineage = pa.table({"row_id": pa.array(np.arange(table.num_rows), pa.int64())})
-    return ComponentResult(
-        "wheel_step", {"data": out}, {"lineage": lineage}, contract(params, table),
-        params.model_dump(mode="json"), {"rows": table.num_rows}, {}, [],
-    ).stamped()
-
-
-def evidence(input_table, outputs, sidecars, params):
-    data = outputs["data"]
-    roles = table_roles(input_table)
-    return {
-        "published": data.to_pandas(),
-        "audit": lineage_audit(input_table, data, sidecars["lineage"], roles.names),
-    }
-
-
-def example(seed):
-    rng = np.random.default_rng(seed)
-    roles = TableRoles.of([ColumnRole("x", Role.QUASI_IDENTIFIER, Kind.NUMERIC),
-                           ColumnRole("note", Role.SENSITIVE, Kind.NOMINAL)])
-    n = int(rng.integers(5, 30))
-    t = pa.table({"x": pa.array(rng.integers(0, 1000, n), pa.int64()),
-                  "note": pa.array([f"n{i}" for i in range(n)])})
-    return attach_roles(t, roles), StepParams(step=int(rng.integers(2, 50)))
-
-
-STEP = Algorithm(
-    name="wheel_step", title="Third-party step rounding", params=StepParams,
-    run=f"{__name__}:run", contract=f"{__name__}:contract", evidence=f"{__name__}:evidence",
-    example=f"{__name__}:example", headline=(Metric("rows", "rows"),),
-    outputs=("data",), sidecars=("lineage",),
-)
-FAMILY = Family(
-    name="wheel_steps", package=__name__, algorithms=(STEP,),
-    kinds=(KindCheck(MultipleOf, f"{__name__}:check_multiple", "published"),),
-)
-'''
+FAMILY_CODE = family_source("wheel_steps", "wheel_step", "multiple_of", "Third-party step rounding", "S")
 
 FAMILY_PYPROJECT = """\
 [project]
