@@ -18,17 +18,14 @@ import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 from _shared import pixel_stats
+from _webserver import serving
 
 pytestmark = pytest.mark.slow
 
@@ -57,65 +54,6 @@ query($path: [String!]!) {
 }"""
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _group(pgid: int) -> set[int]:
-    """The live processes of process group ``pgid``."""
-    out = set()
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if fields[0] not in ("Z", "X") and int(fields[2]) == pgid:
-            out.add(int(d.name))
-    return out
-
-
-def _stop(proc: subprocess.Popen) -> set[int]:
-    """SIGTERM to the server's process group, SIGKILL to what is left after STOP_TIMEOUT_S;
-    returns the processes still alive afterwards."""
-    pgid = proc.pid  # start_new_session: the wrapper leads its group and exec keeps the PID
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while _group(pgid) and time.monotonic() < deadline:
-        proc.poll()
-        time.sleep(0.5)
-    for pid in _group(pgid):
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=15)
-    time.sleep(0.5)
-    return _group(pgid)
-
-
-class Server:
-    def __init__(self, url: str, log: Path) -> None:
-        self.url, self.log = url, log
-
-    def graphql(self, query: str, variables: dict) -> dict:
-        body = json.dumps({"query": query, "variables": variables}).encode()
-        req = urllib.request.Request(
-            f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(req, timeout=60) as r:
-            out = json.loads(r.read())
-        assert "errors" not in out, out["errors"]
-        return out["data"]
-
-    def log_tail(self, n: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-n:]
-
-
 @pytest.fixture(scope="module")
 def webserver(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("user_dagster_project")
@@ -140,32 +78,11 @@ def webserver(tmp_path_factory: pytest.TempPathFactory):
         timeout=600,
     )
     assert mat.returncode == 0, mat.stderr[-4000:]
-    port = _free_port()
-    log = root / "webserver.log"
-    cmd = [sys.executable, "-m", "privfair.orchestrate", "sigdfl", str(BIN / "dagster-webserver")]
-    cmd += ["-f", "definitions.py", "-h", "127.0.0.1", "-p", str(port)]
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    server = Server(f"http://127.0.0.1:{port}", log)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, f"dagster-webserver exited early:\n{server.log_tail()}"
-            try:
-                with urllib.request.urlopen(f"{server.url}/server_info", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            assert time.monotonic() < deadline, f"no /server_info:\n{server.log_tail()}"
-            time.sleep(1)
+    program = [str(BIN / "dagster-webserver"), "-f", "definitions.py"]
+    with serving(
+        program, root, env, root / "webserver.log", START_TIMEOUT_S, STOP_TIMEOUT_S
+    ) as server:
         yield server
-    finally:
-        left = _stop(proc)
-        assert not left, f"processes left behind: {sorted(left)}"
-        assert proc.returncode is not None
 
 
 def _dismiss_popups(page) -> None:

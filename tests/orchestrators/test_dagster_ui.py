@@ -17,19 +17,14 @@ process may be left behind.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import signal
-import socket
-import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 import pytest
 from _shared import pixel_stats, read_latest
+from _webserver import serving
 
 from privfair.spec.catalogue import check_keys, load_spec, outline
 
@@ -48,87 +43,6 @@ STOP_TIMEOUT_S = 45
 
 
 # --- processes -----------------------------------------------------------------------------------
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _live_pids() -> dict[int, tuple[int, str]]:
-    """pid -> (process group, state) for every live (non-zombie) process."""
-    out = {}
-    for d in Path("/proc").iterdir():
-        if not d.name.isdigit():
-            continue
-        try:
-            stat = (d / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        state, pgrp = fields[0], int(fields[2])
-        if state not in ("Z", "X"):
-            out[int(d.name)] = (pgrp, state)
-    return out
-
-
-def _ours(pgid: int, marker: bytes) -> set[int]:
-    """Processes of the server: its process group, plus anything carrying our unique
-    DAGSTER_HOME in its environment (in case a child started a session of its own)."""
-    pids = set()
-    for pid, (pgrp, _) in _live_pids().items():
-        if pid == os.getpid():
-            continue
-        if pgrp == pgid:
-            pids.add(pid)
-            continue
-        try:
-            if marker in Path(f"/proc/{pid}/environ").read_bytes():
-                pids.add(pid)
-        except OSError:
-            pass
-    return pids
-
-
-def _stop(proc: subprocess.Popen, marker: bytes) -> tuple[set[int], set[int]]:
-    """SIGTERM to the wrapper's process group; SIGKILL whatever is still there after
-    STOP_TIMEOUT_S. Returns (killed stragglers, processes still alive afterwards)."""
-    pgid = proc.pid  # start_new_session: the wrapper leads its group, and exec keeps the PID
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(pgid, signal.SIGTERM)
-    deadline = time.monotonic() + STOP_TIMEOUT_S
-    while time.monotonic() < deadline:
-        proc.poll()
-        if not _ours(pgid, marker):
-            break
-        time.sleep(0.5)
-    stragglers = _ours(pgid, marker)
-    for pid in stragglers:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=15)
-    time.sleep(1.0)
-    return stragglers, _ours(pgid, marker)
-
-
-class Server:
-    def __init__(self, url: str, store: Path, log: Path) -> None:
-        self.url, self.store, self.log = url, store, log
-
-    def graphql(self, query: str, variables: dict | None = None) -> dict:
-        body = json.dumps({"query": query, "variables": variables or {}}).encode()
-        req = urllib.request.Request(
-            f"{self.url}/graphql", data=body, headers={"Content-Type": "application/json"}
-        )
-        with urllib.request.urlopen(req, timeout=60) as r:
-            out = json.loads(r.read())
-        assert "errors" not in out, out["errors"]
-        return out["data"]
-
-    def log_tail(self, n: int = 4000) -> str:
-        return self.log.read_text(errors="replace")[-n:]
-
-
 @pytest.fixture(scope="module")
 def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("dagster_dev")
@@ -144,35 +58,11 @@ def dagster_dev(tmp_path_factory: pytest.TempPathFactory):
         PRIVFAIR_STORE=str(store),
         PRIVFAIR_CACHE_DIR=str(tmp / "cache"),
     )
-    port = _free_port()
-    log = tmp / "dagster_dev.log"
-    cmd = [sys.executable, "-m", "privfair.orchestrate", "sigdfl", str(BIN / "dagster"), "dev"]
-    cmd += ["-m", LOCATION, "-h", "127.0.0.1", "-p", str(port)]
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            cmd, cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
-        )
-    marker = f"DAGSTER_HOME={home}\0".encode()
-    server = Server(f"http://127.0.0.1:{port}", store, log)
-    try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, f"dagster dev exited early:\n{server.log_tail()}"
-            try:
-                with urllib.request.urlopen(f"{server.url}/server_info", timeout=5) as r:
-                    if r.status == 200:
-                        break
-            except (urllib.error.URLError, OSError):
-                pass
-            assert time.monotonic() < deadline, f"no /server_info:\n{server.log_tail()}"
-            time.sleep(1)
+    program = [str(BIN / "dagster"), "dev", "-m", LOCATION]
+    with serving(
+        program, REPO, env, tmp / "dagster_dev.log", START_TIMEOUT_S, STOP_TIMEOUT_S, store
+    ) as server:
         yield server
-    finally:
-        killed, left = _stop(proc, marker)
-        if killed:
-            print(f"dagster dev: SIGKILLed stragglers {sorted(killed)}")
-        assert not left, f"processes left behind: {sorted(left)}"
-        assert proc.returncode is not None
 
 
 # --- the test ------------------------------------------------------------------------------------
