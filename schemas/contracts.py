@@ -44,6 +44,8 @@ __all__ = [
     "Partition",
     "ParityGap",
     "Retention",
+    "ReidentificationRisk",
+    "LDiversity",
     "register_kind",
     "guarantee_kinds",
     "parse_guarantee",
@@ -240,6 +242,72 @@ class Retention(Guarantee):
         return self.model_copy(update={"protected": _only(roles, Role.PROTECTED, self).name})
 
 
+class ReidentificationRisk(Guarantee):
+    """The re-identification risk of the published records for an attacker who knows
+    ``background`` (rows sharing one published tuple of it are a class of f rows) is at most
+    ``max``: under ``model: prosecutor`` the highest risk, 1/min f; under ``marketer`` the
+    expected share of records re-identified, classes / rows (ARX's definitions,
+    ``privfair.components.core.risk``). An unset ``background`` is the input's
+    quasi-identifiers, protected attributes and columns marked ``known`` (``completed``). For
+    row-level releases only: a synthetic or aggregate row is no person to re-identify.
+
+    >>> g = parse_guarantee({"kind": "reidentification_risk", "model": "prosecutor", "max": 0.2})
+    >>> g.model, g.max, g.background
+    ('prosecutor', 0.2, ())
+    """
+
+    kind: Literal["reidentification_risk"] = "reidentification_risk"
+    column_fields: ClassVar[tuple[str, ...]] = ("background",)
+    row_level: ClassVar[bool] = True
+    model: Literal["prosecutor", "marketer"]
+    max: float = Field(ge=0, le=1)
+    background: tuple[str, ...] = ()
+
+    def completed(self, table: pa.Table) -> ReidentificationRisk:
+        if self.background:
+            return self
+        return self.model_copy(update={"background": _background(table, self)})
+
+
+class LDiversity(Guarantee):
+    """Every class of published rows sharing one tuple of ``background`` holds at least ``l``
+    well-represented values of ``column``: ``distinct`` values (``measure: distinct``), or an
+    entropy of at least log(l) (``entropy``: exp of the Shannon entropy of its values); nulls
+    are a value. ``column`` is left out of the background. Unset fields come from the input's
+    roles (``completed``): the one ``label``, and the background of ``ReidentificationRisk``.
+
+    >>> parse_guarantee({"kind": "l_diversity", "l": 2, "column": "credit"}).measure
+    'distinct'
+    """
+
+    kind: Literal["l_diversity"] = "l_diversity"
+    column_fields: ClassVar[tuple[str, ...]] = ("column", "background")
+    row_level: ClassVar[bool] = True
+    l: float = Field(ge=1)  # noqa: E741 (the field's name in the literature)
+    column: str = ""
+    measure: Literal["distinct", "entropy"] = "distinct"
+    background: tuple[str, ...] = ()
+
+    def completed(self, table: pa.Table) -> LDiversity:
+        column = self.column or _only(read_roles(table), Role.LABEL, self).name
+        known = self.background or _background(table, self)
+        return self.model_copy(
+            update={"column": column, "background": tuple(c for c in known if c != column)}
+        )
+
+
+def _background(table: pa.Table, g: Guarantee) -> tuple[str, ...]:
+    """The attacker's default background of the input ``table`` (``TableRoles.background``)."""
+    found = tuple(read_roles(table).background)
+    if not found:
+        raise GuaranteeError(
+            ("background",),
+            f"{g.kind} needs the attacker's background: the input has no quasi-identifier, "
+            "protected or known column; name the columns in 'background'",
+        )
+    return found
+
+
 def signed_gap(g: ParityGap, protected: pa.ChunkedArray, label: pa.ChunkedArray) -> float | None:
     """P(label in ``g.positive`` | protected group) − P(... | favoured group) over the rows of
     ``protected`` / ``label`` (the groups as ``ParityGap`` defines them; nulls in neither);
@@ -348,6 +416,8 @@ for _m in (
     Partition,
     ParityGap,
     Retention,
+    ReidentificationRisk,
+    LDiversity,
 ):
     register_kind(_m)
 

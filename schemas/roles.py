@@ -10,6 +10,9 @@ protected attributes, several labels and unlabelled columns:
 - ``label``: an outcome or decision; ``positive`` is the set of its desirable values;
 - ``sensitive``, ``admissible``, ``public``, ``private``: as the family using them defines;
 - ``ignored``: an unlabelled column kept in the table; a family decides what happens to it.
+
+Beside its role, a column may be ``known``: an attacker may know its value of a person, so the
+re-identification risk counts it in the attacker's background (``privfair.components.core.risk``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ META_UNFAVOURED = b"privfair.unfavoured"
 META_DOMAIN = b"privfair.domain"
 META_SOURCE = b"privfair.source_column"
 META_LEVEL = b"privfair.level"
+# ``true``: an attacker may know the column's value of a person (the spec's ``known``)
+META_KNOWN = b"privfair.known"
 # ``input``: the column's ``domain`` was read off the input (a pandas ordered Categorical's
 # categories), not declared; a family that may only use public domains refuses it
 META_DOMAIN_FROM = b"privfair.domain_from"
@@ -99,6 +104,7 @@ class ColumnRole:
     level: Scalar | None = None
     unfavoured: ValueSet | None = None
     domain_from_input: bool = False
+    known: bool = False
 
     def __post_init__(self) -> None:
         for name in ("favoured", "positive", "unfavoured"):
@@ -120,6 +126,8 @@ class ColumnRole:
             meta[META_SOURCE] = self.source.encode()
         if self.level is not None:
             meta[META_LEVEL] = json.dumps(self.level).encode()
+        if self.known:
+            meta[META_KNOWN] = b"true"
         return meta
 
     @classmethod
@@ -140,6 +148,7 @@ class ColumnRole:
             and meta.get(META_DOMAIN_FROM) == DOMAIN_FROM_INPUT.encode(),
             source=meta[META_SOURCE].decode() if META_SOURCE in meta else None,
             level=json.loads(meta[META_LEVEL]) if META_LEVEL in meta else None,
+            known=meta.get(META_KNOWN) == b"true",
         )
 
 
@@ -182,6 +191,14 @@ class TableRoles:
     @property
     def quasi_identifiers(self) -> list[str]:
         return [c.name for c in self.with_role(Role.QUASI_IDENTIFIER)]
+
+    @property
+    def background(self) -> list[str]:
+        """What an attacker is assumed to know of a person, in column order: the
+        quasi-identifiers, the protected attributes (published unchanged, and textbook
+        quasi-identifiers) and every column marked ``known``."""
+        attacker = (Role.QUASI_IDENTIFIER, Role.PROTECTED)
+        return [c.name for c in self.columns if c.role in attacker or c.known]
 
     def single(self, role: Role) -> ColumnRole:
         """The one column with ``role``; an error naming the role if there is none or several."""
@@ -226,6 +243,7 @@ def attach_roles(table: pa.Table, roles: TableRoles) -> pa.Table:
             META_DOMAIN_FROM,
             META_SOURCE,
             META_LEVEL,
+            META_KNOWN,
         ):
             meta.pop(key, None)
         if f.name in roles:

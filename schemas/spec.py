@@ -26,6 +26,7 @@ from pydantic import (
     PrivateAttr,
     ValidationError,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -73,7 +74,11 @@ NullPolicy = Literal["keep", "refuse", "drop"] | Impute
 class ColumnSpec(_Model):
     """The role of one column. ``favoured``, ``unfavoured`` and ``positive`` take one value or a
     list of values (a protected attribute's favoured or protected values, a label's desirable
-    values). ``nulls`` overrides the dataset's null policy for this column."""
+    values). ``nulls`` overrides the dataset's null policy for this column. ``known: true``
+    says an attacker may know the column's value of a person (a pass-through column published
+    unchanged): the re-identification risk and the l-diversity are measured over an attacker
+    background that holds it, besides the quasi-identifiers and the protected attribute
+    (``privfair.components.core.risk``)."""
 
     role: Role
     kind: Kind = Kind.NUMERIC
@@ -82,6 +87,16 @@ class ColumnSpec(_Model):
     positive: _Value | list[_Value] | None = None
     domain: list[str | int | float | None] | None = None
     nulls: NullPolicy | None = None
+    known: bool = False
+
+    @model_serializer(mode="wrap")
+    def _known_when_set(self, handler):
+        """A column not marked ``known`` dumps as it did before the key existed (the specs'
+        fingerprints, hence the versions of their releases, stay as they were)."""
+        data = handler(self)
+        if isinstance(data, dict) and not data.get("known"):
+            data.pop("known", None)
+        return data
 
 
 _ENV = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

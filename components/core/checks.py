@@ -47,6 +47,7 @@ __all__ = [
     "summary_from_data",
     "SHARED_KINDS",
     "check_k_anonymity",
+    "class_ids",
     "class_sizes",
     "check_t_closeness",
     "check_attributes_preserved",
@@ -213,15 +214,15 @@ def published_frame(table: pa.Table) -> pd.DataFrame:
 
 
 # --- published frame -----------------------------------------------------------------------------
-def class_sizes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """The size of each equivalence class of ``frame`` over ``columns`` (missing values a value
-    of their own), in order of first appearance: ``groupby(columns, dropna=False, sort=False)
-    .size()``, whose per-column codes (pandas' factorize) are combined one column at a time, so
-    that one code array is held at a time, not one per column (~1 GB for 12 QIs of 10M rows).
+def class_ids(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Each row's equivalence class over ``columns`` (missing values a value of their own), as a
+    dense code in order of first appearance. The per-column codes (pandas' factorize) are
+    combined one column at a time, so that one code array is held at a time, not one per column
+    (~1 GB for 12 QIs of 10M rows).
 
     >>> frame = pd.DataFrame({"a": [1.0, None, -0.0, 0.0], "b": ["x", None, "y", "y"]})
-    >>> class_sizes(frame, ["a", "b"])
-    array([1, 1, 2])
+    >>> class_ids(frame, ["a", "b"])
+    array([0, 1, 2, 2])
     """
     columns = list(dict.fromkeys(columns))  # a column named twice splits no class further
     flat = hashable(frame, columns)
@@ -235,8 +236,19 @@ def class_sizes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
         ids = ids * max(len(uniques), 1) + codes
         n_ids *= max(len(uniques), 1)
         del codes
-    ids, first = pd.factorize(ids, sort=False)
-    return np.bincount(ids, minlength=len(first)).astype(np.int64)
+    return pd.factorize(ids, sort=False)[0].astype(np.int64, copy=False)
+
+
+def class_sizes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """The size of each equivalence class of ``frame`` over ``columns`` (missing values a value
+    of their own), in order of first appearance: ``groupby(columns, dropna=False, sort=False)
+    .size()`` (``class_ids`` counted).
+
+    >>> frame = pd.DataFrame({"a": [1.0, None, -0.0, 0.0], "b": ["x", None, "y", "y"]})
+    >>> class_sizes(frame, ["a", "b"])
+    array([1, 1, 2])
+    """
+    return np.bincount(class_ids(frame, columns)).astype(np.int64)
 
 
 def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:

@@ -23,6 +23,8 @@ __all__ = [
     "break_columns_absent",
     "break_parity_gap",
     "break_retention",
+    "break_reidentification_risk",
+    "break_l_diversity",
 ]
 
 
@@ -147,3 +149,81 @@ def break_retention(g: C.Retention, input_table, outputs, sidecars, rng):
     first = values[0]
     keep = pc.invert(pc.equal(values, first)) if first.is_valid else pc.is_valid(values)
     return {**outputs, name: table.filter(keep)}, {**sidecars, "lineage": lin.filter(keep)}
+
+
+def _unique(t: pa.DataType, i: int, top):
+    """A value of type ``t`` that no published cell holds (``top``: the column's largest flat
+    value), the ``i``-th of its kind; None where the type has no room for it."""
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return f"~unique{i}"
+    if pa.types.is_floating(t):
+        return float(top or 0) + 1.0 + i
+    if pa.types.is_integer(t):
+        value = int(top or 0) + 1 + i
+        bits = t.bit_width - (0 if pa.types.is_unsigned_integer(t) else 1)
+        return value if value < 2**bits else None
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        inner = _unique(t.value_type, i, None)
+        return None if inner is None else [inner]
+    return None
+
+
+def _make_unique(table: pa.Table, columns, rows: np.ndarray) -> pa.Table | None:
+    """``table`` with each of ``rows`` given a value of one of ``columns`` no other row has
+    (the first column whose type has room for them; a struct's first field, a list's one
+    value), so each of those rows is a class of its own over any background holding it."""
+    for c in columns:
+        col = table.column(c)
+        t = col.type
+        field_name = t.field(0).name if pa.types.is_struct(t) else None
+        inner = t.field(0).type if field_name is not None else t
+        flat = pc.struct_field(col, [0]) if field_name is not None else col
+        top = (
+            pc.max(flat).as_py()
+            if (pa.types.is_integer(inner) or pa.types.is_floating(inner))
+            else None
+        )
+        values = [_unique(inner, i, top) for i in range(len(rows))]
+        if any(v is None for v in values):
+            continue
+        cells = col.to_pylist()
+        for r, v in zip(rows, values, strict=True):
+            if field_name is not None:
+                cells[int(r)] = {**(cells[int(r)] or {}), field_name: v}
+            else:
+                cells[int(r)] = v
+        i = table.schema.get_field_index(c)
+        return table.set_column(i, table.schema.field(i), pa.array(cells, type=t))
+    return None
+
+
+def break_reidentification_risk(g: C.ReidentificationRisk, input_table, outputs, sidecars, rng):
+    """Prosecutor: make row 0 a class of its own (risk 1); marketer: every row (classes / rows
+    = 1). None for a bound of 1, which no release exceeds."""
+    if g.max >= 1 or not g.background:
+        return None
+    name, table = next(iter(outputs.items()))
+    if table.num_rows == 0 or any(c not in table.column_names for c in g.background):
+        return None
+    rows = np.arange(1 if g.model == "prosecutor" else table.num_rows)
+    broken = _make_unique(table, g.background, rows)
+    return None if broken is None else ({**outputs, name: broken}, sidecars)
+
+
+def break_l_diversity(g: C.LDiversity, input_table, outputs, sidecars, rng):
+    """Give every row of row 0's class (over the background) row 0's value of the column: that
+    class holds one value (l = 1). None for l = 1, which every class meets."""
+    if g.l <= 1:
+        return None
+    name, table = next(iter(outputs.items()))
+    if table.num_rows == 0 or g.column not in table.column_names:
+        return None
+    from privfair.components.core.checks import class_ids, published_frame
+
+    cols = [c for c in g.background if c != g.column and c in table.column_names]
+    ids = class_ids(published_frame(table.select(cols)), cols) if cols else None
+    rows = np.flatnonzero(ids == ids[0]) if ids is not None else np.arange(table.num_rows)
+    return {
+        **outputs,
+        name: set_cells(table, g.column, rows, table.column(g.column)[0].as_py()),
+    }, sidecars

@@ -57,6 +57,18 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
         "privfair.components.core.corruptions:break_parity_gap",
     ),
     KindCheck(
+        C.ReidentificationRisk,
+        "privfair.components.core.risk:check_reidentification_risk",
+        "published",
+        "privfair.components.core.corruptions:break_reidentification_risk",
+    ),
+    KindCheck(
+        C.LDiversity,
+        "privfair.components.core.risk:check_l_diversity",
+        "published",
+        "privfair.components.core.corruptions:break_l_diversity",
+    ),
+    KindCheck(
         C.Retention,
         "privfair.components.core.checks:check_retention",
         "audit",

@@ -314,6 +314,7 @@ def _column_role(name: str, spec: ColumnSpec) -> ColumnRole:
         unfavoured=spec.unfavoured,
         positive=spec.positive,
         domain=tuple(spec.domain) if spec.domain is not None else None,
+        known=spec.known,
     )
 
 
@@ -532,6 +533,7 @@ def _column_spec(c: ColumnRole) -> ColumnSpec:
         unfavoured=_one_or_list(c.unfavoured),
         positive=_one_or_list(c.positive),
         domain=list(c.domain) if c.domain is not None else None,
+        known=c.known,
     )
 
 
