@@ -251,9 +251,10 @@ PROBE_TIMEOUT = 5.0
 
 CONNECT_TIMEOUT_ENV = "PRIVFAIR_SPARK_CONNECT_TIMEOUT"
 DEFAULT_CONNECT_TIMEOUT = 30.0
-"""Seconds a session on a standalone master (``spark://``) may take to start and register
-(``$PRIVFAIR_SPARK_CONNECT_TIMEOUT``); Spark alone retries an unresponsive master for a
-minute."""
+"""Seconds a session on a standalone master (``spark://``) may take to start and register, or
+a Spark Connect server (``sc://``) to answer a first job (``$PRIVFAIR_SPARK_CONNECT_TIMEOUT``);
+Spark alone retries an unresponsive master for a minute, and a Connect client waits for ever
+on a server that never answers."""
 
 _LOCAL = re.compile(r"local(\[\s*([0-9]+|\*)\s*(,\s*[0-9]+\s*)?\])?")
 _LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*[1-9][0-9]*\s*,\s*[1-9][0-9]*\s*,\s*[0-9]+\s*\]")
@@ -522,6 +523,8 @@ class SparkEngine(Engine):
                 self._session.sparkContext.setLogLevel("ERROR")
             if owned and not self.remote and _LOCAL.fullmatch(self.master) is None:
                 self._await_executors()
+            if self.remote:
+                self._await_answer()
             self._described(session)
         return self._session
 
@@ -549,6 +552,44 @@ class SparkEngine(Engine):
                     f"${CONNECT_TIMEOUT_ENV} for a slow cluster",
                 )
             time.sleep(0.2)
+
+    def _await_answer(self) -> None:
+        """Wait (``connect_timeout`` seconds) until a Spark Connect server runs one tiny job
+        (``range(1).count()``): a Connect client's session starts without a word to the
+        server, and its first request waits for ever on a port that accepts but never
+        answers, or on a server whose cluster gives it no executor. Given up with a
+        ``ClusterError`` naming the master, the client's channel closed: that ends the
+        request, and pyspark's exit hook, which asks the server to clean up unless the client
+        is closed, would otherwise keep the process from ever exiting."""
+        box: dict = {}
+        done = threading.Event()
+        session = self._session
+
+        def ask() -> None:
+            try:
+                box["rows"] = session.range(1).count()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                box["error"] = e
+            finally:
+                done.set()
+
+        threading.Thread(target=ask, name="privfair-spark-connect-probe", daemon=True).start()
+        if not done.wait(self.connect_timeout):
+            self._session = None
+            with contextlib.suppress(Exception):
+                session.client.close()
+            raise ClusterError(
+                self.master,
+                f"did not answer within {self.connect_timeout:g} s: the port accepts "
+                "connections but no Spark Connect server ran a job there (is it one? does its "
+                f"cluster give it an executor?); raise ${CONNECT_TIMEOUT_ENV} for a slow "
+                "cluster",
+            )
+        if "error" in box:
+            self._session = None
+            raise ClusterError(
+                self.master, f"failed a first job: {_spark_message(box['error'])}"
+            ) from None
 
     def _create(self):
         try:
