@@ -21,17 +21,22 @@ from the noisy measurements, the synthetic table and public parameters alone (th
 tree, the model, fidelity against the noisy measurements, fairness of the synthetic table).
 Fidelity and fairness against the input, clamped counts and timings are for the data owner.
 
+AIM (McKenna, Mullins, Sheldon & Miklau, PVLDB 2022; ``aim``) runs on the same domains,
+compression and ledger, its rounds of private selection and measurement under an OpenDP
+privacy filter, its model a junction tree of the selected pairs (kept chordal: ``aim``'s
+docstring lists the deviations from the paper).
+
 >>> FAMILY.name, [a.name for a in FAMILY.algorithms]
-('synthesis', ['mst', 'prefair'])
+('synthesis', ['mst', 'prefair', 'aim'])
 """
 
 from privfair.components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
 from privfair.components.synthesis import guarantees as G
 from privfair.components.synthesis import public_domains as D
-from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.components.synthesis.params import AIMParams, MSTParams, PreFairParams
 from privfair.schemas.spec import ColumnSpec
 
-__all__ = ["FAMILY", "MST", "PREFAIR", "MSTParams", "PreFairParams", "PUBLIC"]
+__all__ = ["FAMILY", "MST", "PREFAIR", "AIM", "MSTParams", "PreFairParams", "AIMParams", "PUBLIC"]
 
 _P = "privfair.components.synthesis"
 
@@ -106,24 +111,24 @@ PUBLIC = Disclosure(
 )
 
 
-def _algorithm(name: str, title: str, params, paper: str) -> Algorithm:
+def _algorithm(name: str, title: str, params, paper: str, **own) -> Algorithm:
     return Algorithm(
         name=name,
         title=title,
         params=params,
-        run=f"{_P}.synthesize:{name}",
-        contract=f"{_P}.contract:contract",
-        evidence=f"{_P}.audit:evidence",
+        run=own.get("run", f"{_P}.synthesize:{name}"),
+        contract=own.get("contract", f"{_P}.contract:contract"),
+        evidence=own.get("evidence", f"{_P}.audit:evidence"),
         example=f"{_P}.examples:{name}_example",
         headline=_HEADLINE,
         figures=f"{_P}.figures:figures",
         outputs=("data",),
-        sidecars=("ledger", "measurements", "compression", "tree", "model"),
+        sidecars=own.get("sidecars", ("ledger", "measurements", "compression", "tree", "model")),
         paper=paper,
         row_level=False,  # a new table, not the input's rows
         replayable=False,  # OpenDP's noise takes no seed
         public=PUBLIC,
-        cost=f"{_P}.accounting:release_cost",
+        cost=own.get("cost", f"{_P}.accounting:release_cost"),
     )
 
 
@@ -140,6 +145,19 @@ PREFAIR = _algorithm(
     PreFairParams,
     "Pujol, Gilad, Machanavajjhala, PreFair: Privately Generating Justifiably Fair Synthetic "
     "Data, PVLDB 16(6), 2023",
+)
+
+AIM = _algorithm(
+    "aim",
+    "AIM",
+    AIMParams,
+    "McKenna, Mullins, Sheldon, Miklau, AIM: An Adaptive and Iterative Mechanism for "
+    "Differentially Private Synthetic Data, PVLDB 15(11), 2022",
+    run=f"{_P}.aim:aim",
+    contract=f"{_P}.contract:aim_contract",
+    evidence=f"{_P}.audit:aim_evidence",
+    sidecars=("ledger", "measurements", "compression", "cliques", "model"),
+    cost=f"{_P}.accounting:aim_cost",
 )
 
 
@@ -168,7 +186,7 @@ def _adult(name: str, role: str, kind: str, **extra) -> dict | ColumnSpec:
 FAMILY = Family(
     name="synthesis",
     package=_P,
-    algorithms=(MST, PREFAIR),
+    algorithms=(MST, PREFAIR, AIM),
     kinds=(
         _kind(G.PrivacyLedger, "privacy_ledger", "ledger", "break_ledger"),
         _kind(G.PublicCompression, "public_compression", "compression", "break_compression"),
@@ -178,6 +196,8 @@ FAMILY = Family(
         _kind(G.SyntheticIndependence, "synthetic_independence", "synthetic", "break_synthetic"),
         _kind(G.SyntheticSchema, "synthetic_schema", "schema", "break_schema"),
         _kind(G.SyntheticNulls, "synthetic_nulls", "schema", "break_nulls"),
+        _kind(G.AdaptiveLedger, "adaptive_ledger", "ledger", "break_adaptive_ledger"),
+        _kind(G.ChordalStructure, "chordal_structure", "structure", "break_chordal_structure"),
     ),
     dataset_roles={
         "adult": {

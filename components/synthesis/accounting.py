@@ -63,11 +63,13 @@ __all__ = [
     "Step",
     "plan",
     "Compositor",
+    "FilterCompositor",
     "step_rho",
     "ledger_table",
     "NEIGHBOURING",
     "composed_total",
     "calls",
+    "aim_cost",
 ]
 
 NEIGHBOURING = "add/remove one record"
@@ -238,6 +240,45 @@ class Compositor:
         )
 
 
+class FilterCompositor(Compositor):
+    """The door to the records for a mechanism that chooses each step's noise from the noisy
+    answers before it (AIM's annealing): OpenDP's fully adaptive composition under a privacy
+    filter of ``budget`` (rho), which refuses any query whose privacy loss would take the
+    total past the budget (Rogers, Roth, Ullman & Vadhan 2016; zCDP filters: Whitehouse,
+    Ramdas, Rogers & Wu 2023). Steps are not planned; each is recorded in ``ledger`` with the
+    rho OpenDP's map charges, and ``spent`` is OpenDP's composition of them."""
+
+    def __init__(self, records: np.ndarray, budget: float):
+        dp = _dp()
+        self._dp = dp
+        self.steps = []
+        self.domain = dp.user_domain(
+            "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray)
+        )
+        self.metric = dp.symmetric_distance()
+        odometer = dp.c.make_fully_adaptive_composition(
+            self.domain, self.metric, dp.zero_concentrated_divergence()
+        )
+        self.measurement = dp.c.make_privacy_filter(odometer, d_in=1, d_out=float(budget))
+        self.total = float(self.measurement.map(1))
+        noise.opened()  # from here on the charge stays, whatever happens
+        self._queryable = self.measurement(records)
+        self.ledger: list[dict] = []
+
+    def _check(self, step: Step) -> None:
+        if not (math.isfinite(step.scale) and step.scale > 0):
+            raise RuntimeError(f"step {len(self.ledger)}: the noise scale must be positive")
+
+    @property
+    def spent(self) -> float:
+        """OpenDP's composed total of the steps run so far."""
+        return composed_total([r["rho"] for r in self.ledger]) if self.ledger else 0.0
+
+    def fits(self, rhos: Sequence[float]) -> bool:
+        """Whether steps charged ``rhos`` after the ones run stay within the budget."""
+        return composed_total([r["rho"] for r in self.ledger] + list(rhos)) <= self.total
+
+
 def ledger_table(rows: list[dict]) -> pa.Table:
     """The ledger sidecar: one row per step, in order."""
     schema = pa.schema(
@@ -281,4 +322,23 @@ def release_cost(params, table=None):
         d = table.num_columns
         _, steps = plan(params.epsilon, params.delta, d, selector, params.split)
         rho = composed_total([steps[p].rho for p in PHASES for _ in range(calls(p, d, selector))])
+    return Cost(rho=rho, epsilon=epsilon_of(rho, float(params.delta)), delta=float(params.delta))
+
+
+def aim_cost(params, table=None):
+    """The privacy cost of one AIM release with ``params`` on ``table`` (its roles checked as
+    the run checks them; no value read): the budget rho of (epsilon, delta), which AIM's last
+    round spends to the end (its privacy filter refuses more), and its (epsilon, delta).
+
+    >>> from privfair.components.synthesis.params import AIMParams
+    >>> round(aim_cost(AIMParams(epsilon=1.0)).rho, 9)
+    0.014973058
+    """
+    from privfair.components.core.descriptor import Cost
+
+    if table is not None:
+        from privfair.components.synthesis.inputs import synthesis_roles
+
+        synthesis_roles(table, fair=False)
+    rho = rho_budget(float(params.epsilon), float(params.delta))
     return Cost(rho=rho, epsilon=epsilon_of(rho, float(params.delta)), delta=float(params.delta))

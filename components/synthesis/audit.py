@@ -29,7 +29,7 @@ from privfair.components.synthesis.selection import tree_path
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import read_roles
 
-__all__ = ["evidence", "published_codes"]
+__all__ = ["evidence", "aim_evidence", "published_codes"]
 
 
 def published_codes(input_table: pa.Table, data: pa.Table, params: MSTParams) -> pd.DataFrame:
@@ -128,3 +128,20 @@ def evidence(
         "synthetic": codes,
         "schema": schema,
     }
+
+
+def aim_evidence(
+    input_table: pa.Table, outputs: dict, sidecars: dict, params: MSTParams
+) -> dict[str, pd.DataFrame]:
+    """``evidence`` of an AIM release: its selected pairs (the ``cliques`` sidecar) stand
+    where MST's tree does, and the noisy total is recomputed over every measurement, a pair
+    measured in two rounds counted twice (the sidecar's ``round`` keeps them apart)."""
+    frames = evidence(input_table, outputs, {**sidecars, "tree": sidecars["cliques"]}, params)
+    meas = sidecars["measurements"].to_pandas()
+    keys = ["query", "round"] if "round" in meas else ["query"]
+    measured = [
+        Measurement((0,), g["value"].to_numpy(float), g["variance"].to_numpy(float))
+        for _, g in meas.groupby(keys, sort=False)
+    ]
+    frames["schema"]["noisy_total"] = noisy_total(measured) if measured else np.nan
+    return frames

@@ -33,6 +33,8 @@ __all__ = [
     "check_synthetic_independence",
     "check_synthetic_schema",
     "check_synthetic_nulls",
+    "check_adaptive_ledger",
+    "check_chordal_structure",
     "conditional_mi",
     "g_test",
 ]
@@ -428,4 +430,107 @@ def check_synthetic_nulls(g: G.SyntheticNulls, frame: pd.DataFrame) -> CheckResu
         if not invented
         else f"{len(invented)} column(s) hold a null their declared domain does not have",
         invented,
+    )
+
+
+def check_adaptive_ledger(g: G.AdaptiveLedger, ledger: pd.DataFrame) -> CheckResult:
+    d = len(g.attributes)
+    problems: list[dict] = []
+    rows = list(ledger.itertuples())
+    for r in rows:
+        if not (math.isfinite(r.scale) and r.scale > 0):
+            problems.append({"step": r.step, "rule": "noise present", "scale": r.scale})
+        elif r.sensitivity != 1.0 or r.mechanism not in ("gaussian", "noisy_max"):
+            problems.append({"step": r.step, "rule": "gaussian or noisy_max of sensitivity 1"})
+        elif r.rho != step_rho(r.mechanism, r.scale, r.sensitivity):
+            problems.append({"step": r.step, "rule": "rho = OpenDP map of the scale", "rho": r.rho})
+    sigma0 = math.sqrt(g.rounds / (2.0 * (1.0 - g.select_share) * g.rho)) if g.rho > 0 else 0.0
+    one, rest = rows[:d], rows[d:]
+    if [r.phase for r in one] != ["one_way"] * d or [r.query for r in one] != list(g.attributes):
+        problems.append({"rule": "d 1-way steps on the attributes first", "found": len(one)})
+    for r in one:
+        if r.mechanism != "gaussian" or abs(r.scale - sigma0) > 1e-9 * sigma0:
+            problems.append(
+                {"step": r.step, "rule": "1-way std of the first round", "scale": r.scale}
+            )
+    want = [("select", "noisy_max"), ("two_way", "gaussian")] * (len(rest) // 2)
+    if not rest or len(rest) % 2 or [(r.phase, r.mechanism) for r in rest] != want:
+        problems.append({"rule": "rounds of one selection then one 2-way measurement"})
+    else:
+        budget_left = g.rho - float(sum(r.rho for r in one))
+        prev = sigma0
+        n = len(rest) // 2
+        for k in range(n):
+            sel, mea = rest[2 * k], rest[2 * k + 1]
+            cost = sel.rho + mea.rho
+            if abs(sel.rho - g.select_share * cost) > g.tolerance_share * cost:
+                problems.append({"step": sel.step, "rule": "selection share", "rho": sel.rho})
+            if k < n - 1:
+                if not any(abs(mea.scale - s) <= 1e-9 * s for s in (prev, prev / 2)):
+                    problems.append(
+                        {"step": mea.step, "rule": "std kept or halved", "scale": mea.scale}
+                    )
+                if budget_left < 2 * cost * (1 - 1e-9):
+                    problems.append({"step": sel.step, "rule": "two rounds left before a round"})
+            prev = mea.scale
+            budget_left -= cost
+    total = composed_total(ledger["rho"].tolist()) if len(ledger) else 0.0
+    eps = epsilon_of(total, g.delta) if total > 0 else 0.0
+    if total > g.rho or abs(total - g.rho) > g.tolerance * g.rho:
+        problems.append({"rule": "total = budget", "rho": total, "budget": g.rho})
+    if eps > g.epsilon * (1 + 1e-12):
+        problems.append({"rule": "epsilon within target", "epsilon": eps})
+    return make_result(
+        g,
+        not problems,
+        {"rho": total, "epsilon": eps, "steps": len(ledger)},
+        {"rho": g.rho, "epsilon": g.epsilon, "delta": g.delta, "tolerance": g.tolerance},
+        "every 2-way measurement was selected privately; the ledger spends the budget and no more"
+        if not problems
+        else f"{len(problems)} ledger rule(s) broken",
+        problems,
+    )
+
+
+def check_chordal_structure(g: G.ChordalStructure, frame: pd.DataFrame) -> CheckResult:
+    from privfair.components.synthesis.junction import maximal_cliques
+
+    nodes = list(g.attributes)
+    rows = frame[frame["source"] == "tree"]
+    picked = list(zip(rows["a"], rows["b"], strict=True))
+    paid = list(zip(*[frame[frame["source"] == "two_way"][c] for c in ("a", "b")], strict=True))
+    problems = []
+    strange = [e for e in picked if e[0] not in nodes or e[1] not in nodes or e[0] == e[1]]
+    if strange:
+        problems.append({"rule": "pairs join two attributes", "pairs": strange[:5]})
+    if picked != paid:
+        problems.append(
+            {
+                "rule": "selected pairs = paid 2-way queries, in order",
+                "selected": len(picked),
+                "paid": len(paid),
+            }
+        )
+    edges = sorted({tuple(sorted(e)) for e in picked if e not in strange})
+    index = {v: i for i, v in enumerate(nodes)}
+    if maximal_cliques(len(nodes), [(index[a], index[b]) for a, b in edges]) is None:
+        problems.append({"rule": "the graph of the selected pairs is chordal"})
+    model = sorted(set(_edges(frame, "model")))
+    if model != edges:
+        problems.append(
+            {
+                "rule": "model edges = selected pairs",
+                "extra": sorted(set(model) - set(edges))[:5],
+                "missing": sorted(set(edges) - set(model))[:5],
+            }
+        )
+    return make_result(
+        g,
+        not problems,
+        len(edges),
+        "a chordal graph of the selected pairs",
+        "the paid pairs form a chordal graph, fitted on its edges"
+        if not problems
+        else f"{len(problems)} structure rule(s) broken",
+        problems,
     )

@@ -19,7 +19,7 @@ from privfair.components.synthesis.domain import declared_nulls, published_type
 from privfair.components.synthesis.params import MSTParams, selector_of
 from privfair.schemas.roles import Role, read_roles
 
-__all__ = ["contract"]
+__all__ = ["contract", "aim_contract"]
 
 
 def contract(params: MSTParams, table: pa.Table | None = None) -> list:
@@ -70,6 +70,33 @@ def contract(params: MSTParams, table: pa.Table | None = None) -> list:
     nullable = ("*",) if table is None else declared_nulls(read_roles(table), params.nulls)
     out.append(G.SyntheticNulls(id="OUT-1n", nullable=nullable))
     return out
+
+
+def aim_contract(params, table: pa.Table | None = None) -> list:
+    """AIM's guarantees: MST's, with the adaptive ledger (``AdaptiveLedger``: rounds of a
+    private selection then a measurement, the budget spent exactly) and the chordal structure
+    of the selected pairs in place of the planned ledger and the spanning tree."""
+    attributes = ("*",) if table is None else tuple(table.column_names)
+    rounds = params.rounds or (16 * len(attributes) if table is not None else 1)
+    out = [
+        G.AdaptiveLedger(
+            id="PRIV-1/2",
+            epsilon=params.epsilon,
+            delta=params.delta,
+            rho=rho_budget(params.epsilon, params.delta),
+            rounds=rounds,
+            select_share=params.select_share,
+            attributes=attributes,
+        ),
+        G.PublicCompression(
+            id="PRIV-3", enabled=params.compress, threshold=THRESHOLD, attributes=attributes
+        ),
+        G.ChordalStructure(id="AIM-1", attributes=attributes),
+    ]
+    mst_out = [
+        g for g in contract(params, table) if g.kind in ("synthetic_schema", "synthetic_nulls")
+    ]
+    return out + mst_out
 
 
 _ROLES = (Role.PROTECTED, Role.ADMISSIBLE, Role.LABEL)

@@ -18,6 +18,8 @@ __all__ = [
     "break_synthetic",
     "break_schema",
     "break_nulls",
+    "break_adaptive_ledger",
+    "break_chordal_structure",
 ]
 
 
@@ -136,3 +138,34 @@ def break_nulls(g, table, outputs, sidecars, rng):
     hole[int(rng.integers(len(col)))] = True
     arr = pc.if_else(pa.array(hole), pa.nulls(len(col), col.type), col)
     return {**outputs, "data": data.set_column(i, data.schema.field(i), arr)}, sidecars
+
+
+def break_adaptive_ledger(g, table, outputs, sidecars, rng):
+    """The last 2-way step ran with half its noise (four times its rho)."""
+    return break_ledger(g, table, outputs, sidecars, rng)
+
+
+def break_chordal_structure(g, table, outputs, sidecars, rng):
+    """The model gains an edge between two attributes no round selected (the first attribute
+    and one it was never measured with), with the input's joint counts."""
+    cl = sidecars["cliques"]
+    names = table.column_names
+    picked = zip(cl.column("a").to_pylist(), cl.column("b").to_pylist(), strict=True)
+    have = {frozenset(e) for e in picked}
+    pair = next(
+        ((a, b) for a in names for b in names if a != b and frozenset((a, b)) not in have), None
+    )
+    if pair is None:
+        return None
+    a, b = pair
+    extra = pa.table(
+        {
+            "a": [a],
+            "b": [b],
+            "code_a": pa.array([0], pa.int64()),
+            "code_b": pa.array([0], pa.int64()),
+            "count": pa.array([float(table.num_rows)], pa.float64()),
+        }
+    )
+    model = pa.concat_tables([sidecars["model"], extra.cast(sidecars["model"].schema)])
+    return outputs, {**sidecars, "model": model}

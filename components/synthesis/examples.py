@@ -11,10 +11,10 @@ from __future__ import annotations
 import numpy as np
 import pyarrow as pa
 
-from privfair.components.synthesis.params import MSTParams, PreFairParams
+from privfair.components.synthesis.params import AIMParams, MSTParams, PreFairParams
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
-__all__ = ["example_table", "mst_example", "prefair_example", "BINS"]
+__all__ = ["example_table", "mst_example", "prefair_example", "aim_example", "BINS"]
 
 BINS = {"hours": (0.0, 20.0, 35.0, 45.0, 60.0, 100.0), "age": (18.0, 30.0, 45.0, 65.0, 91.0)}
 JOBS = ("clerical", "manual", "professional", "service")
@@ -58,6 +58,13 @@ def example_table(seed: int, n: int = 800) -> pa.Table:
 
 def mst_example(seed: int) -> tuple[pa.Table, MSTParams]:
     params = MSTParams(epsilon=4.0, bins=BINS, nulls=("job",), seed=seed, iters=300)
+    return example_table(seed), params
+
+
+def aim_example(seed: int) -> tuple[pa.Table, AIMParams]:
+    params = AIMParams(
+        epsilon=4.0, bins=BINS, nulls=("job",), seed=seed, iters=300, rounds=24, round_iters=50
+    )
     return example_table(seed), params
 
 

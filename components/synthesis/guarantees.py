@@ -27,6 +27,8 @@ __all__ = [
     "SyntheticIndependence",
     "SyntheticSchema",
     "SyntheticNulls",
+    "AdaptiveLedger",
+    "ChordalStructure",
 ]
 
 Selector = Literal["mst", "greedy", "exponential"]
@@ -140,3 +142,38 @@ class SyntheticNulls(Guarantee):
     column_fields: ClassVar[tuple[str, ...]] = ("nullable",)
     kind: Literal["synthetic_nulls"] = "synthetic_nulls"
     nullable: tuple[str, ...] = ()
+
+
+class AdaptiveLedger(Guarantee):
+    """PRIV-1, PRIV-2 for AIM: the ledger opens with one Gaussian 1-way step per attribute of
+    ``attributes`` (in order) at the first round's std ``sqrt(rounds / (2 (1 - select_share)
+    rho))``, then rounds of one noisy-max selection followed by one Gaussian 2-way
+    measurement (every measurement paid for by a selection before it); in each round the
+    selection's rho is ``select_share`` of the round's (relative ``tolerance_share``); a round's
+    std is the last round's or half of it (annealing), except the last round's, which spends
+    what is left; every round but the last started with at least two of its own cost left;
+    each step's rho is the one OpenDP's privacy map gives its scale, every scale finite and
+    positive; OpenDP's composed total equals ``rho`` (the CKS budget of (``epsilon``,
+    ``delta``)) within ``tolerance`` (relative) and never exceeds it, and converts back to at
+    most ``epsilon``."""
+
+    kind: Literal["adaptive_ledger"] = "adaptive_ledger"
+    epsilon: float
+    delta: float
+    rho: float
+    rounds: int
+    select_share: float
+    attributes: tuple[str, ...]
+    tolerance: float = Field(1e-12, gt=0)
+    tolerance_share: float = Field(1e-9, gt=0)
+
+
+class ChordalStructure(Guarantee):
+    """AIM's structure: the pairs selected (the ``cliques`` sidecar, in round order) are
+    exactly the 2-way queries the ledger paid for, in order, each joining two attributes of
+    ``attributes``; their graph is chordal (so its maximal cliques form a junction tree and the
+    model is exact on it), and the fitted model's edges are exactly the selected pairs (no
+    dependence the release did not measure)."""
+
+    kind: Literal["chordal_structure"] = "chordal_structure"
+    attributes: tuple[str, ...]

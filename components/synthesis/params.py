@@ -35,6 +35,7 @@ __all__ = [
     "Range",
     "MSTParams",
     "PreFairParams",
+    "AIMParams",
     "selector_of",
     "noisy_rows",
     "EPSILON_RANGE",
@@ -242,6 +243,38 @@ class PreFairParams(OptIn, MSTParams):
         description="FAIR-4's false-alarm rate: the level of the G-tests of outcome against "
         "protected attribute on the synthetic table (Bonferroni over the pairs); a fair release "
         "fails the gate by chance with about this probability",
+    )
+
+
+class AIMParams(MSTParams):
+    """AIM (McKenna, Mullins, Sheldon & Miklau, PVLDB 15(11), 2022): every 1-way marginal
+    measured, then rounds of select (exponential mechanism on the estimated model's error,
+    less the noise it expects) and measure (Gaussian) over the attribute pairs, the model
+    re-fitted after each, the noise halved when a round improved the model by less than its
+    noise, until the budget is spent; the privacy loss accounted by an OpenDP privacy filter
+    under zCDP. ``split`` is MST's and unused here (AIM's shares are ``select_share`` of each
+    round, and its rounds ``rounds``)."""
+
+    rounds: int | None = Field(
+        None,
+        ge=1,
+        le=10_000,
+        description="the rounds the budget is first cut into (AIM's T; None: 16 d, the "
+        "paper's); annealing ends the run in fewer",
+    )
+    select_share: float = Field(
+        0.1, gt=0, lt=1, description="share of each round's rho spent on the selection"
+    )
+    max_cells: int = Field(
+        250_000,
+        ge=1,
+        le=50_000_000,
+        description="the model's size cap (cells over its cliques; AIM's max_model_size): a "
+        "pair is a candidate only if the model with it stays within max_cells times the "
+        "share of the budget spent",
+    )
+    round_iters: int = Field(
+        100, ge=1, le=100_000, description="estimation iterations after each round (warm start)"
     )
 
 

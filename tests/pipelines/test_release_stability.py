@@ -46,6 +46,8 @@ CHANGED = ("mdav", "fair_mdav", "dsabre")
 #: spec file -> (spec fingerprint[:16], sha256 of its params' JSON dump[:16]) at 0a33d37 (the
 #: five re-described specs' fingerprints since)
 SPEC_DIGESTS = {
+    # added with the spec (issue 47, AIM): no release of it existed before
+    "adult_aim.yaml": ("a0583221af44841b", "06ad5a90e32fb62d"),
     "adult_atr.yaml": ("7c09abb55a429e46", "6265f8cf71fbc5ff"),
     "adult_dmondrian.yaml": ("4d5c0e98a00cbf4a", "7cd3c6629b9b8a8a"),
     "adult_dsabre.yaml": ("c6cb45fd6c695b89", "51ca446dd6224599"),
