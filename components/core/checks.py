@@ -21,12 +21,17 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import pyarrow as pa
-import pyarrow.compute as pc
 
+from privfair.components.core.classes import (  # the classes' helpers, re-exported
+    class_ids,
+    class_sizes,
+    hashable,
+    published_frame,
+)
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.kinds import SHARED_KINDS
 from privfair.components.core.registry import kind_check
+from privfair.components.core.risk import class_diversity, reidentification_risk
 from privfair.schemas import contracts as C
 from privfair.schemas.errors import CheckerError, PrivfairError
 from privfair.schemas.roles import GROUP_PROTECTED, GROUP_UNPROTECTED
@@ -36,6 +41,7 @@ __all__ = [
     "CheckerError",
     "describe_error",
     "published_frame",
+    "hashable",
     "make_result",
     "check_guarantee",
     "check_contract",
@@ -53,6 +59,8 @@ __all__ = [
     "check_attributes_preserved",
     "check_partition",
     "check_columns_absent",
+    "check_reidentification_risk",
+    "check_l_diversity",
 ]
 
 MAX_OFFENDERS = 20
@@ -153,104 +161,7 @@ def retained_column(audit: pd.DataFrame, name: str, dtype=None) -> np.ndarray:
     return values if dtype is None else values.astype(dtype, copy=False)  # row may hold NA
 
 
-def _freeze(v):
-    """A hashable form of a cell: Arrow list and struct cells (numpy arrays, lists, dicts) as
-    tuples, so a table of generalised labels can be grouped."""
-    if isinstance(v, dict):
-        return tuple((k, _freeze(x)) for k, x in v.items())
-    if isinstance(v, list | tuple | np.ndarray):
-        return tuple(_freeze(x) for x in v)
-    return v
-
-
-def _arrow_codes(arr: pa.Array) -> np.ndarray:
-    """A dense code per cell of ``arr``: equal cells (nulls included), equal codes. A struct is
-    coded from its fields' codes and its validity, without a Python object per row; a list's
-    cells are frozen one by one."""
-    if pa.types.is_struct(arr.type):
-        parts = [_arrow_codes(child) for child in arr.flatten()]  # flatten: slice-aware
-        parts.append(arr.is_valid().to_numpy(zero_copy_only=False).astype(np.int64))
-        return np.unique(np.column_stack(parts), axis=0, return_inverse=True)[1].ravel()
-    if pa.types.is_nested(arr.type):
-        return pd.Series(arr.to_pylist(), dtype=object).map(_freeze).factorize()[0]
-    codes = pc.dictionary_encode(arr, null_encoding="encode").indices
-    return codes.to_numpy(zero_copy_only=False).astype(np.int64)
-
-
-def hashable(frame: pd.DataFrame, columns) -> pd.DataFrame:
-    """``frame[columns]`` with every nested cell (list, struct) in a hashable form: a frozen
-    tuple in an object column, a dense code in an Arrow-backed one (``published_frame``)."""
-    out = frame[list(columns)]
-    nested = [
-        c
-        for c in columns
-        if out[c].dtype == object
-        and out[c].map(lambda v: isinstance(v, dict | list | np.ndarray)).any()
-    ]
-    arrow = [
-        c
-        for c in columns
-        if isinstance(out[c].dtype, pd.ArrowDtype)
-        and pa.types.is_nested(out[c].dtype.pyarrow_dtype)
-    ]
-    if nested or arrow:
-        out = out.copy()
-        for c in nested:
-            out[c] = out[c].map(_freeze)
-        for c in arrow:
-            out[c] = _arrow_codes(pa.array(out[c].array))
-    return out
-
-
-def published_frame(table: pa.Table) -> pd.DataFrame:
-    """``table`` as the pandas frame the published-table checks read: flat columns as pandas
-    makes them, nested ones (a generalised label: struct, list) Arrow-backed (``pd.ArrowDtype``)
-    rather than a dict or array per row (~0.65 GB per million rows of Adult's labels)."""
-
-    def mapper(t: pa.DataType):
-        return pd.ArrowDtype(t) if pa.types.is_nested(t) else None
-
-    return table.to_pandas(types_mapper=mapper)
-
-
 # --- published frame -----------------------------------------------------------------------------
-def class_ids(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """Each row's equivalence class over ``columns`` (missing values a value of their own), as a
-    dense code in order of first appearance. The per-column codes (pandas' factorize) are
-    combined one column at a time, so that one code array is held at a time, not one per column
-    (~1 GB for 12 QIs of 10M rows).
-
-    >>> frame = pd.DataFrame({"a": [1.0, None, -0.0, 0.0], "b": ["x", None, "y", "y"]})
-    >>> class_ids(frame, ["a", "b"])
-    array([0, 1, 2, 2])
-    """
-    columns = list(dict.fromkeys(columns))  # a column named twice splits no class further
-    flat = hashable(frame, columns)
-    ids = np.zeros(len(flat), dtype=np.int64)
-    n_ids = 1
-    for c in columns:
-        codes, uniques = pd.factorize(flat[c], use_na_sentinel=False, sort=False)
-        if n_ids * max(len(uniques), 1) >= 2**62:  # renumber before the product overflows
-            ids, first = pd.factorize(ids, sort=False)
-            n_ids = len(first)
-        ids = ids * max(len(uniques), 1) + codes
-        n_ids *= max(len(uniques), 1)
-        del codes
-    return pd.factorize(ids, sort=False)[0].astype(np.int64, copy=False)
-
-
-def class_sizes(frame: pd.DataFrame, columns: list[str]) -> np.ndarray:
-    """The size of each equivalence class of ``frame`` over ``columns`` (missing values a value
-    of their own), in order of first appearance: ``groupby(columns, dropna=False, sort=False)
-    .size()`` (``class_ids`` counted).
-
-    >>> frame = pd.DataFrame({"a": [1.0, None, -0.0, 0.0], "b": ["x", None, "y", "y"]})
-    >>> class_sizes(frame, ["a", "b"])
-    array([1, 1, 2])
-    """
-    return np.bincount(class_ids(frame, columns)).astype(np.int64)
-
-
 def check_k_anonymity(g: C.KAnonymity, published: pd.DataFrame) -> CheckResult:
     """Every equivalence class over the QI columns has >= k rows."""
     missing = [q for q in g.quasi_identifiers if q not in published.columns]
@@ -289,6 +200,73 @@ def check_columns_absent(g: C.ColumnsAbsent, published: pd.DataFrame) -> CheckRe
         if found
         else f"none of the {len(g.columns)} private columns is published",
         [{"column": c} for c in found],
+    )
+
+
+def _background_missing(g, published: pd.DataFrame, expected) -> CheckResult | None:
+    """The failed result of a guarantee over an attacker background (and ``column``) the
+    published table lacks, or of an empty one; None when every column is there."""
+    named = [*g.background, *([g.column] if getattr(g, "column", "") else [])]
+    missing = [c for c in named if c not in published.columns]
+    if missing:
+        return make_result(g, False, None, expected, f"not published: {', '.join(missing[:5])}")
+    if not g.background:
+        return make_result(g, False, None, expected, "no attacker background named")
+    if len(published) == 0:
+        return make_result(g, False, None, expected, "no rows published")
+    return None
+
+
+def check_reidentification_risk(g: C.ReidentificationRisk, published: pd.DataFrame) -> CheckResult:
+    """The re-identification risk over ``g.background`` is at most ``g.max``: prosecutor,
+    1 / (smallest class); marketer, classes / rows (``privfair.components.core.risk``)."""
+    if (bad := _background_missing(g, published, g.max)) is not None:
+        return bad
+    risk = reidentification_risk(published, list(g.background))
+    sizes = np.bincount(class_ids(published, list(g.background)))
+    seen = f"over the background ({', '.join(g.background)})"
+    observed = {k: risk[k] for k in ("prosecutor", "marketer", "uniques", "classes", "rows")}
+    if g.model == "prosecutor":
+        value = risk["prosecutor"]["highest"]
+        small = sizes[1.0 / sizes > g.max + 1e-12]
+        offending = pd.DataFrame({"class_size": np.sort(small)})
+        message = (
+            f"highest prosecutor risk {seen} = 1/{int(sizes.min())} ({value:.4g}) "
+            f"{'<=' if value <= g.max + 1e-12 else '>'} {g.max}: {len(small)} of {len(sizes)} "
+            f"classes smaller than 1/max, holding {int(small.sum())} of {len(published)} rows"
+        )
+    else:
+        value = risk["marketer"]
+        offending = []
+        message = (
+            f"marketer risk {seen} = {len(sizes)} classes / {len(published)} rows "
+            f"({value:.4g}) {'<=' if value <= g.max + 1e-12 else '>'} {g.max}"
+        )
+    ok = value <= g.max + 1e-12
+    return make_result(g, ok, observed, g.max, message, [] if ok else offending)
+
+
+def check_l_diversity(g: C.LDiversity, published: pd.DataFrame) -> CheckResult:
+    """Every class over ``g.background`` holds at least ``g.l`` distinct values of
+    ``g.column`` (``measure: distinct``), or exp(entropy) >= l (``entropy``)."""
+    if (bad := _background_missing(g, published, g.l)) is not None:
+        return bad
+    cols = [c for c in g.background if c != g.column]
+    sizes, distinct, entropy = class_diversity(published, cols, g.column)
+    measured = distinct if g.measure == "distinct" else entropy
+    low = measured < g.l - 1e-9
+    value = float(measured.min()) if g.measure == "entropy" else int(measured.min())
+    offending = pd.DataFrame(
+        {"class_size": sizes[low], "distinct": distinct[low], "entropy_l": entropy[low]}
+    )
+    return make_result(
+        g,
+        not low.any(),
+        {"distinct": int(distinct.min()), "entropy": float(entropy.min())},
+        g.l,
+        f"{g.measure} l-diversity of '{g.column}' over the background ({', '.join(cols)}) = "
+        f"{value:.4g}: {int(low.sum())} of {len(sizes)} classes below l = {g.l}",
+        offending,
     )
 
 

@@ -218,10 +218,10 @@ def break_l_diversity(g: C.LDiversity, input_table, outputs, sidecars, rng):
     name, table = next(iter(outputs.items()))
     if table.num_rows == 0 or g.column not in table.column_names:
         return None
-    from privfair.components.core.checks import class_ids, published_frame
+    from privfair.components.core.classes import class_ids
 
     cols = [c for c in g.background if c != g.column and c in table.column_names]
-    ids = class_ids(published_frame(table.select(cols)), cols) if cols else None
+    ids = class_ids(table, cols) if cols else None
     rows = np.flatnonzero(ids == ids[0]) if ids is not None else np.arange(table.num_rows)
     return {
         **outputs,

@@ -35,6 +35,8 @@ from privfair.schemas.numbers import finite
 __all__ = [
     "Params",
     "Metric",
+    "RISK_METRICS",
+    "RISK_HEADLINE",
     "Figure",
     "Disclosure",
     "KindCheck",
@@ -111,6 +113,23 @@ class Metric:
                 return None
             v = v[part]
         return v
+
+
+#: What every row-level run reports of its published table (``Algorithm.__call__``), functions
+#: of that table alone: a row-level family declares them public and shows ``RISK_HEADLINE``.
+RISK_METRICS = ("reidentification_risk", "l_diversity")
+RISK_HEADLINE = (
+    Metric(
+        "reidentification_risk.prosecutor.highest",
+        "highest prosecutor risk (attacker knows the QIs, protected attribute, known columns)",
+    ),
+    Metric(
+        "reidentification_risk.prosecutor.records_at_highest",
+        "share of records at the highest prosecutor risk",
+    ),
+    Metric("reidentification_risk.marketer", "marketer risk (classes / rows)"),
+    Metric("reidentification_risk.uniques", "sample uniques (share of records)"),
+)
 
 
 @dataclass(frozen=True)
@@ -248,8 +267,11 @@ class Algorithm:
     - ``outputs`` (published) and ``sidecars`` (internal, never distributed): table names;
     - ``row_level``: each row of the (first) public output is one input row, mapped back by the
       ``lineage`` sidecar, so the validator also checks that output's columns, types and row
-      count against the input (a table release). False for an algorithm that publishes new,
-      aggregate tables (a report): its own contract then states what its outputs hold;
+      count against the input (a table release), and its run reports the re-identification
+      risk and l-diversity of that output (``privfair.components.core.risk.risk_metrics``:
+      metrics ``reidentification_risk`` and ``l_diversity``, functions of the published table
+      alone). False for an algorithm that publishes new, aggregate tables (a report): its own
+      contract then states what its outputs hold;
     - ``public``: what besides its outputs may be handed out (``Disclosure``): nothing unless
       declared;
     - ``replayable``: the same input and params give byte-identical outputs. False for a
@@ -308,6 +330,12 @@ class Algorithm:
         result = resolve(self.run)(table, params)
         result.outputs = {k: without_owner_metadata(t) for k, t in result.outputs.items()}
         result.sidecars = {k: without_owner_metadata(t) for k, t in result.sidecars.items()}
+        if self.row_level and result.outputs:
+            # every row-level family reports what an attacker measures on its published table
+            # (a function of that table alone: its roles name the attacker's background)
+            from privfair.components.core.risk import risk_metrics
+
+            result.metrics = {**result.metrics, **risk_metrics(next(iter(result.outputs.values())))}
         return result
 
 

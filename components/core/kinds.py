@@ -58,13 +58,13 @@ SHARED_KINDS: tuple[KindCheck, ...] = (
     ),
     KindCheck(
         C.ReidentificationRisk,
-        "privfair.components.core.risk:check_reidentification_risk",
+        "privfair.components.core.checks:check_reidentification_risk",
         "published",
         "privfair.components.core.corruptions:break_reidentification_risk",
     ),
     KindCheck(
         C.LDiversity,
-        "privfair.components.core.risk:check_l_diversity",
+        "privfair.components.core.checks:check_l_diversity",
         "published",
         "privfair.components.core.corruptions:break_l_diversity",
     ),

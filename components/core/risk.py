@@ -27,12 +27,13 @@ entropy, natural log, of its values): a class whose column takes one value teach
 attacker that value (l = 1). The column itself is left out of the background it is measured
 over.
 
-The checkers of the demandable kinds ``reidentification_risk`` and ``l_diversity``
-(``privfair.schemas.contracts.ReidentificationRisk`` / ``LDiversity``) are here too: they read
-the published table and the background the contract was completed with from the input's roles.
+The demandable kinds ``reidentification_risk`` and ``l_diversity``
+(``privfair.schemas.contracts.ReidentificationRisk`` / ``LDiversity``) are checked with these
+functions (``privfair.components.core.checks``) on the published table, over the background
+the contract was completed with from the input's roles.
 
 Every number is a function of the published table and the declared background only (the public
-report draws them). Computed by ``class_ids`` (``privfair.components.core.checks``); the tests
+report draws them). Computed by ``class_ids`` (``privfair.components.core.classes``); the tests
 cross-check them against pycanon on the shipped releases.
 
 >>> import pyarrow as pa
@@ -52,8 +53,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from privfair.components.core.checks import CheckResult, class_ids, make_result, published_frame
-from privfair.schemas import contracts as C
+from privfair.components.core.classes import class_ids, published_frame
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import Role, read_roles
 
@@ -65,8 +65,6 @@ __all__ = [
     "l_diversity",
     "class_diversity",
     "risk_metrics",
-    "check_reidentification_risk",
-    "check_l_diversity",
 ]
 
 #: The prosecutor risk above which a record counts as at risk (``records_above``): a class of
@@ -97,13 +95,26 @@ def diversity_columns(table: pa.Table | pa.Schema) -> list[str]:
     return [c.name for c in read_roles(table) if c.role in wanted and c.name not in known]
 
 
-def _frame(table: pa.Table | pd.DataFrame) -> pd.DataFrame:
-    return table if isinstance(table, pd.DataFrame) else published_frame(table)
+Table = pa.Table | pd.DataFrame
 
 
-def _columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> list[str]:
+def _names(table: Table) -> list[str]:
+    return list(table.columns) if isinstance(table, pd.DataFrame) else table.column_names
+
+
+def _rows(table: Table) -> int:
+    return len(table) if isinstance(table, pd.DataFrame) else table.num_rows
+
+
+def _frame(table: Table, columns: list[str]) -> pd.DataFrame:
+    if isinstance(table, pd.DataFrame):
+        return table[columns]
+    return published_frame(table.select(columns))
+
+
+def _columns(table: Table, columns: Sequence[str], what: str) -> list[str]:
     columns = list(dict.fromkeys(columns))
-    missing = [c for c in columns if c not in frame.columns]
+    missing = [c for c in columns if c not in _names(table)]
     if missing:
         raise InputError(
             missing[0], f"{what} names a column the table does not have", f"missing: {missing}"
@@ -112,11 +123,11 @@ def _columns(frame: pd.DataFrame, columns: Sequence[str], what: str) -> list[str
 
 
 def reidentification_risk(
-    table: pa.Table | pd.DataFrame,
+    table: Table,
     background_columns: Sequence[str] | None = None,
     *,
     threshold: float = DEFAULT_THRESHOLD,
-    population: pa.Table | pd.DataFrame | None = None,
+    population: Table | None = None,
 ) -> dict:
     """The re-identification risk of ``table``'s records for an attacker who knows
     ``background_columns`` (default: ``background(table)``, from its roles): the prosecutor
@@ -137,9 +148,8 @@ def reidentification_risk(
         if not isinstance(table, pa.Table):
             raise InputError("background", "name the attacker's background of a pandas frame")
         background_columns = background(table)
-    frame = _frame(table)
-    cols = _columns(frame, background_columns, "the background")
-    n = len(frame)
+    cols = _columns(table, background_columns, "the background")
+    n = _rows(table)
     out: dict = {"background": cols, "threshold": threshold, "rows": n}
     if not cols:
         raise InputError("background", "the attacker's background names no column")
@@ -152,7 +162,7 @@ def reidentification_risk(
             "uniques": None,
             "class_sizes": {},
         }
-    ids = class_ids(frame, cols)
+    ids = class_ids(table, cols)
     sizes = np.bincount(ids)
     per_row = sizes[ids]  # each record's class size
     smallest = int(sizes.min())
@@ -170,16 +180,17 @@ def reidentification_risk(
         "class_sizes": {str(int(s)): int(c) for s, c in zip(sizes_seen, counts, strict=True)},
     }
     if population is not None:
-        out |= _journalist(frame, _frame(population), cols)
+        out |= _journalist(table, population, cols)
     return out
 
 
-def _journalist(frame: pd.DataFrame, pop: pd.DataFrame, cols: list) -> dict:
-    """The journalist risk of the classes ``ids`` of ``frame`` against ``pop``: each class's
-    population size F is the number of population rows with its background tuple."""
-    pop_cols = _columns(pop, cols, "the population")
-    n = len(frame)
-    both = pd.concat([frame[cols], pop[pop_cols]], ignore_index=True)
+def _journalist(table: Table, population: Table, cols: list) -> dict:
+    """The journalist risk of ``table``'s records against ``population``: a record's
+    population class size F is the number of population rows with its background tuple."""
+    _columns(population, cols, "the population")
+    n = _rows(table)
+    pop = _frame(population, cols)
+    both = pd.concat([_frame(table, cols), pop], ignore_index=True)
     joint = class_ids(both, cols)
     sample, population = joint[:n], joint[n:]
     big = np.bincount(population, minlength=joint.max() + 1)
@@ -203,9 +214,7 @@ def _journalist(frame: pd.DataFrame, pop: pd.DataFrame, cols: list) -> dict:
     }
 
 
-def l_diversity(
-    table: pa.Table | pd.DataFrame, background_columns: Sequence[str] | None, column: str
-) -> dict:
+def l_diversity(table: Table, background_columns: Sequence[str] | None, column: str) -> dict:
     """The distinct and entropy l-diversity of ``column`` over the equivalence classes of
     ``background_columns`` (default: ``background(table)``; ``column`` itself left out); nulls
     are a value of their own. An empty table has no classes (None).
@@ -218,17 +227,16 @@ def l_diversity(
         if not isinstance(table, pa.Table):
             raise InputError("background", "name the attacker's background of a pandas frame")
         background_columns = background(table)
-    frame = _frame(table)
-    (col,) = _columns(frame, [column], "l-diversity")
-    cols = [c for c in _columns(frame, background_columns, "the background") if c != col]
-    if len(frame) == 0:
+    (col,) = _columns(table, [column], "l-diversity")
+    cols = [c for c in _columns(table, background_columns, "the background") if c != col]
+    if _rows(table) == 0:
         return {"distinct": None, "entropy": None}
-    _, distinct, entropy = class_diversity(frame, cols, col)
+    _, distinct, entropy = class_diversity(table, cols, col)
     return {"distinct": int(distinct.min()), "entropy": float(entropy.min())}
 
 
 def class_diversity(
-    frame: pd.DataFrame, columns: Sequence[str], column: str
+    frame: Table, columns: Sequence[str], column: str
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per equivalence class of ``frame`` over ``columns`` (all rows one class when there is
     none): its size, the number of distinct values of ``column`` in it and exp of their
@@ -238,7 +246,7 @@ def class_diversity(
     >>> class_diversity(f, ["qi"], "y")
     (array([2, 3]), array([2, 1]), array([2., 1.]))
     """
-    ids = class_ids(frame, list(columns)) if columns else np.zeros(len(frame), dtype=np.int64)
+    ids = class_ids(frame, list(columns)) if columns else np.zeros(_rows(frame), dtype=np.int64)
     values = class_ids(frame, [column])
     nv = int(values.max()) + 1
     pairs = np.bincount(ids * nv + values, minlength=(int(ids.max()) + 1) * nv)
@@ -258,76 +266,7 @@ def risk_metrics(table: pa.Table, threshold: float = DEFAULT_THRESHOLD) -> dict:
     cols = background(table)
     if not cols:
         return {}
-    frame = published_frame(table.select(list(dict.fromkeys(cols + diversity_columns(table)))))
     return {
-        "reidentification_risk": reidentification_risk(frame, cols, threshold=threshold),
-        "l_diversity": {c: l_diversity(frame, cols, c) for c in diversity_columns(table)},
+        "reidentification_risk": reidentification_risk(table, cols, threshold=threshold),
+        "l_diversity": {c: l_diversity(table, cols, c) for c in diversity_columns(table)},
     }
-
-
-# --- the checkers of the demandable kinds --------------------------------------------------
-def _background_missing(g, published: pd.DataFrame, expected) -> CheckResult | None:
-    """The failed result of a guarantee over an attacker background (and ``column``) the
-    published table lacks, or of an empty one; None when every column is there."""
-    named = [*g.background, *([g.column] if getattr(g, "column", "") else [])]
-    missing = [c for c in named if c not in published.columns]
-    if missing:
-        return make_result(g, False, None, expected, f"not published: {', '.join(missing[:5])}")
-    if not g.background:
-        return make_result(g, False, None, expected, "no attacker background named")
-    if len(published) == 0:
-        return make_result(g, False, None, expected, "no rows published")
-    return None
-
-
-def check_reidentification_risk(g: C.ReidentificationRisk, published: pd.DataFrame) -> CheckResult:
-    """The re-identification risk over ``g.background`` is at most ``g.max``: prosecutor,
-    1 / (smallest class); marketer, classes / rows (``privfair.components.core.risk``)."""
-    if (bad := _background_missing(g, published, g.max)) is not None:
-        return bad
-    risk = reidentification_risk(published, list(g.background))
-    sizes = np.bincount(class_ids(published, list(g.background)))
-    seen = f"over the background ({', '.join(g.background)})"
-    observed = {k: risk[k] for k in ("prosecutor", "marketer", "uniques", "classes", "rows")}
-    if g.model == "prosecutor":
-        value = risk["prosecutor"]["highest"]
-        small = sizes[1.0 / sizes > g.max + 1e-12]
-        offending = pd.DataFrame({"class_size": np.sort(small)})
-        message = (
-            f"highest prosecutor risk {seen} = 1/{int(sizes.min())} ({value:.4g}) "
-            f"{'<=' if value <= g.max + 1e-12 else '>'} {g.max}: {len(small)} of {len(sizes)} "
-            f"classes smaller than 1/max, holding {int(small.sum())} of {len(published)} rows"
-        )
-    else:
-        value = risk["marketer"]
-        offending = []
-        message = (
-            f"marketer risk {seen} = {len(sizes)} classes / {len(published)} rows "
-            f"({value:.4g}) {'<=' if value <= g.max + 1e-12 else '>'} {g.max}"
-        )
-    ok = value <= g.max + 1e-12
-    return make_result(g, ok, observed, g.max, message, [] if ok else offending)
-
-
-def check_l_diversity(g: C.LDiversity, published: pd.DataFrame) -> CheckResult:
-    """Every class over ``g.background`` holds at least ``g.l`` distinct values of
-    ``g.column`` (``measure: distinct``), or exp(entropy) >= l (``entropy``)."""
-    if (bad := _background_missing(g, published, g.l)) is not None:
-        return bad
-    cols = [c for c in g.background if c != g.column]
-    sizes, distinct, entropy = class_diversity(published, cols, g.column)
-    measured = distinct if g.measure == "distinct" else entropy
-    low = measured < g.l - 1e-9
-    value = float(measured.min()) if g.measure == "entropy" else int(measured.min())
-    offending = pd.DataFrame(
-        {"class_size": sizes[low], "distinct": distinct[low], "entropy_l": entropy[low]}
-    )
-    return make_result(
-        g,
-        not low.any(),
-        {"distinct": int(distinct.min()), "entropy": float(entropy.min())},
-        g.l,
-        f"{g.measure} l-diversity of '{g.column}' over the background ({', '.join(cols)}) = "
-        f"{value:.4g}: {int(low.sum())} of {len(sizes)} classes below l = {g.l}",
-        offending,
-    )

@@ -15,7 +15,15 @@ unless the spec accepts it (``single_class: allow``).
 ('generalisation', ['dmondrian', 'dsabre'])
 """
 
-from privfair.components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
+from privfair.components.core.descriptor import (
+    RISK_HEADLINE,
+    RISK_METRICS,
+    Algorithm,
+    Disclosure,
+    Family,
+    KindCheck,
+    Metric,
+)
 from privfair.components.generalisation import guarantees as G
 from privfair.components.generalisation.params import DMondrianParams, DSabreParams
 
@@ -43,6 +51,7 @@ _HEADLINE = (
         "information loss LM over the input's active domains, the paper's (normalised, owner)",
     ),
     Metric("query_error.median_relative_error", "median relative error of count queries"),
+    *RISK_HEADLINE,
 )
 
 _PAPER = (
@@ -69,6 +78,7 @@ _PUBLIC_METRICS = (
     "information_loss.lm_norm",
     "information_loss.lm_sum",
     "pd_published_as",
+    *RISK_METRICS,
 )
 
 

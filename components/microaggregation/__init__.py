@@ -7,7 +7,15 @@ knows about it; the algorithms themselves are imported when first run.
 ('microaggregation', ['mdav', 'fair_mdav'])
 """
 
-from privfair.components.core.descriptor import Algorithm, Disclosure, Family, KindCheck, Metric
+from privfair.components.core.descriptor import (
+    RISK_HEADLINE,
+    RISK_METRICS,
+    Algorithm,
+    Disclosure,
+    Family,
+    KindCheck,
+    Metric,
+)
 from privfair.components.microaggregation import guarantees as G
 from privfair.components.microaggregation.params import FairMDAVParams, MDAVParams
 
@@ -35,20 +43,29 @@ _HEADLINE = (
     Metric("t_pa_bound", "t bound 1/(2k)"),
     Metric("information_loss.il", "information loss IL"),
     Metric("information_loss.il_attr", "IL per attribute (IL_attr)"),
+    *RISK_HEADLINE,
 )
 
 # Computed from the published table and the parameters alone (the published protected attribute
 # and label give the parity and the fairlet ratio m:n; identical QI tuples give the groups).
 # Everything measured against the input (its rows, drops, relabelling, parity, information
 # loss) stays with the owner.
-_PUBLIC_METRICS = ("output_rows", "groups", "k", "dpar_after", "positive_ratio_after")
+_PUBLIC_METRICS = (
+    "output_rows",
+    "groups",
+    "k",
+    "dpar_after",
+    "positive_ratio_after",
+    *RISK_METRICS,
+)
 _FAIR_METRICS = ("m", "n", "parity_after", "favoured_after", "t_pa_exact", "t_pa_bound")
 _DOES_NOT_COVER = (
     "k counts the rows sharing one published quasi-identifier tuple, not the rows sharing a "
     "quasi-identifier tuple and a value of the pass-through columns: a reader who knows a "
     "person's quasi-identifiers learns their group's label and protected-attribute mix, and an "
     "attribute every member of a group shares is learnt exactly (k-anonymity is not "
-    "l-diversity). The label is corrected, not the truth, for relabelled rows. Two releases "
+    "l-diversity): the metrics reidentification_risk and l_diversity measure both over the "
+    "quasi-identifiers, the protected attribute and the columns marked known. The label is corrected, not the truth, for relabelled rows. Two releases "
     "of overlapping rows under different groupings (the table again after one person joined "
     "or left) differenced give that person's pass-through values exactly and their "
     "quasi-identifiers approximately: the owner's ledger refuses such a re-publication "
