@@ -43,10 +43,19 @@ from privfair.components.transparency.fairness import announced_rows, default_me
 from privfair.components.transparency.fidelity import fidelity_bounds
 from privfair.components.transparency.fields import PUBLIC_FAIRNESS
 from privfair.components.transparency.params import ATRParams
+from privfair.components.transparency.randomised import draw
 from privfair.components.transparency.scheme import adversary_confidence, solve
 from privfair.schemas.errors import InputError
 
-__all__ = ["atr", "protect_cells", "NOTICE", "PUBLIC_FAIRNESS", "PUBLIC_MODEL_FIELDS"]
+__all__ = [
+    "atr",
+    "protect_cells",
+    "announce",
+    "at_an_end",
+    "NOTICE",
+    "PUBLIC_FAIRNESS",
+    "PUBLIC_MODEL_FIELDS",
+]
 
 NOTICE = (
     "decision rules and measures are perturbed for privacy within the stated fidelity; "
@@ -71,6 +80,24 @@ def protect_cells(cells: Cells, params: ATRParams):
     lo, hi = fidelity_bounds(cells.d1, params.fidelity, params.level)
     sol = solve(cells.group, cells.p, lo, hi, cells.d1, alloc=params.allocation)
     return lo, hi, sol
+
+
+def announce(cells: Cells, params: ATRParams, lo, hi, sol) -> np.ndarray:
+    """The announced D~_1 per cell: the optimum, or with ``announce: randomised`` a draw from
+    the mappings within the fidelity whose confidence is at most beta*_g + slack
+    (``randomised.draw``; its generator seeded by ``announce_seed``, fresh OS entropy when
+    None)."""
+    if params.announce == "optimum":
+        return sol.d1_tilde
+    rng = np.random.default_rng(params.announce_seed)
+    return draw(sol.cell_group, cells.p, lo, hi, sol.d1_tilde, sol.beta, params.slack, rng)
+
+
+def at_an_end(p, lo, hi, d_ann, tol: float = 1e-12) -> int:
+    """Populated cells announced at an unclipped end of their interval: their true rule is
+    the announced one -+ (1 - delta) to a reader who knows delta (owner only: reads [L, H])."""
+    end = ((np.abs(d_ann - lo) <= tol) & (lo > 0)) | ((np.abs(d_ann - hi) <= tol) & (hi < 1))
+    return int((end & (p > 0)).sum())
 
 
 def _measures(params: ATRParams, cells: Cells, keys: dict) -> list[dict]:
@@ -110,8 +137,8 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
     }
     measures = _measures(params, cells, keys)  # refused before the solver runs
     lo, hi, sol = protect_cells(cells, params)
+    d_ann = announce(cells, params, lo, hi, sol)
     t_solve = time.perf_counter()
-    d_ann = sol.d1_tilde
     # the published rows never see the true rule; the audit rows add the true values
     public_rows = announced_rows(
         measures, keys, cells.population, d_ann, params.fidelity, params.level
@@ -208,6 +235,12 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
         }
     )
     warnings = list(cells.warnings)
+    if params.announce == "randomised" and params.announce_seed is not None:
+        warnings.append(
+            "announce_seed is published with the params: whoever holds it can replay the "
+            "randomised draw for every candidate true rule and read the true rules back (leave "
+            "it unset for a release)"
+        )
     unprot = int((sol.betamin >= 1 - 1e-12).sum())
     if unprot:
         warnings.append(
@@ -226,6 +259,7 @@ def atr(table: pa.Table, params: ATRParams) -> ComponentResult:
         "unprotectable_groups": unprot,
         "cases": {c: int((sol.case == c).sum()) for c in ("beta0", "beta1", "betap", "betamin")},
         "max_abs_change": float(np.abs(d_ann - cells.d1).max()),
+        "cells_at_end": at_an_end(cells.p, lo, hi, d_ann),
         "fairness": {
             f"{r['measure']}{'' if r['condition_value'] is None else ':' + r['condition_value']}": {
                 "announced": r["value"], "interval": [r["true_value_lower"], r["true_value_upper"]],

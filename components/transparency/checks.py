@@ -23,6 +23,7 @@ __all__ = [
     "check_atr_valid_distribution",
     "check_atr_fidelity",
     "check_atr_group_optimum",
+    "check_atr_group_bound",
     "check_atr_global_privacy",
     "check_atr_sandwich",
     "check_atr_solution_structure",
@@ -200,6 +201,41 @@ def check_atr_group_optimum(g: G.GroupOptimum, cells: pd.DataFrame) -> CheckResu
             "published value)"
             if (~ok).any()
             else f"every one of {len(cf)} groups at its optimum beta*"
+        )
+        + f" ({g.fidelity} = {g.level})",
+        off,
+    )
+
+
+def check_atr_group_bound(g: G.GroupBound, cells: pd.DataFrame) -> CheckResult:
+    """C3 of a randomised announcement: beta_min,g <= achieved confidence <= closed-form
+    beta*_g + slack, and achieved = published beta*_g, per group."""
+    miss = _fail_missing(g, cells)
+    if miss:
+        return miss
+    cf = closed_form(cells, g.fidelity, g.level)
+    got = achieved(cells, cells["__announced"].to_numpy(float)).reindex(cf.index)
+    declared = cells.groupby("__group")["__declared"].first().reindex(cf.index)
+    cap = np.minimum(cf["beta"] + g.slack, 1.0)
+    t = g.tolerance
+    ok = (
+        (got >= cf["beta_min"] * (1 - t) - t)
+        & (got <= cap * (1 + t))
+        & _rel(declared.to_numpy(), got.to_numpy(), t)
+    )
+    off = pd.DataFrame(
+        {"achieved": got, "beta_min": cf["beta_min"], "cap": cap, "published": declared}
+    )[~ok]
+    return make_result(
+        g,
+        bool(ok.all()),
+        round(float(np.nanmax(got - cf["beta"])), 9),
+        {"at_most": g.slack},
+        (
+            f"{int((~ok).sum())} of {len(cf)} groups outside [beta_min, beta* + {g.slack}] (or "
+            "off their published value)"
+            if (~ok).any()
+            else f"every one of {len(cf)} groups within [beta_min, beta* + {g.slack}]"
         )
         + f" ({g.fidelity} = {g.level})",
         off,

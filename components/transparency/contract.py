@@ -32,12 +32,25 @@ def sweep_grid(params: ATRParams) -> tuple[float, ...]:
 
 
 def contract(params: ATRParams, table: pa.Table | None = None) -> list:
-    """C0-C8, C11, C12 for ``params`` on ``table`` (``None``: the data-free outline)."""
+    """C0-C8, C11, C12 for ``params`` on ``table`` (``None``: the data-free outline); with
+    ``announce: randomised`` C3 is the bound beta*_g + slack (``GroupBound``) and C5-C7,
+    which describe the optimum's mapping, are not claimed."""
     if table is None:
         public, private = ["*"], ["*"]
     else:
         _, public, private, _, _ = _roles(table, params)
     mode, level = params.fidelity, params.level
+    if params.announce == "randomised":
+        return [
+            G.InputValidity(id="C0", fidelity=mode, level=level),
+            G.ValidDistribution(id="C1"),
+            G.Fidelity(id="C2", fidelity=mode, level=level),
+            G.GroupBound(id="C3", fidelity=mode, level=level, slack=params.slack),
+            G.GlobalPrivacy(id="C4"),
+            G.FairnessBounds(id="C8", fidelity=mode, level=level),
+            G.MonotoneTradeoff(id="C11", fidelity=mode, grid=sweep_grid(params)),
+            G.PublicFields(id="C12", allowed=public_fields(params, public, private)),
+        ]
     return [
         G.InputValidity(id="C0", fidelity=mode, level=level),
         G.ValidDistribution(id="C1"),

@@ -15,6 +15,7 @@ __all__ = [
     "break_announced",
     "break_fidelity",
     "break_optimum",
+    "break_bound",
     "break_global",
     "break_structure",
     "break_mass",
@@ -83,6 +84,30 @@ def break_optimum(g, input_table, outputs, sidecars, rng):
     s = outputs["privacy_summary"]
     v = np.asarray(s.column("max_adversary_confidence").to_pylist(), dtype=float) * 0.9
     return {**outputs, "privacy_summary": _set(s, "max_adversary_confidence", v)}, sidecars
+
+
+def break_bound(g, input_table, outputs, sidecars, rng):
+    """In a group whose beta* + slack is below 1, announce a positive decision for its
+    largest cell only (the adversary is then certain of it) and publish that confidence, 1:
+    published and achieved agree, the bound does not (None when every cap reaches 1)."""
+    groups = sidecars["audit_groups"].to_pydict()
+    audit = sidecars["audit_cells"]
+    group = np.asarray(audit.column("group").to_pylist())
+    p = np.asarray(audit.column("p_x").to_pylist(), dtype=float)
+    for gid, beta in zip(groups["group"], groups["beta_star"], strict=True):
+        sel = np.flatnonzero((group == gid) & (p > 0))
+        if len(sel) < 2 or not beta + g.slack < 1 - 1e-6:
+            continue
+        d1 = _announced(outputs)
+        d1[sel] = 0.0
+        d1[sel[np.argmax(p[sel])]] = 1.0
+        out = _rules(outputs, d1)
+        s = out["privacy_summary"]
+        v = np.asarray(s.column("max_adversary_confidence").to_pylist(), dtype=float)
+        v[gid] = 1.0  # the summary lists the groups in order, then the global row
+        v[-1] = 1.0
+        return {**out, "privacy_summary": _set(s, "max_adversary_confidence", v)}, sidecars
+    return None
 
 
 def break_global(g, input_table, outputs, sidecars, rng):

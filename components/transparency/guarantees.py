@@ -21,6 +21,7 @@ __all__ = [
     "ValidDistribution",
     "Fidelity",
     "GroupOptimum",
+    "GroupBound",
     "GlobalPrivacy",
     "Sandwich",
     "SolutionStructure",
@@ -68,6 +69,20 @@ class GroupOptimum(Guarantee):
     kind: Literal["atr_group_optimum"] = "atr_group_optimum"
     fidelity: Mode
     level: float
+    tolerance: float = Field(1e-9, gt=0)
+
+
+class GroupBound(Guarantee):
+    """C3 of a randomised announcement (``announce: randomised``, beyond the paper): in every
+    QID group the largest confidence an adversary gets from the announced mapping lies in
+    [beta_min,g, beta*_g + slack], beta*_g recomputed in closed form from (P, L, H) (corrected
+    Theorem 1), and equals the group's published value, within ``tolerance`` (relative). It
+    replaces C3 and C5-C7, which describe the optimum's own mapping."""
+
+    kind: Literal["atr_group_bound"] = "atr_group_bound"
+    fidelity: Mode
+    level: float
+    slack: float = Field(gt=0, le=1)
     tolerance: float = Field(1e-9, gt=0)
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from privfair.components.core.descriptor import Params
+from privfair.components.core.descriptor import OptIn, Params
 
 __all__ = ["FairnessMeasure", "ATRParams"]
 
@@ -41,14 +41,26 @@ class FairnessMeasure(BaseModel):
         return self
 
 
-class ATRParams(Params):
+class ATRParams(OptIn, Params):
     """The ATR privacy scheme (Chen, Golubchik & Pal 2022, corrected: spec section 3.7).
 
     The announced mapping D~ stays within ``delta``-fidelity (|D~_a - D_a| <= 1 - delta) or
     ``alpha``-fidelity (alpha <= D~_a / D_a <= 1/alpha) of the true decision rule D, and
     minimises, QID group by QID group, the largest confidence an adversary reading D~ gets
-    about a data subject's private attributes.
+    about a data subject's private attributes. With ``announce: randomised`` (beyond the
+    paper) D~ is instead drawn uniformly from the mappings within the fidelity whose
+    confidence is at most beta*_g + ``slack`` (``privfair.components.transparency.randomised``).
+
+    ``announce``, ``slack`` and ``announce_seed`` are opt-in: left at their defaults they are
+    not written to the params, so an existing release keeps its bytes.
+
+    >>> ATRParams().model_dump()["fidelity"], "announce" in ATRParams().model_dump()
+    ('delta', False)
+    >>> ATRParams(announce="randomised", slack=0.05).model_dump()["slack"]
+    0.05
     """
+
+    opt_in: ClassVar[tuple[str, ...]] = ("announce", "slack", "announce_seed")
 
     fidelity: Literal["delta", "alpha"] = Field("delta", description="fidelity mode (Def. 5/6)")
     delta: float = Field(0.9, ge=0.0, le=1.0, description="delta-fidelity level")
@@ -82,6 +94,27 @@ class ATRParams(Params):
         "attribute's two most populated values, CSP per value of the first private attribute)",
     )
     include_population: bool = Field(False, description="publish each cell's population")
+    announce: Literal["optimum", "randomised"] = Field(
+        "optimum",
+        description="'optimum': the paper's announced mapping, a function of the fidelity "
+        "intervals (a reader who knows delta and the mechanism reads the true rule of a cell "
+        "announced at an end of its interval); 'randomised': each group's mapping drawn "
+        "uniformly from those within the fidelity whose confidence is at most beta* + slack, "
+        "so the true rule is not a function of the announced one",
+    )
+    slack: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="randomised only: how far above the optimum beta*_g a group's announced "
+        "confidence may go (> 0)",
+    )
+    announce_seed: int | None = Field(
+        None,
+        description="randomised only: seed of the draw. None (the default): fresh entropy "
+        "from the operating system, recorded nowhere. A seed is published with the params, "
+        "and whoever holds it can replay the draw for every candidate true rule",
+    )
     sweep: tuple[float, ...] = Field(
         (0.0, 0.5, 0.7, 0.8, 0.85, 0.9, 0.95, 1.0),
         description="fidelity levels of the trade-off curve (report, C11)",
@@ -93,6 +126,13 @@ class ATRParams(Params):
             raise ValueError("fidelity 'alpha' needs alpha in (0, 1]")
         if self.fidelity == "delta" and self.alpha is not None:
             raise ValueError("alpha is only read in fidelity mode 'alpha'")
+        if self.announce == "randomised" and not self.slack > 0:
+            raise ValueError(
+                "announce 'randomised' needs slack > 0: at slack 0 the optimum is often the "
+                "only mapping allowed, and the draw is then no draw (try slack: 0.05)"
+            )
+        if self.announce == "optimum" and (self.slack or self.announce_seed is not None):
+            raise ValueError("slack and announce_seed are only read with announce 'randomised'")
         return self
 
     @property
