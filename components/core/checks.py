@@ -203,6 +203,13 @@ def check_columns_absent(g: C.ColumnsAbsent, published: pd.DataFrame) -> CheckRe
     )
 
 
+def _names(columns, shown: int = 6) -> str:
+    """``columns`` for a message: the first ``shown`` of them and how many more."""
+    columns = list(columns)
+    more = f" and {len(columns) - shown} more" if len(columns) > shown else ""
+    return ", ".join(columns[:shown]) + more
+
+
 def _background_missing(g, published: pd.DataFrame, expected) -> CheckResult | None:
     """The failed result of a guarantee over an attacker background (and ``column``) the
     published table lacks, or of an empty one; None when every column is there."""
@@ -224,7 +231,7 @@ def check_reidentification_risk(g: C.ReidentificationRisk, published: pd.DataFra
         return bad
     risk = reidentification_risk(published, list(g.background))
     sizes = np.bincount(class_ids(published, list(g.background)))
-    seen = f"over the background ({', '.join(g.background)})"
+    seen = f"over the background ({_names(g.background)})"
     observed = {k: risk[k] for k in ("prosecutor", "marketer", "uniques", "classes", "rows")}
     if g.model == "prosecutor":
         value = risk["prosecutor"]["highest"]
@@ -264,7 +271,7 @@ def check_l_diversity(g: C.LDiversity, published: pd.DataFrame) -> CheckResult:
         not low.any(),
         {"distinct": int(distinct.min()), "entropy": float(entropy.min())},
         g.l,
-        f"{g.measure} l-diversity of '{g.column}' over the background ({', '.join(cols)}) = "
+        f"{g.measure} l-diversity of '{g.column}' over the background ({_names(cols)}) = "
         f"{value:.4g}: {int(low.sum())} of {len(sizes)} classes below l = {g.l}",
         offending,
     )

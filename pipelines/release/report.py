@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from privfair.components.core.descriptor import Algorithm, Metric, resolve
 from privfair.components.core.plots import esc, fmt_num, fmt_value
+from privfair.release.risk_report import risk_section
 from privfair.schemas.contracts import SCHEMA_CHECK_ID
 
 MAX_OFFENDERS_SHOWN = 10
@@ -639,6 +640,8 @@ def render_public_report(
         _verdicts(pub),
         '<h2 id="plots">Plots</h2>',
         _public_figures(pub, algo, outputs),
+        "<h2>Re-identification risk</h2>",
+        risk_section(pub.get("metrics") or {}, algo),
         "<h2>Metrics</h2>",
         _metrics({"metrics": pub.get("metrics") or {}}, headline),
         "<h2>Parameters</h2>",
@@ -699,6 +702,8 @@ def render_report(
         _artefacts(man),
         '<h2 id="plots">Plots</h2>',
         _figures(man, algo, outputs, input_table, sidecars),
+        "<h2>Re-identification risk</h2>",
+        risk_section(man.get("metrics") or {}, algo),
         "<h2>Cost of protection</h2>",
         _cost(man),
         "<h2>Metrics</h2>",
