@@ -20,7 +20,15 @@ demand              what is checked on the table
                     ``max``, with ``protected``/``label``/``favoured``/``positive`` given
                     (or taken from the table's privfair roles)
 ``columns_absent``  none of ``columns`` is in the table
+``reidentification  the prosecutor (1 / smallest class) or marketer (classes / rows) risk
+_risk``             over ``background`` is <= ``max`` (``privfair.components.core.risk``)
+``l_diversity``     every class over ``background`` holds >= ``l`` distinct values of
+                    ``column`` (``measure: entropy``: exp(entropy) >= ``l``)
 ==================  ===================================================================
+
+``background``, ``column`` (and ``parity_gap``'s fields) left unset are taken from the table's
+privfair roles when it has them: the quasi-identifiers, protected and ``known`` columns; the
+one label.
 
 Kinds that read a release's lineage or its input (``retention``, ``attributes_preserved``,
 ``partition``, a family's own kinds) cannot be decided on a table alone: they are refused
@@ -52,6 +60,8 @@ TABLE_KINDS: dict[str, str] = {
     "t_closeness": "audit",
     "parity_gap": "published",
     "columns_absent": "published",
+    "reidentification_risk": "published",
+    "l_diversity": "published",
 }
 
 CLASS = "__class"
@@ -73,7 +83,7 @@ def demands_of(
     >>> demands_of([{"kind": "retention", "min_share": 0.9}])
     Traceback (most recent call last):
     ...
-    privfair.schemas.errors.SpecError: spec key 'demands.0.kind': retention is decided from a release's lineage, not from a table alone; a table takes: k_anonymity, t_closeness, parity_gap, columns_absent
+    privfair.schemas.errors.SpecError: spec key 'demands.0.kind': retention is decided from a release's lineage, not from a table alone; a table takes: k_anonymity, t_closeness, parity_gap, columns_absent, reidentification_risk, l_diversity
     """
     out = []
     names = set(table.column_names) if table is not None else None
@@ -111,6 +121,8 @@ def demands_of(
             )
         if table is not None and kind == "parity_gap":
             g = _completed(g, table, key)
+        if kind in ("reidentification_risk", "l_diversity"):
+            g = _with_background(g, table, key)
         if names is not None and kind != "columns_absent":
             cols = [*qis, *_named(g)]
             missing = [c for c in dict.fromkeys(cols) if c and c not in names]
@@ -225,6 +237,22 @@ def _completed(g: C.ParityGap, table: pa.Table, key: str) -> C.Guarantee:
         ) from None
 
 
+def _with_background(g: C.Guarantee, table: pa.Table | None, key: str) -> C.Guarantee:
+    """A risk or l-diversity demand with its unset background (and column) from the table's
+    privfair roles; without a table only parsed, without roles refused naming the field."""
+    unset = not g.background or (isinstance(g, C.LDiversity) and not g.column)
+    if not unset or table is None:
+        return g
+    try:
+        return g.completed(table)
+    except Exception as e:
+        field = "background" if not g.background else "column"
+        raise SpecError(
+            f"{key}.{field}",
+            f"give '{field}': the table has no privfair roles to take it from ({_first_line(e)})",
+        ) from None
+
+
 def _classes_frame(published: pd.DataFrame, qis: Sequence[str], attribute: str) -> pd.DataFrame:
     """The evidence frame of a t-closeness check on a table: each row's class (the position of
     its QI tuple), its value of ``attribute``, every row published."""
@@ -263,7 +291,8 @@ def _sized(r: CheckResult, published: pd.DataFrame, qis: Sequence[str]) -> Check
         r.offending = rows
     else:
         r.offending = [
-            {k: v for k, v in o.items() if k in ("class_size", "t")} for o in r.offending
+            {k: v for k, v in o.items() if k in ("class_size", "t", "distinct", "entropy_l")}
+            for o in r.offending
         ]
         r.offending = [o for o in r.offending if o]
     return r
