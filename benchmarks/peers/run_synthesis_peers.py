@@ -231,7 +231,9 @@ def maxrss_mb() -> float:
 # --------------------------------------------------------------------------- smartnoise
 
 
-def run_smartnoise(codes, columns, sizes, eps, delta, domain_mode, extra: dict, diag=None):
+def run_smartnoise(
+    codes, columns, sizes, eps, delta, domain_mode, extra: dict, diag=None, mechanism="mst"
+):
     import pandas as pd
     from snsynth import Synthesizer
     from snsynth.transform import LabelTransformer, TableTransformer
@@ -250,7 +252,7 @@ def run_smartnoise(codes, columns, sizes, eps, delta, domain_mode, extra: dict, 
         transformer.fit(public)
         assert transformer.fit_complete and transformer.cardinality == sizes
     t0 = time.perf_counter()
-    synth = Synthesizer.create("mst", epsilon=eps, delta=delta)
+    synth = Synthesizer.create(mechanism, epsilon=eps, delta=delta)
     synth.fit(df, transformer=transformer, categorical_columns=list(columns), preprocessor_eps=0.0)
     t1 = time.perf_counter()
     out = synth.sample(len(df))
@@ -343,7 +345,9 @@ def opendp_budget_check(eps: float, delta: float, max_selections: int = 40) -> d
     }
 
 
-def run_opendp(codes, columns, sizes, eps, delta, keys_mode, extra: dict, diag=None):
+def run_opendp(
+    codes, columns, sizes, eps, delta, keys_mode, extra: dict, diag=None, mechanism="mst"
+):
     import opendp.extras.mbi._mst as mst_mod
     import opendp.prelude as dp
     import polars as pl
@@ -378,7 +382,8 @@ def run_opendp(codes, columns, sizes, eps, delta, keys_mode, extra: dict, diag=N
                 split_evenly_over=1,
             )
             keys = None
-        query = ctx.query().contingency_table(keys=keys, algorithm=dp.mbi.MST())
+        algorithm = dp.mbi.AIM() if mechanism == "aim" else dp.mbi.MST()  # defaults
+        query = ctx.query().contingency_table(keys=keys, algorithm=algorithm)
         table = query.release()
         t1 = time.perf_counter()
         frame = table.synthesize(rows=len(codes))
@@ -599,6 +604,7 @@ def child_run(args, i: int) -> dict:
         cmd += ["--epsilon", repr(args.epsilon), "--delta", repr(args.delta)]
         cmd += ["--smartnoise-domain", args.smartnoise_domain]
         cmd += ["--opendp-keys", args.opendp_keys, "--out", str(out)]
+        cmd += ["--mechanism", args.mechanism]
         if args.limit_rows:
             cmd += ["--limit-rows", str(args.limit_rows)]
         if args.diagnose:
@@ -638,6 +644,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit-rows", type=int, default=None, help="smoke tests: first N rows")
     ap.add_argument("--smartnoise-domain", choices=["public", "data"], default="public")
     ap.add_argument("--opendp-keys", choices=["public", "discover"], default="public")
+    ap.add_argument(
+        "--mechanism",
+        choices=["mst", "aim"],
+        default="mst",
+        help="smartnoise / opendp: the synthesizer (SmartNoise's 'aim', OpenDP's dp.mbi.AIM() "
+        "with its defaults)",
+    )
     ap.add_argument(
         "--budget-check",
         action="store_true",
@@ -735,6 +748,7 @@ def main(argv: list[str] | None = None) -> int:
     else:
         result["opendp_keys"] = args.opendp_keys
 
+    result["mechanism"] = args.mechanism
     result["process_per_run"] = args.process_per_run
     for i in range(args.runs):
         if args.process_per_run:
@@ -759,10 +773,19 @@ def main(argv: list[str] | None = None) -> int:
                     args.smartnoise_domain,
                     extra,
                     diag,
+                    args.mechanism,
                 )
             else:
                 synth, fit_s, sample_s = run_opendp(
-                    codes, columns, sizes, args.epsilon, args.delta, args.opendp_keys, extra, diag
+                    codes,
+                    columns,
+                    sizes,
+                    args.epsilon,
+                    args.delta,
+                    args.opendp_keys,
+                    extra,
+                    diag,
+                    args.mechanism,
                 )
             rec.update(
                 status="ok",
