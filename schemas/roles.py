@@ -255,6 +255,8 @@ def attach_roles(table: pa.Table, roles: TableRoles) -> pa.Table:
 
 def read_roles(table_or_schema: pa.Table | pa.Schema) -> TableRoles:
     """The roles stored in a table's (or schema's) field metadata."""
-    schema = table_or_schema.schema if isinstance(table_or_schema, pa.Table) else table_or_schema
+    # an Arrow table, or any table handle with an Arrow schema (a SparkFrame's rows stay on a
+    # cluster)
+    schema = table_or_schema if isinstance(table_or_schema, pa.Schema) else table_or_schema.schema
     found = [ColumnRole.from_field(f) for f in schema]
     return TableRoles(tuple(c for c in found if c is not None))

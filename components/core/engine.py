@@ -67,6 +67,10 @@ __all__ = [
     "split_by_key",
     "worker_python",
     "BatchTaker",
+    "SparkFrame",
+    "RowsOnCluster",
+    "null_count",
+    "cluster_job",
 ]
 
 BlockFn = Callable[[pa.Table], pa.Table]
@@ -221,12 +225,149 @@ class LocalEngine(Engine):
         return _concat(out, schema)
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
+        if isinstance(table, SparkFrame):
+            raise PrivfairError(
+                "execution.engine: this input's rows are on a Spark cluster; count them with "
+                "the spark engine"
+            )
         self.calls += 1
         out = []
         for cols in keys:
             g = table.select(list(cols)).group_by(list(cols), use_threads=False)
             out.append(g.aggregate([([], "count_all")]).rename_columns([*cols, "count"]))
         return out
+
+
+class RowsOnCluster(PrivfairError):
+    """A step asked a ``SparkFrame`` for its rows: they stay on the cluster (a bug of the
+    step, named here, never a silent collect to the driver)."""
+
+
+class SparkFrame:
+    """A table whose rows stay on a Spark cluster: a DataFrame the executors read, and the
+    Arrow ``schema`` privfair works in (types normalised, roles in the field metadata), what
+    ``schema``, ``column_names`` and ``num_columns`` give without a job.
+
+    The count-based families take one where they take an Arrow table: ``SparkEngine``'s
+    ``group_counts`` counts it on the executors (``LocalEngine`` refuses it), ``num_rows`` and
+    ``null_count`` are one aggregate each (kept), and ``map_batches`` runs a function on every
+    Arrow batch of it where the rows are. Asking it for a column's values (``column``,
+    ``frame[name]``) raises ``RowsOnCluster``: no step collects the rows to the driver.
+
+    >>> import pyarrow as pa
+    >>> SparkFrame(None, pa.schema([("a", pa.int64())]), rows=3).num_rows
+    3
+    >>> SparkFrame(None, pa.schema([("a", pa.int64())])).column("a")
+    Traceback (most recent call last):
+    ...
+    privfair.components.core.engine.RowsOnCluster: column 'a': the rows of this table stay on the Spark cluster; this step must count them through the engine (group_counts)
+    """
+
+    def __init__(self, df, schema: pa.Schema, rows: int | None = None) -> None:
+        self.df = df
+        self.schema = schema
+        self._rows = rows
+        self._nulls: dict[str, int] | None = None
+
+    @property
+    def column_names(self) -> list[str]:
+        return list(self.schema.names)
+
+    @property
+    def num_columns(self) -> int:
+        return len(self.schema)
+
+    @property
+    def num_rows(self) -> int:
+        if self._rows is None:
+            with cluster_job("counting the input's rows"):
+                self._rows = int(self.df.count())
+        return self._rows
+
+    def null_counts(self) -> dict[str, int]:
+        """Each column's number of nulls, all in one aggregate on the executors."""
+        if self._nulls is None:
+            from pyspark.sql import functions as F
+
+            names = self.column_names
+            if not names:
+                return {}
+            with cluster_job("counting the input's nulls"):
+                row = self.df.agg(
+                    *(
+                        F.count(F.when(F.col(_q(n)).isNull(), 1)).alias(f"n{i}")
+                        for i, n in enumerate(names)
+                    )
+                ).first()
+            self._nulls = {n: int(row[f"n{i}"]) for i, n in enumerate(names)}
+        return self._nulls
+
+    def with_schema(self, schema: pa.Schema) -> SparkFrame:
+        """The frame of ``schema``'s columns (a subset, in its order), with that schema."""
+        out = SparkFrame(self.df.select(*(_q(n) for n in schema.names)), schema, self._rows)
+        if self._nulls is not None:
+            out._nulls = {n: self._nulls[n] for n in schema.names}
+        return out
+
+    def map_batches(self, fn: BlockFn, schema: pa.Schema) -> SparkFrame:
+        """``fn`` on every Arrow batch of the frame's rows, on the executors (each batch in
+        the frame's ``schema``, its roles dropped), giving a frame of ``schema``."""
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        mapped = self.df.mapInArrow(
+            _on_batches(fn, self.schema.remove_metadata(), schema), from_arrow_schema(schema)
+        )
+        return SparkFrame(mapped, schema, self._rows)
+
+    def column(self, name: str):
+        raise RowsOnCluster(
+            f"column '{name}': the rows of this table stay on the Spark cluster; this step "
+            "must count them through the engine (group_counts)"
+        )
+
+    __getitem__ = column
+
+
+@contextlib.contextmanager
+def cluster_job(what: str) -> Iterator[None]:
+    """A Spark job of a ``SparkFrame``'s, its failure a ``ClusterError`` naming the current
+    engine's master and what the job was doing (never a Java stack)."""
+    try:
+        yield
+    except PrivfairError:
+        raise
+    except Exception as e:
+        engine = _CURRENT.get()
+        master = engine.master if isinstance(engine, SparkEngine) else "unknown"
+        raise ClusterError(master, f"failed {what}: {_spark_message(e)}") from None
+
+
+def _q(name: str) -> str:
+    """A column name as Spark reads it literally (a dot or a space in it is no path)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def _on_batches(fn: BlockFn, given: pa.Schema, schema: pa.Schema):
+    """What a Spark Python worker runs for ``SparkFrame.map_batches``: each batch cast to the
+    schema privfair reads the frame in (Spark's own Arrow types may be other layouts), then
+    ``fn``, its result cast to the declared ``schema``."""
+    plain = pa.schema([f.remove_metadata() for f in given])
+    out = pa.schema([f.remove_metadata() for f in schema])
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        for b in batches:
+            t = pa.Table.from_batches([b]).cast(plain)
+            yield from fn(t).cast(out).to_batches()
+
+    return run
+
+
+def null_count(table, name: str) -> int:
+    """The number of nulls of column ``name`` of an Arrow table or a ``SparkFrame`` (one
+    aggregate for all its columns, on the executors)."""
+    if isinstance(table, SparkFrame):
+        return table.null_counts()[name]
+    return table.column(name).null_count
 
 
 def _in_block(fn: BlockFn, schema: pa.Schema) -> BlockFn:
@@ -735,17 +876,19 @@ class SparkEngine(Engine):
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
         """All key sets in one Spark job: ``GROUP BY GROUPING SETS`` over their columns, split
         on the driver by ``grouping_id()`` (a bit per column left out of the set, first column
-        most significant), so a data null is never confused with a column the set omits."""
+        most significant), so a data null is never confused with a column the set omits. A
+        ``SparkFrame`` is counted where its rows are; an Arrow table is sent first."""
         if not keys:
             return []
         self.calls += 1
         cols = list(dict.fromkeys(c for ks in keys for c in ks))
-        df, remove = self._frame([table.select(cols)], "counts-in")
-        if df is None:
-            df, remove = self.spark.createDataFrame(table.select(cols)), None
-
-        def q(c: str) -> str:
-            return "`" + c.replace("`", "``") + "`"
+        if isinstance(table, SparkFrame):  # read where the rows are: nothing sent, nothing held
+            df, remove = table.df.select(*(_q(c) for c in cols)), None
+        else:
+            df, remove = self._frame([table.select(cols)], "counts-in")
+            if df is None:
+                df, remove = self.spark.createDataFrame(table.select(cols)), None
+        q = _q
 
         sets = ", ".join("(" + ", ".join(q(c) for c in ks) + ")" for ks in keys)
         view = f"privfair_counts_{os.getpid()}_{id(self)}"

@@ -166,8 +166,11 @@ class Compositor:
         dp = _dp()
         self._dp = dp
         self.steps = list(steps)
+        from privfair.components.core.engine import SparkFrame
+
+        # the code matrix, or a SparkFrame of it (the rows stay on the cluster)
         self.domain = dp.user_domain(
-            "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray)
+            "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray | SparkFrame)
         )
         self.metric = dp.symmetric_distance()
         self.measurement = dp.c.make_adaptive_composition(

@@ -58,6 +58,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from privfair.components.core.engine import null_count
 from privfair.components.core.inputs import absent_column, null_options
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import ColumnRole, Kind, TableRoles, attach_roles, read_roles
@@ -348,7 +349,7 @@ def public_domains(
                 "a null level is declared for a column whose schema does not allow nulls",
                 "drop it from component.params.nulls or from the column's domain",
             )
-        n_null = table.column(c.name).null_count
+        n_null = null_count(table, c.name)  # one aggregate on the executors for a SparkFrame
         if not d.missing and n_null:
             raise InputError(
                 c.name,

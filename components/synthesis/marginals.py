@@ -17,19 +17,25 @@ call (on Spark each call is one job), so a phase asks for all its marginals at o
 ([2, 0, 1], [0, 2, 0, 0, 1, 0], 1)
 >>> m.dense((0, 1), maps=[np.array([0, 1, 1]), np.array([0, 1])]).tolist()
 [0, 2, 1, 0]
+
+An input whose rows stay on a Spark cluster (a ``SparkFrame``, ``privfair.io.ingest``) is
+encoded where it is (``encode_frame``: the same ``ColumnDomain.encode`` on every Arrow batch,
+on the executors) and its code frame counted there: ``Marginals`` takes that frame in place
+of the matrix, and the driver never holds a record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
 
-from privfair.components.core.engine import current_engine
+from privfair.components.core.engine import SparkFrame, cluster_job, current_engine
 
-__all__ = ["Marginals", "SparseCounts", "codes_table", "column_name"]
+__all__ = ["Marginals", "SparseCounts", "codes_table", "column_name", "encode_frame"]
 
 Clique = tuple[int, ...]
 
@@ -75,7 +81,8 @@ class Marginals:
     Parameters
     ----------
     codes
-        ``rows x d`` integer codes (the compositor's records).
+        ``rows x d`` integer codes (the compositor's records), or a ``SparkFrame`` of them
+        (``encode_frame``), counted where its rows are.
     sizes
         The declared domain size of every attribute.
 
@@ -89,7 +96,7 @@ class Marginals:
 
     def __init__(self, codes: np.ndarray, sizes: Sequence[int]):
         self.sizes = [int(s) for s in sizes]
-        self.table = codes_table(codes)
+        self.table = codes if isinstance(codes, SparkFrame) else codes_table(codes)
         if self.table.num_columns != len(self.sizes):
             raise ValueError(f"{self.table.num_columns} code columns for {len(sizes)} sizes")
         self.calls = 0
@@ -158,3 +165,78 @@ class Marginals:
 
 def _ints(column: pa.ChunkedArray) -> np.ndarray:
     return column.to_numpy().astype(np.int64, copy=False)
+
+
+def _encode_batch(table: pa.Table, domains: Mapping, clamp: bool) -> pa.Table:
+    """One batch's codes (``c<i>``, as ``domain.encode_table`` gives them) and, per column, a
+    flag of each value outside its declared domain (``b<i>``, before any clamping)."""
+    cols, flags = {}, {}
+    for i, d in enumerate(domains.values()):
+        col = table.column(d.name)
+        strict = d.encode(col)
+        bad = strict < 0
+        codes = d.encode(col, clamp=True) if clamp and d.edges is not None and bad.any() else strict
+        cols[column_name(i)] = pa.array(codes, pa.int64())
+        flags[f"b{i}"] = pa.array(bad.astype(np.int8), pa.int8())
+    return pa.table(cols | flags)
+
+
+def encode_frame(
+    frame: SparkFrame, domains: Mapping, clamp: bool = False
+) -> tuple[SparkFrame, dict[str, int]]:
+    """``domain.encode_table`` of a table whose rows stay on the cluster: the code frame
+    (``c0 .. c{d-1}``, int64, kept on the executors for the counts that follow) and the
+    clamped counts, or the same ``InputError`` for a value outside its declared domain (the
+    column and how many rows, from one aggregate of the executors' flags).
+
+    The encoding is ``ColumnDomain.encode`` itself, run on every Arrow batch where the rows
+    are, so every code is the one this process would give; a column whose type cannot be read
+    in its declared levels' type is refused here first (on the schema, before any job).
+    """
+    from pyspark.sql import functions as F
+
+    from privfair.components.synthesis.domain import encode_table
+
+    encode_table(frame.schema.empty_table(), domains, clamp)  # type errors, named as locally
+    d = len(domains)
+    flagged = pa.schema(
+        [(column_name(i), pa.int64()) for i in range(d)] + [(f"b{i}", pa.int8()) for i in range(d)]
+    )
+    mapped = frame.map_batches(partial(_encode_batch, domains=dict(domains), clamp=clamp), flagged)
+    df = mapped.df.persist()  # every count that follows reads these codes
+    with cluster_job("encoding the input"):
+        bad = df.agg(*(F.sum(F.col(f"b{i}")).alias(f"b{i}") for i in range(d))).first() if d else {}
+    clamped = {}
+    for i, (name, dom) in enumerate(domains.items()):
+        n = int(bad[f"b{i}"] or 0)
+        if not n:
+            continue
+        if clamp and dom.edges is not None:
+            clamped[name] = n
+            continue
+        df.unpersist()
+        raise _outside(name, dom, n)
+    codes = SparkFrame(
+        df.select(*(column_name(i) for i in range(d))),
+        pa.schema([(column_name(i), pa.int64()) for i in range(d)]),
+        frame._rows,
+    )
+    return codes, clamped
+
+
+def _outside(name: str, d, n: int):
+    """The ``InputError`` of ``domain.encode_table`` for ``n`` values of ``name`` outside ``d``."""
+    from privfair.components.synthesis.domain import _num
+    from privfair.schemas.errors import InputError
+
+    if d.edges is not None:
+        hint = f"bins [{_num(d.edges[0])}, {_num(d.edges[-1])})"
+        fix = "widen the bins or set out_of_domain: clamp"
+    else:
+        hint = f"{len(d.levels)} levels"
+        fix = "add the value to the column's declared domain"
+    return InputError(
+        name,
+        "a value lies outside the declared public domain",
+        f"{n} rows; declared {hint}; {fix}",
+    )

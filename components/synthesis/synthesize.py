@@ -7,6 +7,13 @@ The exact counts behind those steps are taken by the current execution engine
 (``marginals``; in this process or on Spark): one engine call for the d 1-way marginals, one
 for every 2-way marginal the selection scores (the tree's are among them). Noise, selection,
 the model and sampling run here.
+
+An input whose rows stay on a Spark cluster (a ``SparkFrame``) is encoded and counted there
+(``marginals.encode_frame``): every query reads the same exact counts as on an Arrow table of
+those rows, so the release is the same mechanism on the same counts. Of the owner's metrics,
+``fidelity`` is computed from the input's exact 1- and 2-way counts (engine group-bys);
+``fairness.input`` needs each record's group, outcome and strata and is not computed
+(``None``, said in ``owner_notes``).
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from privfair.components.core.engine import SparkFrame
 from privfair.components.core.inputs import group_indicator, outcome_indicator
 from privfair.components.core.result import ComponentResult
 from privfair.components.synthesis import metrics as M
@@ -38,7 +46,7 @@ from privfair.components.synthesis.domain import (
     value_type,
 )
 from privfair.components.synthesis.inputs import index_roles, synthesis_roles
-from privfair.components.synthesis.marginals import Marginals
+from privfair.components.synthesis.marginals import Marginals, encode_frame
 from privfair.components.synthesis.model import (
     Measurement,
     fit_independent,
@@ -271,13 +279,14 @@ def groupless(roles, domains: dict) -> list[str]:
 @dataclass(frozen=True)
 class Encoded:
     """A run's input on its public domain: the checked ``roles`` and their index sets
-    ``idx``, the ``domains`` (column order), the ``rows x d`` code matrix ``codes`` and the
-    clamped value counts."""
+    ``idx``, the ``domains`` (column order), the ``rows x d`` code matrix ``codes`` (a
+    ``SparkFrame`` of them for an input whose rows stay on the cluster) and the clamped value
+    counts."""
 
     roles: TableRoles
     idx: Roles
     domains: dict[str, ColumnDomain]
-    codes: np.ndarray
+    codes: np.ndarray | SparkFrame
     clamped: dict[str, int]
 
     @property
@@ -309,7 +318,11 @@ def encode_input(table: pa.Table, params: MSTParams, selector: str) -> Encoded:
     """
     roles = synthesis_roles(table, fair=selector != "mst")
     domains = declared_domains(table, roles, params)
-    codes, clamped = encode_table(table, domains, clamp=params.out_of_domain == "clamp")
+    clamp = params.out_of_domain == "clamp"
+    if isinstance(table, SparkFrame):  # encoded where the rows are
+        codes, clamped = encode_frame(table, domains, clamp=clamp)
+    else:
+        codes, clamped = encode_table(table, domains, clamp=clamp)
     return Encoded(roles, index_roles(roles), domains, codes, clamped)
 
 
@@ -480,11 +493,17 @@ def _metrics(run: _Run) -> dict:
     table, data, roles, idx, names = run.table, run.data, run.roles, run.idx, run.names
     codes, syn_codes, tree, comp, params = run.codes, run.syn_codes, run.tree, run.comp, run.params
     sizes, model, compressions = run.sizes, run.model, run.compressions
-    real = {n: codes[:, i] for i, n in enumerate(names)}
     syn = {n: syn_codes[:, i] for i, n in enumerate(names)}
     size = dict(zip(names, sizes, strict=True))
-    one = M.one_way_tvd(real, syn, size)
-    two = M.two_way_tvd(real, syn, size)
+    on_cluster = isinstance(codes, SparkFrame)
+    if on_cluster:
+        real = None
+        one, two, acd = _fidelity_of_counts(codes, names, sizes, syn)
+    else:
+        real = {n: codes[:, i] for i, n in enumerate(names)}
+        one = M.one_way_tvd(real, syn, size)
+        two = M.two_way_tvd(real, syn, size)
+        acd = M.acd(real, syn, size)
     spent = comp.total
     out = {
         "rows": data.num_rows,
@@ -512,18 +531,45 @@ def _metrics(run: _Run) -> dict:
         "fidelity": {
             "one_way_tvd": float(np.mean(list(one.values()))),
             "two_way_tvd": float(np.mean(list(two.values()))),
-            "acd": M.acd(real, syn, size),
+            "acd": acd,
             "one_way": {k: round(v, 6) for k, v in one.items()},
             "two_way": {f"{a}|{b}": round(v, 6) for (a, b), v in two.items()},
         },
         "fairness": {
             "synthetic": _fairness(data, roles, syn, size),
-            "input": _fairness(table, roles, real, size),
+            "input": None if on_cluster else _fairness(table, roles, real, size),
         },
     }
+    if on_cluster:
+        out["owner_notes"] = [
+            "fairness.input is not computed: the input's rows stay on the Spark cluster, and "
+            "it needs each record's group, outcome and strata; fidelity is computed from the "
+            "input's exact 1- and 2-way counts, counted there"
+        ]
     if run.clamped:
         out["clamped"] = run.clamped
     return out
+
+
+def _fidelity_of_counts(codes: SparkFrame, names, sizes, syn: dict):
+    """``metrics.one_way_tvd``, ``two_way_tvd`` and ``acd`` of the input against ``syn``, the
+    input's side from its exact 1- and 2-way counts over the declared domains (one engine call
+    on the frame of its codes): the same numbers as from its code matrix."""
+    size = dict(zip(names, sizes, strict=True))
+    pairs = M._pairs(list(names), size, 10_000)
+    at = {n: i for i, n in enumerate(names)}
+    m = Marginals(codes, sizes)
+    m.count([(i,) for i in range(len(names))] + [(at[a], at[b]) for a, b in pairs])
+    one = {n: M.tvd(m.dense((i,)), M.marginal(syn, size, [n])) for i, n in enumerate(names)}
+    real2 = {(a, b): m.dense((at[a], at[b])).reshape(size[a], size[b]) for a, b in pairs}
+    syn2 = M._pair_tables(syn, size, pairs)
+    two = {p: M.tvd(real2[p], syn2[p]) for p in pairs}
+    acd = (
+        float(np.mean([abs(M.cramers_v(real2[p]) - M.cramers_v(syn2[p])) for p in pairs]))
+        if pairs
+        else float("nan")
+    )
+    return one, two, acd
 
 
 def _phases(ledger: list[dict]) -> dict:

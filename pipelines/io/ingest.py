@@ -696,3 +696,128 @@ def validate_table(table: pa.Table, empty: bool = False) -> None:
                         "a numeric quasi-identifier must not contain NaN or infinite values",
                         f"{n_nan} NaN, {n_inf} infinite",
                     )
+
+
+# --- a file the executors read (the Spark engine's count-based families) -----------------------
+def frame_file(ds: DatasetSpec, base_dir: str | Path | None = None, data_dir=None) -> Path | None:
+    """The Parquet file of ``ds`` that a Spark run can leave on the cluster (``load_frame``), or
+    None when the dataset is read here: a built-in dataset, a source, a table in memory, a CSV
+    (Spark's CSV reader infers other types than ``read_csv``: the frame would not be the table
+    this process reads)."""
+    if ds.path is None or ds.name is not None or ds.source is not None:
+        return None
+    path = locate_file(ds.path, base_dir, data_dir)
+    fmt = ds.format or {".parquet": "parquet", ".pq": "parquet"}.get(path.suffix.lower())
+    return path if fmt == "parquet" else None
+
+
+def load_frame(
+    ds: DatasetSpec,
+    spark,
+    base_dir: str | Path | None = None,
+    data_dir: str | Path | None = None,
+):
+    """``load_dataset`` of a Parquet ``dataset.path`` whose rows stay on a Spark cluster: a
+    ``SparkFrame`` (``spark.read.parquet`` on the executors) and the same input record.
+
+    What ingest does to a table is done to the frame's schema (types normalised, the spec's
+    roles, ``exclude`` / ``quasi_identifiers``, the ``private`` and ``unlabelled`` policies,
+    the dropped columns recorded), the counts it needs are aggregates on the executors (rows,
+    nulls), and the file's sha256 is computed there too (``binaryFile``, Spark SQL's
+    ``sha2(content, 256)``): the fingerprint, the version and the ledger's identity are those of
+    ``load_dataset`` on the same file, and this process never reads a byte of it (the file may
+    be readable by the executors' user alone). The null policies that change rows (``drop``,
+    ``impute``) are refused on a column that has nulls (``SpecError``): they would rewrite the
+    rows here.
+
+    Spark reads every Parquet column as nullable, as pyarrow reads a file written from pandas
+    or Arrow; a file that declares a column ``required`` is read here as nullable.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from privfair.components.core.engine import SparkFrame
+
+    assert ds.path is not None and ds.columns is not None
+    path = frame_file(ds, base_dir, data_dir)
+    if path is None:
+        raise SpecError("dataset.path", "only a Parquet file is read on the Spark cluster")
+    uri = path.resolve().as_uri()
+    try:
+        df = spark.read.parquet(uri)
+        digest = (
+            spark.read.format("binaryFile")
+            .load(uri)
+            .select(F.sha2(F.col("content"), 256).alias("sha"))
+            .first()["sha"]
+        )
+    except Exception as e:  # noqa: BLE001 - Spark's (Java) error, in one line
+        from privfair.components.core.engine import _spark_message
+
+        raise InputError(
+            None, f"cannot read {path.name} as parquet on the cluster", _spark_message(e)
+        ) from None
+    read = to_arrow_schema(df.schema)
+    empty = pa.schema([pa.field(f.name, f.type) for f in read]).empty_table()
+    labelled = label_columns(empty, ds.columns, path.name)
+    label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
+    before = labelled.column_names
+    table = _select(labelled, ds, label)
+    why = _selected_out(before, table.column_names, ds)
+    table, dropped = _apply_policies(table, ds)
+    why |= {c: "dataset.private: drop" for c in dropped["private"]}
+    why |= {c: "dataset.unlabelled: drop (it has no role)" for c in dropped["unlabelled"]}
+    table = _record_dropped(table, why)
+    frame = SparkFrame(df, read).with_schema(table.schema)
+    _frame_nulls(frame, ds)
+    validate_frame(frame)
+    record = {
+        "dataset": label,
+        "files": {path.name: digest},
+        "fingerprint": fingerprint_digests({path.name: digest}),
+        "rows": frame.num_rows,
+        "dropped_columns": dropped,
+        "blocks": ["*"],
+    }
+    return frame, record
+
+
+def _frame_nulls(frame, ds: DatasetSpec) -> None:
+    """``apply_null_policy`` of a frame: ``keep`` (or no null) passes, ``refuse`` is refused as
+    there, a policy that rewrites rows is refused naming the column."""
+    columns = ds.columns or {}
+    for name, n in frame.null_counts().items():
+        spec = columns.get(name)
+        policy = spec.nulls if spec is not None and spec.nulls is not None else ds.nulls
+        if policy == "keep" or n == 0:
+            continue
+        if policy == "refuse":
+            raise InputError(
+                name,
+                "has nulls and the spec refuses them (nulls: refuse)",
+                f"{n} null rows; to release it, set dataset.columns.{name}.nulls (or "
+                "dataset.nulls) to drop (the rows are not released), {impute: median | mean | "
+                "mode} or {impute: value, value: V}, or keep (the algorithm decides)",
+            )
+        raise SpecError(
+            f"dataset.columns.{name}.nulls",
+            f"'{name}' has {n} nulls: a null policy that drops or imputes rows is not applied "
+            "to rows left on the Spark cluster; keep the nulls (nulls: keep, and a null level "
+            "in the column's public domain) or run on the local engine",
+        )
+
+
+def validate_frame(frame) -> None:
+    """``validate_table`` of a ``SparkFrame``: rows (one count) and columns; a numeric
+    quasi-identifier is no column of the count-based families, so none is read."""
+    if frame.num_rows == 0 or frame.num_columns == 0:
+        raise InputError(None, "table is empty")
+    names = frame.column_names
+    if len(set(names)) != len(names):
+        _raise_duplicates(names)
+    for c in read_roles(frame):
+        if c.role is Role.QUASI_IDENTIFIER:
+            raise InputError(
+                c.name,
+                "a quasi-identifier's values are checked row by row: run on the local engine",
+            )
