@@ -18,7 +18,8 @@ the noise, the selection, the model and the sampling run in this process.
 
 Disclosure (``PUBLIC``): a release's shareable copy is the synthetic table plus what follows
 from the noisy measurements, the synthetic table and public parameters alone (the plan, the
-tree, the model, fidelity against the noisy measurements, fairness of the synthetic table).
+tree, the model, fidelity and the quality report against the noisy measurements, fairness of
+the synthetic table).
 Fidelity and fairness against the input, clamped counts and timings are for the data owner.
 
 AIM (McKenna, Mullins, Sheldon & Miklau, PVLDB 2022; ``aim``) runs on the same domains,
@@ -62,6 +63,7 @@ _HEADLINE = (
     Metric("measured_fidelity.one_way_tvd", "mean 1-way TVD vs the noisy measurements"),
     Metric("measured_fidelity.two_way_tvd", "mean 2-way TVD vs the noisy measurements (tree)"),
     Metric("measured_fidelity.acd", "mean Cramer's V difference vs the noisy measurements"),
+    Metric("quality.score", "quality score vs the noisy measurements (SDMetrics' definitions)"),
     Metric(
         "fairness.synthetic",
         "demographic parity of each outcome in the synthetic table",
@@ -95,9 +97,10 @@ PUBLIC = Disclosure(
         "compressed_sizes",
         "model",
         "measured_fidelity",
+        "quality",
         "fairness.synthetic",
     ),
-    figures=("tree", "ledger", "tvd_measured", "fairness_synthetic"),
+    figures=("tree", "ledger", "tvd_measured", "fairness_synthetic", "quality"),
     covers=(
         "(epsilon, delta)-differential privacy for each person in the input (one record added "
         "or removed): the synthetic table and every number shared with it are computed from "
@@ -120,7 +123,7 @@ def _algorithm(name: str, title: str, params, paper: str, **own) -> Algorithm:
         contract=own.get("contract", f"{_P}.contract:contract"),
         evidence=own.get("evidence", f"{_P}.audit:evidence"),
         example=f"{_P}.examples:{name}_example",
-        headline=_HEADLINE,
+        headline=own.get("headline", _HEADLINE),
         figures=f"{_P}.figures:figures",
         outputs=("data",),
         sidecars=own.get("sidecars", ("ledger", "measurements", "compression", "tree", "model")),
@@ -158,6 +161,10 @@ AIM = _algorithm(
     evidence=f"{_P}.audit:aim_evidence",
     sidecars=("ledger", "measurements", "compression", "cliques", "model"),
     cost=f"{_P}.accounting:aim_cost",
+    headline=(
+        *_HEADLINE,
+        Metric("rounds.run", "rounds run (a private selection, then a measurement)"),
+    ),
 )
 
 

@@ -274,12 +274,21 @@ class FilterCompositor(Compositor):
 
     @property
     def spent(self) -> float:
-        """OpenDP's composed total of the steps run so far."""
-        return composed_total([r["rho"] for r in self.ledger]) if self.ledger else 0.0
+        """The filter's own privacy loss of the steps run so far (OpenDP's odometer)."""
+        return float(self._queryable.privacy_loss(1)) if self.ledger else 0.0
 
     def fits(self, rhos: Sequence[float]) -> bool:
-        """Whether steps charged ``rhos`` after the ones run stay within the budget."""
-        return composed_total([r["rho"] for r in self.ledger] + list(rhos)) <= self.total
+        """Whether steps charged ``rhos``, run next one after the other, stay within the
+        budget: each added to the filter's loss and rounded up by an ulp, at least as much as
+        OpenDP's filter rounds (a sum that merely equals the budget in another order was
+        refused at the last step: "pending privacy loss (0.7328332873824535) would exceed
+        privacy budget (0.732833287382453)")."""
+        loss = self.spent
+        for r in rhos:
+            loss = float(np.nextafter(loss + float(r), math.inf))
+        return loss <= self.total and (
+            composed_total([r["rho"] for r in self.ledger] + list(rhos)) <= self.total
+        )
 
 
 def ledger_table(rows: list[dict]) -> pa.Table:

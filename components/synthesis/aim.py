@@ -268,7 +268,6 @@ def aim(table: pa.Table, params: AIMParams) -> ComponentResult:
     metrics = _metrics(run)
     metrics["selector"] = "aim"
     metrics["tree"] = [f"{names[i]}-{names[j]}" for i, j in sorted(edges)]
-    metrics["fair_tree"] = None
     metrics["cliques"] = ["|".join(names[v] for v in c) for c in model.tree.cliques]
     metrics["rounds"] = {"planned": rounds, "run": len(selected), "model_cells": model.tree.cells}
     timings["metrics"] = time.perf_counter() - t
