@@ -162,6 +162,8 @@ class ReleasePlan:
             if isinstance(g, C.KAnonymity) and not g.quasi_identifiers:
                 qis = published_qis or tuple(roles.quasi_identifiers)
                 g = g.model_copy(update={"quasi_identifiers": qis})
+            if not getattr(self.spec.demands[i], "background", True) and published_qis:
+                g = published_background(g, roles, published_qis)
             out.append(g)
         return out
 
@@ -208,6 +210,24 @@ class ReleasePlan:
         if self.store is None:
             raise StoreError("", "this step needs a release store")
         return self.store
+
+
+def published_background(g: C.Guarantee, roles, published_qis: tuple[str, ...]) -> C.Guarantee:
+    """A risk or l-diversity demand whose background was completed from the input's roles, over
+    the quasi-identifiers the algorithm publishes instead (a nominal QI published one-hot,
+    ``region=north``...), the rest of the background (protected, known columns) kept.
+
+    >>> from privfair.schemas.roles import ColumnRole, Role, TableRoles
+    >>> roles = TableRoles.of([ColumnRole("region", Role.QUASI_IDENTIFIER)])
+    >>> g = C.ReidentificationRisk(model="prosecutor", max=0.2, background=("region", "sex"))
+    >>> published_background(g, roles, ("region=n", "region=s")).background
+    ('region=n', 'region=s', 'sex')
+    """
+    qis = set(roles.quasi_identifiers)
+    column = getattr(g, "column", None)
+    rest = tuple(c for c in g.background if c not in qis and c not in published_qis)
+    background = tuple(c for c in published_qis if c != column) + rest
+    return g.model_copy(update={"background": background})
 
 
 def role_guarantees(input_table: pa.Table) -> list:
