@@ -10,11 +10,15 @@ synthetic table alone, ``figures(public_manifest, outputs, None, {})``):
 - ``tvd_measured``: the synthetic table against the noisy measurements
   (``measured_fidelity``);
 - ``fairness_synthetic``: demographic parity of each outcome in the synthetic table
-  (``fairness.synthetic``).
+  (``fairness.synthetic``);
+- ``quality``: the quality report against the noisy measurements (``quality``: column shapes,
+  measured pairs' trends, overall score; ``privfair.components.synthesis.quality``).
 
 Owner only (computed on the private input): ``tvd`` (the synthetic table against the input,
-``fidelity``) and ``fairness`` (parity in the input and in the synthetic table,
-``fairness.input``). Every figure reads only the metrics it names, so a public figure shows
+``fidelity``), ``fairness`` (parity in the input and in the synthetic table,
+``fairness.input``) and ``quality_input`` (SDMetrics' QualityReport of the synthetic table
+against the input, and the DCR privacy panel; computed here from the input table, so drawn only
+when it is given, never for the shareable copy). Every figure reads only the metrics it names, so a public figure shows
 the same thing in the owner's report as in the shareable copy.
 """
 
@@ -32,8 +36,8 @@ from privfair.schemas.roles import Role, read_roles
 
 __all__ = ["figures", "PUBLIC_FIGURES", "OWNER_FIGURES", "tree_edges"]
 
-PUBLIC_FIGURES = PUBLIC.figures  # ("tree", "ledger", "tvd_measured", "fairness_synthetic")
-OWNER_FIGURES = ("tvd", "fairness")
+PUBLIC_FIGURES = PUBLIC.figures  # tree, ledger, tvd_measured, fairness_synthetic, quality
+OWNER_FIGURES = ("tvd", "fairness", "quality_input")
 
 _ROLE_COLOUR = {
     Role.PROTECTED: "#c0392b",
@@ -258,6 +262,101 @@ def _fairness_synthetic(man: dict) -> Figure | None:
     return Figure("fairness_synthetic", svg, cap)
 
 
+def _score(x) -> str:
+    return f"{x:.3f}" if isinstance(x, int | float) else "n/a"
+
+
+def _quality_html(q: dict, title: str, against: str) -> str | None:
+    """The report's block: overall and property scores, a bar per column shape, and the
+    pairs' trend scores (the 15 lowest when there are more, SDMetrics' drill-down)."""
+    shapes = q.get("column_shapes") or {}
+    trends = q.get("column_pair_trends") or {}
+    cols = {k: v for k, v in (shapes.get("columns") or {}).items() if v.get("score") is not None}
+    if not cols:
+        return None
+    pairs = {k: v for k, v in (trends.get("pairs") or {}).items() if v is not None}
+    head = (
+        '<table class="quality-scores"><thead><tr><th>overall</th><th>column shapes</th>'
+        "<th>column pair trends</th></tr></thead><tbody><tr>"
+        f"<td><strong>{_score(q.get('score'))}</strong></td>"
+        f"<td>{_score(shapes.get('score'))}</td><td>{_score(trends.get('score'))}</td>"
+        "</tr></tbody></table>"
+    )
+    bars = plots.hbar_chart(
+        [f"{k} ({v['metric']})" for k, v in cols.items()],
+        [v["score"] for v in cols.values()],
+        title=f"{title}: column shapes ({against})",
+        x_label="score (1 = same distribution)",
+        value_fmt=lambda x: f"{x:.3f}",
+    )
+    low = sorted(pairs.items(), key=lambda kv: kv[1])[:15]
+    rows = "".join(
+        f"<tr><td>{esc(k.replace('|', ' x '))}</td><td>{_score(v)}</td></tr>" for k, v in low
+    )
+    shown = f"the {len(low)} lowest of" if len(pairs) > len(low) else "all"
+    table = (
+        f'<table class="quality-pairs"><caption>Column pair trends: {shown} {len(pairs)} '
+        f"pair{'s' if len(pairs) != 1 else ''}</caption><thead><tr><th>pair</th><th>score</th>"
+        f"</tr></thead><tbody>{rows}</tbody></table>"
+        if pairs
+        else ""
+    )
+    return f'<div class="quality">{head}\n{bars}\n{table}</div>'
+
+
+def _quality_measured(man: dict) -> Figure | None:
+    q = _metrics(man).get("quality") or {}
+    html = _quality_html(q, "Quality", "vs the noisy measurements")
+    if html is None:
+        return None
+    cap = (
+        "Quality report of the synthetic table against the noisy marginals the release "
+        "measured, on SDMetrics' definitions: a column's shape score is 1 - TVD (nominal, "
+        "binary) or 1 - KS over its bins (numeric, ordinal), a measured pair's trend score "
+        "the contingency similarity 1 - TVD of its 2-way table, the overall score the mean "
+        "of the two property scores. Post-processing of the differentially private "
+        "measurements and the synthetic table only: pairs the release did not measure have "
+        "no score here, and nothing is compared with the input."
+    )
+    return Figure("quality", html, cap)
+
+
+def _quality_input(outputs: dict, input_table: pa.Table | None) -> Figure | None:
+    data = (outputs or {}).get("data")
+    if input_table is None or data is None:
+        return None
+    from privfair.components.synthesis.quality import input_quality
+
+    try:
+        q = input_quality(input_table, data)
+    except ImportError as e:  # the quality extra is optional: say what to install
+        return Figure("quality_input", f'<p class="unavailable">{esc(e)}</p>', esc(e))
+    html = _quality_html(q, "Quality", "vs the input")
+    p = q["privacy"]
+    n = q["sample_rows"]
+    panel = (
+        '<table class="quality-privacy"><caption>Privacy: distance to closest record '
+        "(DCR)</caption><thead><tr><th>measure</th><th>value</th></tr></thead><tbody>"
+        f"<tr><td>DCRBaselineProtection (1 = as far from the input as random rows)</td>"
+        f"<td><strong>{_score(p['dcr_baseline_protection'])}</strong></td></tr>"
+        f"<tr><td>median DCR, synthetic rows to input rows</td>"
+        f"<td>{_score(p['median_dcr_synthetic'])}</td></tr>"
+        f"<tr><td>median DCR, random rows to input rows</td>"
+        f"<td>{_score(p['median_dcr_random'])}</td></tr>"
+        f"<tr><td>DCROverfittingProtection</td><td>{esc(p['overfitting_note'])}</td></tr>"
+        "</tbody></table>"
+    )
+    cap = (
+        f"SDMetrics {esc(q['sdmetrics'])} QualityReport of the synthetic table against the "
+        f"input (samples of {n['input']} input and {n['synthetic']} synthetic rows, seed 0; "
+        "KS on raw numeric values, every pair), and its DCRBaselineProtection on "
+        f"{p['sample_rows']['synthetic']} synthetic rows against {p['sample_rows']['input']} "
+        "input rows. An evaluation against the private input, for the data owner only: not "
+        "covered by the DP guarantee and not part of the shareable copy."
+    )
+    return Figure("quality_input", f"{html or ''}\n{panel}", cap)
+
+
 def figures(man: dict, outputs: dict, input_table: pa.Table | None, sidecars: dict) -> list:
     """Every figure the manifest ``man`` and ``outputs`` allow, public ones first. Called with
     the public manifest, the public outputs, no input and no sidecars (the shareable copy),
@@ -268,7 +367,9 @@ def figures(man: dict, outputs: dict, input_table: pa.Table | None, sidecars: di
         _ledger(man, sidecars or {}),
         _fidelity_measured(man),
         _fairness_synthetic(man),
+        _quality_measured(man),
         _fidelity_input(man),
         _fairness_before_after(man),
+        _quality_input(outputs, input_table),
     ]
     return [f for f in out if f is not None]

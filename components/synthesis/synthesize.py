@@ -55,6 +55,7 @@ from privfair.components.synthesis.model import (
     sample,
 )
 from privfair.components.synthesis.params import MSTParams, PreFairParams, noisy_rows, selector_of
+from privfair.components.synthesis.quality import measured_quality
 from privfair.components.synthesis.selection import (
     Roles,
     best_fair_tree,
@@ -63,7 +64,7 @@ from privfair.components.synthesis.selection import (
     fair,
     kruskal,
 )
-from privfair.schemas.roles import Role, TableRoles
+from privfair.schemas.roles import Kind, Role, TableRoles
 
 __all__ = [
     "measured_fidelity",
@@ -527,6 +528,15 @@ def _metrics(run: _Run) -> dict:
         "model": {"iterations": model.iterations, "total": model.total, "loss": model.loss},
         "measured_fidelity": measured_fidelity(
             names, run.raw_one_way, tree, run.two_way, syn_codes, compressions
+        ),
+        "quality": measured_quality(
+            names,
+            [roles[n].kind in (Kind.NUMERIC, Kind.ORDINAL) for n in names],
+            run.raw_one_way,
+            tree,
+            run.two_way,
+            syn_codes,
+            compressions,
         ),
         "fidelity": {
             "one_way_tvd": float(np.mean(list(one.values()))),

@@ -390,3 +390,66 @@ def test_cost_of_protection_section_in_chromium(open_page, german_release_with_g
     section = page.locator("#cost")
     SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
     section.screenshot(path=str(SCREENSHOT.with_name("report-cost.png")))
+
+
+# --- the synthetic-data quality report (issue 47, part 2) ----------------------------------------
+
+ADULT_MST = ROOT / "pipelines" / "specs" / "adult_mst.yaml"
+
+
+@pytest.fixture
+def mst_release(tmp_path: Path) -> Path:
+    out = run_release(load_spec(ADULT_MST), tmp_path / "store")
+    assert out.status == "published"
+    return Path(out.path)
+
+
+def test_quality_sections_of_both_reports_in_chromium(open_page, mst_release: Path) -> None:
+    """The owner's report shows the quality report against the noisy measurements and
+    SDMetrics' against the input with its DCR panel; the shareable copy's report shows the
+    first only, with the scores of its public manifest. Screenshots of the sections:
+    artifacts/report-quality-owner.png and artifacts/report-quality-public.png."""
+    from privfair.release.share import shared_file
+
+    pub = json.loads((mst_release / shared_file("manifest.json")).read_text())
+    q = pub["metrics"]["quality"]
+    SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+    shots = {}
+    for who, path in (("owner", "report.html"), ("public", shared_file("report.html"))):
+        opened = open_page(mst_release / path)
+        assert opened.errors == [], opened.errors
+        page = opened.page
+        fig = page.locator("#fig-quality")
+        assert fig.count() == 1
+        head = fig.locator("table.quality-scores tbody td").all_inner_texts()
+        assert head == [
+            f"{q['score']:.3f}",
+            f"{q['column_shapes']['score']:.3f}",
+            f"{q['column_pair_trends']['score']:.3f}",
+        ]
+        assert fig.locator("svg rect").count() >= len(q["column_shapes"]["columns"])
+        owner = page.locator("#fig-quality_input")
+        assert owner.count() == (1 if who == "owner" else 0)
+        shots[who] = [fig.screenshot()]
+        if who == "owner":
+            panel = owner.locator("table.quality-privacy").inner_text()
+            assert "DCRBaselineProtection" in panel and "no holdout exists" in panel
+            assert "SDMetrics 0." in owner.locator("figcaption").inner_text()
+            shots[who].append(owner.screenshot())
+        for shot in shots[who]:
+            drawn = pixel_stats(opened.browser, shot)
+            assert drawn["colours"] >= 20 and drawn["background_share"] < 0.98, drawn
+        # the quality figures of the page (absolute coordinates: a full-page clip)
+        top, bottom = page.evaluate(
+            """() => {
+              const boxes = Array.from(document.querySelectorAll('#fig-quality, #fig-quality_input'),
+                e => { const b = e.getBoundingClientRect();
+                       return [b.top + window.scrollY, b.bottom + window.scrollY]; });
+              return [Math.min(...boxes.map(b => b[0])) - 8, Math.max(...boxes.map(b => b[1])) + 8];
+            }"""
+        )
+        page.screenshot(
+            path=str(SCREENSHOT.with_name(f"report-quality-{who}.png")),
+            full_page=True,
+            clip={"x": 0, "y": top, "width": 1100, "height": bottom - top},
+        )

@@ -14,9 +14,10 @@ from privfair.components.synthesis.domain import declared_domains, encode_table
 from privfair.components.synthesis.examples import mst_example, prefair_example
 from privfair.components.synthesis.figures import OWNER_FIGURES, PUBLIC_FIGURES, figures
 from privfair.components.synthesis.model import Measurement
+from privfair.components.synthesis.quality import measured_quality
 from privfair.components.synthesis.synthesize import measured_fidelity
 from privfair.schemas.contracts import contract_to_json
-from privfair.schemas.roles import read_roles
+from privfair.schemas.roles import Kind, read_roles
 
 OWNER_ONLY = ("fidelity", "fairness.input", "clamped", "timings_s")
 
@@ -74,7 +75,8 @@ def test_public_figures_need_nothing_but_the_public_copy(run):
 
 def test_measured_fidelity_is_post_processing(run):
     """Recomputed from the measurements and compression sidecars and the synthetic table
-    alone, it is the reported value: nothing of the input enters it."""
+    alone, it is the reported value, and so is the public quality report: nothing of the
+    input enters them."""
     algo, _, result = run
     data = result.outputs["data"]
     meas = result.sidecars["measurements"].to_pandas()
@@ -96,3 +98,7 @@ def test_measured_fidelity_is_post_processing(run):
     ]
     again = measured_fidelity(names, raw, tree, two, syn, compressions)
     assert again == result.metrics["measured_fidelity"]
+    roles = read_roles(data)
+    ordered = [roles[n].kind in (Kind.NUMERIC, Kind.ORDINAL) for n in names]
+    quality = measured_quality(names, ordered, raw, tree, two, syn, compressions)
+    assert quality == result.metrics["quality"]
