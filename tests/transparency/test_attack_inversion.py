@@ -213,3 +213,21 @@ def test_bad_announcement_params_are_refused_naming_them(update, word):
 
     with pytest.raises(ValidationError, match=word):
         ATRParams(**update)
+
+
+def test_privfair_run_refuses_a_randomised_spec_without_slack(tmp_path, capsys):
+    """``privfair run`` on adult_atr.yaml with ``announce: randomised`` and no slack: exit 2,
+    naming the key and the rule, nothing published."""
+    import yaml
+
+    from privfair.cli import main
+
+    raw = yaml.safe_load((DEFAULT_SPECS_DIR / "adult_atr.yaml").read_text())
+    raw["component"]["params"]["announce"] = "randomised"
+    spec = tmp_path / "adult_atr.yaml"
+    spec.write_text(yaml.safe_dump(raw))
+    code = main(["run", str(spec), "--store", str(tmp_path / "store")])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "slack" in err and "randomised" in err
+    assert not (tmp_path / "store" / "adult_atr").exists()
