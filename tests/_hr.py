@@ -95,8 +95,8 @@ def _params(name: str):
             LABEL,
         )
         return roles, ATRParams(delta=0.9)
-    if name in ("mst", "prefair"):
-        from privfair.components.synthesis.params import MSTParams, PreFairParams
+    if name in ("mst", "prefair", "aim"):
+        from privfair.components.synthesis.params import AIMParams, MSTParams, PreFairParams
 
         roles = _roles(
             ColumnRole("gender", Role.PROTECTED, Kind.NOMINAL, domain=GENDERS, favoured="M"),
@@ -115,6 +115,8 @@ def _params(name: str):
         }
         if name == "mst":
             return roles, MSTParams(**common)
+        if name == "aim":
+            return roles, AIMParams(**common, rounds=30, round_iters=50)
         return roles, PreFairParams(**common, independence_alpha=1e-9)
     raise KeyError(name)
 
