@@ -253,8 +253,16 @@ class AIMParams(MSTParams):
     re-fitted after each, the noise halved when a round improved the model by less than its
     noise, until the budget is spent; the privacy loss accounted by an OpenDP privacy filter
     under zCDP. ``split`` is MST's and unused here (AIM's shares are ``select_share`` of each
-    round, and its rounds ``rounds``)."""
+    round, and its rounds ``rounds``).
 
+    >>> AIMParams(epsilon=1.0).select_share, AIMParams(epsilon=1.0).rounds is None
+    (0.1, True)
+    """
+
+    split: tuple[float, float, float] = Field(
+        (1 / 3, 1 / 3, 1 / 3),
+        description="MST's budget split; not used by AIM (see select_share and rounds)",
+    )
     rounds: int | None = Field(
         None,
         ge=1,
