@@ -85,6 +85,9 @@ __all__ = [
     "spec",
     "load_spec",
     "as_table",
+    "EXECUTION_KEYS",
+    "execution_settings",
+    "with_settings",
     "run",
     "open_release",
     "validate",
@@ -351,6 +354,140 @@ def in_memory(s: PipelineSpec, dataset: str | Sequence[str] | None = None) -> Pi
     return parse_spec(raw, source=f"{s.name} (in memory)").located(s.spec_dir)
 
 
+# --- where a release runs -------------------------------------------------------------------------
+EXECUTION_KEYS = ("engine", "master", "workers", "conf", "scratch")
+"""The settings of a spec's ``execution`` a caller may give over the spec's own."""
+
+
+def execution_settings(given: Any, key: str = "execution") -> dict[str, Any]:
+    """``given`` (a mapping of ``EXECUTION_KEYS``) checked on its own, before any spec: the set
+    values (None and ``""`` are unset, an empty ``conf`` too), ``conf`` as text (a number or
+    a boolean as Spark writes it, as in a YAML spec). Raises ``SpecError`` whose key is
+    ``key`` and the setting (``execution.conf.spark.executor.memory``) and whose rule says what
+    is wrong: an unknown setting or engine, a master URL Spark would not parse, a ``conf``
+    that is not a map of setting name to text, a ``workers`` below 1.
+
+    >>> execution_settings({"engine": "spark", "master": "", "conf": {"spark.executor.cores": 2}})
+    {'engine': 'spark', 'conf': {'spark.executor.cores': '2'}}
+    >>> execution_settings({"engine": "dask"}, key="resources.privfair.config")
+    Traceback (most recent call last):
+    ...
+    privfair.schemas.errors.SpecError: spec key 'resources.privfair.config.engine': unknown engine 'dask' (known: local, spark)
+    """
+    if given is None:
+        return {}
+    if not isinstance(given, Mapping):
+        raise SpecError(
+            key, f"a mapping of {', '.join(EXECUTION_KEYS)}, not {type(given).__name__}"
+        )
+    out: dict[str, Any] = {}
+    for k, v in given.items():
+        if k not in EXECUTION_KEYS:
+            raise SpecError(
+                f"{key}.{k}", f"not an execution setting (known: {', '.join(EXECUTION_KEYS)})"
+            )
+        if v is None or (isinstance(v, str) and not v.strip()):
+            continue
+        if k == "conf":
+            conf = _spark_conf(v, f"{key}.conf")
+            if conf:
+                out["conf"] = conf
+        elif k == "workers":
+            if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                raise SpecError(f"{key}.workers", f"a number of processes (1 or more), not {v!r}")
+            if v:  # 0: unset, as the orchestrators' forms write it
+                out["workers"] = v
+        elif not isinstance(v, str):
+            raise SpecError(f"{key}.{k}", f"text, not {type(v).__name__} ({v!r})")
+        else:
+            out[k] = v.strip()
+    engine = out.get("engine")
+    if engine is not None and engine not in ("local", "spark"):
+        raise SpecError(f"{key}.engine", f"unknown engine '{engine}' (known: local, spark)")
+    if "master" in out:
+        from privfair.components.core.engine import master_endpoints
+
+        try:  # the URL's form only: whether it answers is known when the run starts
+            master_endpoints(out["master"])
+        except SpecError as e:
+            raise SpecError(f"{key}.master", e.rule) from None
+    if engine == "local" and ({"master", "conf", "scratch"} & set(out)):
+        spark_only = ", ".join(sorted({"master", "conf", "scratch"} & set(out)))
+        raise SpecError(f"{key}.engine", f"'local' takes no Spark setting ({spark_only})")
+    return out
+
+
+def _spark_conf(value: Any, key: str) -> dict[str, str]:
+    """Spark settings as Spark takes them, name -> text (``SpecError`` naming the setting)."""
+    if not isinstance(value, Mapping):
+        raise SpecError(
+            key,
+            "Spark settings: a map of setting name to text (spark.executor.memory: 8g), not "
+            f"{type(value).__name__}",
+        )
+    out: dict[str, str] = {}
+    for name, v in value.items():
+        if not isinstance(name, str) or not name.strip():
+            raise SpecError(key, f"a Spark setting's name is text, not {name!r}")
+        if isinstance(v, bool):
+            v = str(v).lower()
+        elif isinstance(v, int | float):
+            v = str(v)
+        if not isinstance(v, str):
+            raise SpecError(
+                f"{key}.{name}",
+                f"a Spark setting's value is text (or a number), not {type(v).__name__} ({v!r})",
+            )
+        out[name.strip()] = v
+    return out
+
+
+def with_settings(
+    spec: PipelineSpec, *layers: Mapping[str, Any] | None, keys: Sequence[str] = ()
+) -> PipelineSpec:
+    """``spec`` with each layer of execution settings over its own ``execution``, later layers
+    winning (a release's own settings, then a deployment's), as ``privfair run --engine
+    --master --conf`` does: ``conf`` adds to the spec's settings (a setting named again takes
+    the later value), an engine ``local`` drops the spec's Spark settings. Each layer is
+    checked by ``execution_settings`` under its key in ``keys`` (default ``execution``). Where
+    a release runs is not part of its version: the result has the spec's version.
+
+    >>> s = spec("toy", component="mdav", params={"k": 2},
+    ...          columns={"age": {"role": "quasi_identifier"}},
+    ...          execution={"engine": "spark", "conf": {"spark.executor.memory": "2g"}})
+    >>> with_settings(s, {"master": "local[1]", "conf": {"spark.executor.cores": "2"}}).execution
+    ExecutionSpec(engine='spark', master='local[1]', workers=None, conf={'spark.executor.memory': '2g', 'spark.executor.cores': '2'}, scratch=None)
+    >>> with_settings(s, {"engine": "local"}).execution.conf
+    {}
+    """
+    from privfair.spec.catalogue import parse_spec
+
+    merged = spec.execution.model_dump(mode="json")
+    touched = False
+    for i, layer in enumerate(layers):
+        key = keys[i] if i < len(keys) else "execution"
+        given = execution_settings(layer, key)
+        if not given:
+            continue
+        touched = True
+        spark_only = sorted({"master", "conf", "scratch"} & set(given))
+        if spark_only and given.get("engine", merged.get("engine")) == "local":
+            raise SpecError(
+                f"{key}.engine",
+                f"{', '.join(spark_only)} are Spark settings and '{spec.name}' runs on the "
+                "local engine: give engine: spark too",
+            )
+        if given.get("engine") == "local":  # the spec's Spark settings do not apply
+            merged.update(master=None, conf={}, scratch=None)
+        conf = {**(merged.get("conf") or {}), **given.pop("conf", {})}
+        merged.update(given, conf=conf)
+    if not touched:
+        return spec
+    raw = spec.model_dump(mode="json")
+    raw["execution"] = merged
+    return parse_spec(raw, source=f"{spec.name} (execution)").located(spec.spec_dir)
+
+
 # --- release ------------------------------------------------------------------------------------
 def run(
     spec: PipelineSpec | str | Path,
@@ -361,6 +498,7 @@ def run(
     params: Mapping[str, Any] | None = None,
     partition: str | None = None,
     dataset: str | Sequence[str] | None = None,
+    execution: Mapping[str, Any] | None = None,
     spark: Any = None,
 ) -> Release:
     """Ingest, protect, validate and publish one release (``privfair run``).
@@ -383,6 +521,10 @@ def run(
     dataset : str or list of str, optional
         With ``table``: the name (or ``privfair.io.identity`` atoms) of the private dataset
         the frame holds, which the ledger accounts it against (``in_memory``).
+    execution : mapping, optional
+        Where it runs, over the spec's ``execution`` (``with_settings``): ``{"engine": "spark",
+        "master": "spark://HOST:7077", "conf": {"spark.executor.memory": "8g"}}``; the
+        version is the same.
     spark : SparkSession, optional
         The caller's Spark session (classic or Spark Connect): the release runs on the Spark
         engine through it (the spec's ``execution.master`` aside, its ``conf`` set on it),
@@ -407,6 +549,7 @@ def run(
     s = _spec_of(spec)
     if params:
         s = with_params(s, dict(params))
+    s = with_settings(s, execution)
     arrow = None
     if table is not None:
         arrow = as_table(table)

@@ -25,12 +25,15 @@ __all__ = [
     "ASSET_URI",
     "DEFAULT_ARGS",
     "NO_RETRY",
+    "check_execution",
     "failure",
     "input_path",
     "partition_of",
     "publish_extra",
     "release_asset",
     "resolve_spec",
+    "spark_connection",
+    "with_cluster",
     "work_root",
 ]
 
@@ -201,3 +204,146 @@ def failure(e: BaseException, pipeline: str) -> str:
             f"({', '.join(e.failed)})\n{e}"
         )
     return f"{pipeline}: {type(e).__name__}: {e}"
+
+
+# --- where a release runs ------------------------------------------------------------------------
+def _templated(value: Any) -> bool:
+    """Whether ``value`` holds a Jinja template anywhere (rendered only when the task runs)."""
+    if isinstance(value, str):
+        return "{{" in value or "{%" in value
+    if isinstance(value, Mapping):
+        return any(_templated(k) or _templated(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_templated(v) for v in value)
+    return False
+
+
+def check_execution(execution: Any, spark_conn_id: Any = None) -> dict[str, Any] | None:
+    """The ``execution`` an operator or task group is given, checked when the DAG file is
+    parsed unless a template is in it (then when the task runs): ``SpecError`` naming
+    ``execution.<key>`` and the rule (``privfair.api.execution_settings``), so a bad setting
+    is the DAG's import error. A ``spark_conn_id`` runs on Spark: an ``engine: local`` beside
+    it is refused.
+
+    >>> check_execution({"engine": "spark", "conf": {"spark.executor.memory": "8g"}})
+    {'engine': 'spark', 'conf': {'spark.executor.memory': '8g'}}
+    >>> check_execution({"engine": "local"}, spark_conn_id="spark_default")
+    Traceback (most recent call last):
+    ...
+    privfair.schemas.errors.SpecError: spec key 'execution.engine': 'local' contradicts spark_conn_id='spark_default' (a Spark connection)
+    """
+    if execution is None:
+        given: dict[str, Any] = {}
+    elif _templated(execution):
+        return dict(execution) if isinstance(execution, Mapping) else execution
+    else:
+        from privfair.api import execution_settings
+
+        given = execution_settings(execution)
+    if spark_conn_id and given.get("engine") == "local":
+        raise SpecError(
+            "execution.engine",
+            f"'local' contradicts spark_conn_id={spark_conn_id!r} (a Spark connection)",
+        )
+    return given or None
+
+
+#: Extras of the ``spark`` connection type (the apache-spark provider's) that are Spark
+#: settings of the driver privfair starts; the others (``spark-home``, ``spark-binary``...)
+#: are spark-submit's, and privfair submits nothing.
+_SPARK_EXTRAS = {"queue": "spark.yarn.queue", "namespace": "spark.kubernetes.namespace"}
+
+
+def spark_connection(conn_id: str) -> dict[str, Any]:
+    """The execution settings an Airflow Connection gives (``Connection.get``: the metadata DB,
+    a secrets backend or ``$AIRFLOW_CONN_<ID>``), without the apache-spark provider:
+
+    - type ``spark`` (the provider's ``spark_default``): host and port are the master, as
+      ``SparkSubmitHook`` reads them: ``yarn``, ``local[4]``, ``k8s://https://HOST:443`` or
+      ``spark://HOST`` with the port 7077; a bare host name (the form of a URI
+      ``spark://HOST:7077`` in ``$AIRFLOW_CONN_SPARK_DEFAULT``) is a standalone master,
+      ``spark://HOST:PORT`` (port default 7077). Its extra ``queue`` and ``namespace`` are
+      ``spark.yarn.queue`` and ``spark.kubernetes.namespace``; ``deploy-mode: cluster`` is
+      refused (the task itself is the driver);
+    - type ``spark_connect`` (the provider's ``spark_connect_default``): ``sc://HOST:PORT``
+      (port default 15002), the login as ``user_id``, the password as ``token``, extra
+      ``use_ssl``;
+    - either: extra ``conf``, a map of Spark settings (``{"spark.executor.memory": "8g"}``).
+
+    Returns ``{"engine": "spark", "master": ..., "conf": {...}}``. ``SpecError`` naming
+    ``spark_conn_id`` and the rule: a connection that is not defined, of another type, without
+    a host, or whose ``conf`` is not a map of name to text.
+    """
+    from airflow.sdk import Connection
+
+    key = "spark_conn_id"
+    try:
+        conn = Connection.get(conn_id)
+    except Exception as e:  # noqa: BLE001 - AirflowNotFoundException, a backend's own error
+        raise SpecError(key, f"no Airflow connection '{conn_id}' ({e})") from None
+    kind = (conn.conn_type or "").replace("-", "_")
+    host = (conn.host or "").strip()
+    if not host:
+        raise SpecError(key, f"connection '{conn_id}' has no host (the Spark master)")
+    extra = conn.extra_dejson or {}
+    conf_key = f"{key}={conn_id}.extra"
+    from privfair.api import execution_settings
+
+    conf = dict(execution_settings({"conf": extra.get("conf") or {}}, conf_key).get("conf", {}))
+    if kind == "spark":
+        if str(extra.get("deploy-mode") or extra.get("deploy_mode") or "client") != "client":
+            raise SpecError(
+                key,
+                f"connection '{conn_id}' asks for deploy-mode "
+                f"'{extra.get('deploy-mode') or extra.get('deploy_mode')}': privfair's task "
+                "is the Spark driver (client mode)",
+            )
+        for name, setting in _SPARK_EXTRAS.items():
+            if extra.get(name):
+                conf.setdefault(setting, str(extra[name]))
+        if "://" in host or host.startswith(("local", "yarn")):
+            master = host if not conn.port or _has_port(host) else f"{host}:{conn.port}"
+        else:
+            master = f"spark://{host}:{conn.port or 7077}"
+    elif kind == "spark_connect":
+        base = host if host.startswith("sc://") else f"sc://{host}"
+        master = base if _has_port(base) else f"{base}:{conn.port or 15002}"
+        params = [
+            f"{name}={value}"
+            for name, value in (
+                ("user_id", conn.login),
+                ("token", conn.password),
+                ("use_ssl", "true" if extra.get("use_ssl") else None),
+            )
+            if value
+        ]
+        if params:
+            master += "/;" + ";".join(params)
+    else:
+        raise SpecError(
+            key,
+            f"connection '{conn_id}' is of type '{conn.conn_type}': give a spark or "
+            "spark_connect connection",
+        )
+    return execution_settings({"engine": "spark", "master": master, "conf": conf}, key)
+
+
+def _has_port(url: str) -> bool:
+    rest = url.split("://", 1)[-1].split("/", 1)[0]
+    return ":" in rest.rsplit("]", 1)[-1]
+
+
+def with_cluster(
+    spec: PipelineSpec, execution: Mapping[str, Any] | None, spark_conn_id: str | None
+) -> PipelineSpec:
+    """``spec`` running where the task is told, over the spec's own ``execution``: the
+    ``spark_conn_id`` connection's master and Spark settings (``spark_connection``), then
+    ``execution`` (``privfair.api.with_settings``: ``conf`` adds to the spec's and the
+    connection's settings). Never the DAG run's conf: the master receives the rows to
+    protect, and a run's conf is whatever its trigger wrote (see ``PrivfairReleaseOperator``).
+    """
+    from privfair.api import with_settings
+
+    check_execution(execution, spark_conn_id)
+    conn = spark_connection(spark_conn_id) if spark_conn_id else None
+    return with_settings(spec, conn, execution, keys=("spark_conn_id", "execution"))

@@ -22,7 +22,10 @@ class _PrivfairDecoratedOperator(DecoratedOperator, PrivfairReleaseOperator):
         *DecoratedOperator.template_fields,
         *PrivfairReleaseOperator.template_fields,
     )
-    template_fields_renderers = dict(DecoratedOperator.template_fields_renderers)
+    template_fields_renderers = {
+        **DecoratedOperator.template_fields_renderers,
+        **PrivfairReleaseOperator.template_fields_renderers,
+    }
     custom_operator_name: str = "@task.privfair"
 
     def __init__(
@@ -65,7 +68,7 @@ def privfair_task(python_callable: Callable | None = None, **kwargs: Any):
         through ``.override``; normally ``@task.privfair(spec=...)``).
     **kwargs
         ``PrivfairReleaseOperator``'s (``spec``, ``store``, ``data_dir``, ``params``,
-        ``partition``, ``dataset``) and ``BaseOperator``'s.
+        ``partition``, ``dataset``, ``execution``, ``spark_conn_id``) and ``BaseOperator``'s.
 
     Returns
     -------

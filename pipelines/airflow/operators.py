@@ -17,12 +17,14 @@ from typing import Any
 from airflow.sdk import Asset, BaseOperator
 
 from privfair.airflow.common import (
+    check_execution,
     failure,
     input_path,
     partition_of,
     publish_extra,
     release_asset,
     resolve_spec,
+    with_cluster,
 )
 from privfair.schemas.errors import PrivfairError
 from privfair.schemas.spec import PipelineSpec
@@ -64,6 +66,18 @@ class PrivfairReleaseOperator(BaseOperator):
         period holding the run's logical date.
     dataset : str or list of str, optional (templated)
         With ``input``: the name(s) of the private dataset the rows hold, for the ledger.
+    execution : mapping, optional (templated)
+        Where the release runs, over the spec's ``execution``: ``engine``, ``master``,
+        ``workers``, ``conf`` (Spark settings, added to the spec's), ``scratch``, e.g.
+        ``{"engine": "spark", "master": "spark://spark-master:7077", "conf":
+        {"spark.executor.memory": "8g"}}``; a value may be a template (``"{{
+        var.value.spark_master }}"``). Checked when the DAG file is parsed unless templated
+        (a bad setting is the DAG's import error naming ``execution.<key>``).
+    spark_conn_id : str, optional (templated)
+        An Airflow Connection of type ``spark`` (host and port: the master; extra ``conf``:
+        Spark settings) or ``spark_connect`` (``sc://``), read when the task runs
+        (``privfair.airflow.common.spark_connection``); ``execution`` goes over it. The
+        apache-spark provider is not needed.
     **kwargs
         ``BaseOperator``'s (``retries``, ``pool``, ...).
 
@@ -81,6 +95,15 @@ class PrivfairReleaseOperator(BaseOperator):
     "partition", "passed"}``. The task writes no work file: the candidate is built in the
     store's staging area and renamed into place, or quarantined (as ``privfair run``).
 
+    Where it runs is the DAG's to say (``execution``, ``spark_conn_id``), never the run's
+    conf: the master receives the rows to protect, and ``dag_run.conf`` is whatever the
+    trigger wrote (anyone allowed to trigger the DAG, from the UI or the REST API), so a run
+    could send them to a cluster of its choosing. To let a run pick among clusters you trust,
+    template the value from a DAG ``Param`` whose schema lists them (``Param("spark://a:7077",
+    enum=[...])``, ``"{{ params.master }}"``). Where it runs is not part of the version; the
+    manifest records it (``execution``). A cluster that cannot be used fails the task without
+    retry, naming the master and the reason.
+
     Examples
     --------
     >>> import pendulum
@@ -95,7 +118,16 @@ class PrivfairReleaseOperator(BaseOperator):
     (['privfair.doc_op'], 'input')
     """
 
-    template_fields: Sequence[str] = ("input", "store", "data_dir", "partition", "dataset")
+    template_fields: Sequence[str] = (
+        "input",
+        "store",
+        "data_dir",
+        "partition",
+        "dataset",
+        "execution",
+        "spark_conn_id",
+    )
+    template_fields_renderers = {"execution": "json"}
     template_ext: Sequence[str] = ()
     ui_color = "#d6eaf8"
 
@@ -109,9 +141,12 @@ class PrivfairReleaseOperator(BaseOperator):
         params: Mapping[str, Any] | None = None,
         partition: str | None = None,
         dataset: str | Sequence[str] | None = None,
+        execution: Mapping[str, Any] | None = None,
+        spark_conn_id: str | None = None,
         **kwargs: Any,
     ) -> None:
         self.privfair_spec = resolve_spec(spec)
+        checked = check_execution(execution, spark_conn_id)
         self.release_asset = release_asset(self.privfair_spec.name)
         outlets = list(kwargs.pop("outlets", None) or [])
         inlets = list(kwargs.pop("inlets", None) or [])
@@ -128,6 +163,8 @@ class PrivfairReleaseOperator(BaseOperator):
         self.overrides = dict(params or {})
         self.partition = partition
         self.dataset = dataset
+        self.execution = checked
+        self.spark_conn_id = spark_conn_id
 
     # -- the release --------------------------------------------------------------------------
     def execute(self, context: Any) -> dict[str, Any]:
@@ -155,7 +192,7 @@ class PrivfairReleaseOperator(BaseOperator):
         from privfair import api
         from privfair.io.files import as_table, read_table_file
 
-        spec = self.privfair_spec
+        spec = with_cluster(self.privfair_spec, self.execution, self.spark_conn_id or None)
         key = partition_of(spec, self.partition, context)
         atoms = [self.dataset] if isinstance(self.dataset, str) else list(self.dataset or [])
         table = None
@@ -243,7 +280,7 @@ class PrivfairCheckOperator(BaseOperator):
     >>> PrivfairCheckOperator(task_id="bad", table="x.parquet", demands=[{"kind": "retention"}])
     Traceback (most recent call last):
     ...
-    privfair.schemas.errors.SpecError: spec key 'demands.0.kind': retention is decided from a release's lineage, not from a table alone; a table takes: k_anonymity, t_closeness, parity_gap, columns_absent
+    privfair.schemas.errors.SpecError: spec key 'demands.0.kind': retention is decided from a release's lineage, not from a table alone; a table takes: k_anonymity, t_closeness, parity_gap, columns_absent...
     """
 
     template_fields: Sequence[str] = ("table",)

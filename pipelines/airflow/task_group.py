@@ -18,11 +18,13 @@ from airflow.sdk import Asset, TaskGroup, task
 
 from privfair.airflow.common import (
     NO_RETRY,
+    check_execution,
     input_path,
     partition_of,
     publish_extra,
     release_asset,
     resolve_spec,
+    with_cluster,
     work_root,
 )
 from privfair.schemas.spec import PipelineSpec
@@ -92,9 +94,17 @@ class PrivfairTaskGroup(TaskGroup):
         partitioning, the period holding the run's logical date.
     dataset : str or list of str, optional
         With ``input``: the name(s) of the private dataset the rows hold, for the ledger.
-    execution : mapping, optional
-        Where the algorithm's blocks run (``{"engine": "spark", "master": "local[2]"}``); the
-        version is the same.
+    execution : mapping, optional (templated)
+        Where the release runs, over the spec's ``execution``: ``engine``, ``master``,
+        ``workers``, ``conf`` (Spark settings, added to the spec's), ``scratch``
+        (``{"engine": "spark", "master": "spark://spark-master:7077", "conf":
+        {"spark.executor.memory": "8g"}}``; a value may be a template, rendered when
+        ``protect`` runs). Checked when the DAG file is parsed unless templated. ``protect``
+        and ``validate`` run on it; the version is the same.
+    spark_conn_id : str, optional (templated)
+        An Airflow Connection of type ``spark`` or ``spark_connect`` giving the master and
+        (extra ``conf``) Spark settings, read when ``protect`` runs; ``execution`` goes over
+        it (``PrivfairReleaseOperator``: why a run's conf cannot choose the cluster).
     evaluate : mapping, optional
         ``privfair evaluate`` options (``{"grid": "k=5,10", "folds": 5}``): adds an
         ``evaluate`` task before ``validate``, so the release's report shows the trade-off.
@@ -153,11 +163,13 @@ class PrivfairTaskGroup(TaskGroup):
         partition: str | None = None,
         dataset: str | Sequence[str] | None = None,
         execution: Mapping[str, Any] | None = None,
+        spark_conn_id: str | None = None,
         evaluate: Mapping[str, Any] | None = None,
         run_conf: bool = False,
         **kwargs: Any,
     ) -> None:
         s = resolve_spec(spec)
+        execution = check_execution(execution, spark_conn_id)
         kwargs.setdefault("tooltip", f"privfair release of {s.name} ({s.component.name})")
         super().__init__(group_id=group_id or s.name, **kwargs)
         self.spec = s
@@ -169,6 +181,7 @@ class PrivfairTaskGroup(TaskGroup):
             "data_dir": None if data_dir is None else str(data_dir),
             "overrides": dict(params) if params else None,
             "execution": dict(execution) if execution else None,
+            "spark_conn_id": spark_conn_id,
             "evaluate": dict(evaluate) if evaluate else None,
             "dataset": [dataset] if isinstance(dataset, str) else list(dataset or []),
         }
@@ -212,7 +225,9 @@ def _tasks(spec: PipelineSpec, cfg: dict, asset: Asset, input: Any, partition, w
         return rec.as_dict()
 
     @task(task_id="protect", retry_policy=NO_RETRY)
-    def protect(ingested: dict) -> dict:
+    def protect(
+        ingested: dict, execution: dict | None = None, spark_conn_id: str | None = None
+    ) -> dict:
         from privfair.run import tasks
         from privfair.spec.catalogue import with_params
 
@@ -220,9 +235,11 @@ def _tasks(spec: PipelineSpec, cfg: dict, asset: Asset, input: Any, partition, w
         rec = tasks.IngestRecord.of(ingested)
         # with an input file, the spec ingest wrote: the one reading the rows in memory
         eff = tasks.spec_of(rec) if rec.input_file else with_params(spec, s["overrides"])
-        return tasks.protect_task(
-            eff, rec, s["work"] / "protected", s["store"], s["execution"]
-        ).as_dict()
+        # the group's own settings (rendered: an argument of the task), else, for the
+        # repository's DAGs (run_conf), the run's params; validate reads them from the
+        # spec protect records
+        eff = with_cluster(eff, execution or s["execution"] or None, spark_conn_id or None)
+        return tasks.protect_task(eff, rec, s["work"] / "protected", s["store"]).as_dict()
 
     @task(task_id="evaluate", retry_policy=NO_RETRY)
     def evaluate(ingested: dict) -> dict:
@@ -272,7 +289,7 @@ def _tasks(spec: PipelineSpec, cfg: dict, asset: Asset, input: Any, partition, w
         return tasks.cleanup(_settings(cfg, name)["work"])
 
     ingested = ingest(input=input, partition=partition)
-    protected = protect(ingested)
+    protected = protect(ingested, execution=cfg["execution"], spark_conn_id=cfg["spark_conn_id"])
     validated = validate(protected)
     if with_eval:
         evaluate(ingested) >> validated  # the report picks the evaluation up

@@ -230,6 +230,21 @@ def _resolve_store(context: dg.ResolutionContext, raw: Any) -> str | None:
     return value
 
 
+def _resolve_execution(context: dg.ResolutionContext, raw: Any) -> dict[str, Any] | None:
+    """The release's execution settings, checked when the project loads
+    (``privfair.api.execution_settings``): an error names ``execution.<key>``."""
+    from privfair.api import execution_settings
+
+    value = context.resolve_value(raw)
+    if value is None:
+        return None
+    try:
+        return execution_settings(value)
+    except PrivfairError as e:
+        key = getattr(e, "key", None) or "execution"
+        raise _failed(context, key.removeprefix("execution").strip("."), key, e.rule) from None
+
+
 def _where(context: dg.ComponentLoadContext) -> str | None:
     """The component's ``defs.yaml`` (or folder), for an error found when building."""
     try:
@@ -316,6 +331,13 @@ def scaffold_text(type_name: str, name: str) -> str:
           # input:
           #   asset: raw/people
 
+          # Where it runs, over the spec's `execution` (the `privfair` resource's settings win
+          # over these): a Spark cluster, its settings, a folder every node reads.
+          # execution:
+          #   engine: spark
+          #   master: spark://spark-master:7077
+          #   conf: {{spark.executor.memory: 8g}}
+
           # Where releases are written: a folder (relative to the project root) or a
           # pyarrow.fs URI. Default: the `privfair` resource's ($PRIVFAIR_STORE, else
           # ./releases).
@@ -366,6 +388,9 @@ class PrivfairRelease(dg.Component, dg.Resolvable):
     checks : list of {asset: KEY, demands: [...]}, optional
         Blocking checks of privfair's table checkers: on ``asset`` (a user's asset of the
         project) or, without ``asset``, on this release's published table.
+    execution : {engine, master, workers, conf, scratch}, optional
+        Where the release runs, over the spec's ``execution`` (``release_assets(execution=)``);
+        the ``privfair`` resource's set fields win over these. Never part of the version.
 
     Examples
     --------
@@ -409,6 +434,16 @@ class PrivfairRelease(dg.Component, dg.Resolvable):
     owners: list[str] = field(default_factory=list)
     tags: dict[str, str] = field(default_factory=dict)
     checks: list[ReleaseChecks] = field(default_factory=list)
+    execution: Annotated[
+        dict[str, Any] | None,
+        dg.Resolver(
+            _resolve_execution,
+            model_field_type=dict[str, Any] | None,
+            description="Where the release runs, over the spec's execution: {engine: spark, "
+            "master: 'spark://HOST:7077', conf: {spark.executor.memory: 8g}, scratch: "
+            "'hdfs://...', workers: N}. The privfair resource's set fields win over these.",
+        ),
+    ] = None
 
     @classmethod
     def get_spec(cls) -> dg.ComponentTypeSpec:
@@ -447,6 +482,7 @@ class PrivfairRelease(dg.Component, dg.Resolvable):
                 group=self.group,
                 translator=self.translator(),
                 store=store,
+                execution=self.execution,
             )
         except PrivfairError as e:
             key = getattr(e, "key", None)

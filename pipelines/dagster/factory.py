@@ -26,8 +26,12 @@ merge with theirs (``dg.Definitions.merge(my_defs, release_defs)``):
   upstream asset's), which then must cut the rows by the spec's ``partitions`` so the ledger
   accounts each partition's rows; a run releases ``context.partition_key``;
 * **resources**: one key, ``privfair`` (``PrivfairResource``: the store, data folder,
-  connections and engine, also the IO manager that hands a downstream asset the published
-  table); no executor, no job, no sensor: the user's project decides how it runs.
+  connections and where releases run, a cluster's settings or your ``SparkSession``, also the
+  IO manager that hands a downstream asset the published table); no executor, no job, no
+  sensor: the user's project decides how it runs;
+* **where it runs**: the spec's ``execution``, under the release's own ``execution``, under
+  the resource's settings (``engine``, ``master``, ``workers``, ``conf``, ``scratch``, or
+  its ``spark`` session); never part of the version.
 
 Importing this module builds nothing; each call builds one spec's definitions.
 """
@@ -120,6 +124,7 @@ def release_assets(
     partitions_def: dg.PartitionsDefinition | None = None,
     store: str | None = None,
     resource: PrivfairResource | None = None,
+    execution: Mapping[str, Any] | None = None,
 ) -> dg.Definitions:
     """The definitions of one privfair release inside a user's Dagster project.
 
@@ -144,6 +149,10 @@ def release_assets(
     resource : PrivfairResource, optional
         Bound under ``privfair`` (default: one shared instance). Give the same object to every
         call of a project: ``Definitions.merge`` needs one object per resource key.
+    execution : mapping, optional
+        This release's execution settings over the spec's (``engine``, ``master``,
+        ``workers``, ``conf``, ``scratch``), checked now (``SpecError`` naming
+        ``execution.<key>``); the resource's set fields win over them at run time.
 
     Returns
     -------
@@ -176,7 +185,10 @@ def release_assets(
     >>> {"C4_k_anonymity", "contract"} <= checks
     True
     """
+    from privfair.api import execution_settings
+
     s, path = _spec_of(spec)
+    own = execution_settings(execution)
     tr = translator or PrivfairTranslator()
     up = upstream_key(input) if input is not None else None
     handed = _handed_over(s)
@@ -198,7 +210,7 @@ def release_assets(
         prefix = [key_prefix] if isinstance(key_prefix, str) else list(key_prefix)
         key = dg.AssetKey([*prefix, *key.path])
     checks = _check_specs(s, key, pdef)
-    release = _release_asset(s, path, key, up, handed, checks, pdef, tr, group, store)
+    release = _release_asset(s, path, key, up, handed, checks, pdef, tr, group, store, own)
     return dg.Definitions(assets=[release], resources={"privfair": resource or default_resource()})
 
 
@@ -245,6 +257,7 @@ def _release_asset(
     tr: PrivfairTranslator,
     group: str | None,
     store: str | None,
+    own: dict[str, Any],
 ) -> dg.AssetsDefinition:
     names = [c.name for c in checks]
     decorate = dg.asset(
@@ -263,7 +276,7 @@ def _release_asset(
     )
 
     def materialise(context: dg.AssetExecutionContext, res: PrivfairResource, rows: Any):
-        return _materialise(context, res, s, up, rows, names, store)
+        return _materialise(context, res, s, up, rows, names, store, own)
 
     if handed:
 
@@ -293,22 +306,25 @@ def _materialise(
     rows: Any,
     names: list[str],
     store: str | None,
+    own: dict[str, Any],
 ):
     """One ``privfair run`` of ``s``: the check results, then the materialisation."""
-    from privfair.api import in_memory
+    from privfair.api import in_memory, with_settings
+    from privfair.components.core.engine import given_session
     from privfair.io.files import as_table
     from privfair.run.flow import run_release
-    from privfair.spec.catalogue import algorithm_of, with_execution
+    from privfair.spec.catalogue import algorithm_of
 
     seen: dict[str, Any] = {}
     try:
-        eff = with_execution(s, **res.execution())
+        eff = with_settings(s, own, res.execution(), keys=("execution", res.CONFIG_KEY))
+        session = res.session()
         table = None
         if rows is not None:
             table = as_table(rows)
             eff = in_memory(eff, f"{ASSET_DATASET}{up.to_user_string()}" if up else None)
         partition = context.partition_key if eff.partitions is not None else None
-        with res.scope():
+        with res.scope(), given_session(session):
             out = run_release(
                 eff,
                 store or res.resolved_store(),

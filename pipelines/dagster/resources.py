@@ -163,6 +163,20 @@ class PrivfairResource(dg.ConfigurableIOManager):
     as the CLI does (``$PRIVFAIR_STORE``, else ``releases`` in the current directory;
     ``$PRIVFAIR_DATA_DIR``; ``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER``).
 
+    Where the releases run: ``engine``, ``master``, ``workers``, ``conf`` (Spark settings) and
+    ``scratch`` are the spec's ``execution`` keys, set over each spec's own (and over a
+    release's own ``execution``: ``release_assets(execution=...)``, the component's
+    attribute), as ``privfair run --engine --master --conf`` sets them: ``conf`` adds to the
+    spec's Spark settings, ``engine: local`` drops them. They are config fields: the
+    launchpad, a run's config (``resources: {privfair: {config: {master: ...}}}``) or an
+    ``EnvVar`` set them at launch. ``spark`` is not config: an existing ``SparkSession``
+    (classic or Spark Connect), or a resource holding one as ``spark_session``
+    (``dagster-pyspark``'s ``PySparkResource`` / ``LazyPySparkResource``, or your own), on
+    which every release then runs, ``conf`` set on it; privfair never stops it. None of this
+    changes a release's version. A setting that cannot be used fails the step, naming the
+    field and the rule (an unknown engine, a ``conf`` that is not a map of name to text, a
+    master that is not a Spark URL or that does not answer).
+
     It is also the IO manager of the release assets: a release's value is the published
     files, not a pickle, so ``handle_output`` stores nothing and ``load_input`` reads, for a
     downstream asset, the table that materialisation published (its ``privfair/path``
@@ -172,6 +186,17 @@ class PrivfairResource(dg.ConfigurableIOManager):
     Give one instance to every ``release_assets`` call of a project (the default is one shared
     instance): ``Definitions.merge`` accepts a resource key bound twice only to the same
     object.
+
+    Examples
+    --------
+    >>> res = PrivfairResource(engine="spark", master="spark://spark-master:7077",
+    ...                        conf={"spark.executor.memory": "8g"})
+    >>> res.execution()
+    {'engine': 'spark', 'master': 'spark://spark-master:7077', 'conf': {'spark.executor.memory': '8g'}}
+    >>> PrivfairResource(engine="dask").execution()
+    Traceback (most recent call last):
+    ...
+    privfair.schemas.errors.SpecError: spec key 'resources.privfair.config.engine': unknown engine 'dask' (known: local, spark)
     """
 
     store: str = Field(default="", description="release store folder or pyarrow.fs URI")
@@ -180,8 +205,26 @@ class PrivfairResource(dg.ConfigurableIOManager):
         default_factory=dict, description="conn_id -> URI (${VAR} read from the environment)"
     )
     engine: str = Field(default="", description="'local' or 'spark' (empty: each spec's)")
-    master: str = Field(default="", description="Spark master URL (empty: local[<cores>])")
+    master: str = Field(
+        default="",
+        description="Spark master URL: local[N], spark://HOST:7077, yarn, k8s://..., "
+        "sc://HOST:15002 (empty: each spec's, else local[<cores>])",
+    )
     workers: int = Field(default=0, ge=0, description="worker processes (0: the spec's)")
+    conf: dict[str, str] = Field(
+        default_factory=dict,
+        description="Spark settings over each spec's execution.conf "
+        "(spark.executor.memory: 8g, ...; the value is text)",
+    )
+    scratch: str = Field(
+        default="",
+        description="a location every node of the cluster reads (a shared folder, hdfs://, "
+        "s3a://...) through which blocks reach the executors (empty: Spark's own connections)",
+    )
+    spark: dg.ResourceDependency[Any] = None
+
+    #: The key the settings' errors are named under: the run config's path of the fields.
+    CONFIG_KEY: ClassVar[str] = "resources.privfair.config"
 
     def resolved_store(self) -> str:
         return resolve_store(self.store or None)
@@ -196,12 +239,46 @@ class PrivfairResource(dg.ConfigurableIOManager):
         return connections(self.connections)
 
     def execution(self) -> dict[str, Any]:
-        """The set engine fields, as ``privfair.spec.catalogue.with_execution`` takes them."""
-        return {
+        """The set execution fields (``$PRIVFAIR_ENGINE`` / ``$PRIVFAIR_SPARK_MASTER`` for an
+        empty ``engine`` / ``master``), checked (``privfair.api.execution_settings``:
+        ``SpecError`` naming ``resources.privfair.config.<field>``); with ``spark``, the engine
+        is ``spark``."""
+        from privfair.api import execution_settings
+
+        given = {
             "engine": self.engine or os.environ.get("PRIVFAIR_ENGINE") or None,
             "master": self.master or os.environ.get("PRIVFAIR_SPARK_MASTER") or None,
             "workers": self.workers or None,
+            "conf": dict(self.conf) or None,
+            "scratch": self.scratch or None,
         }
+        out = execution_settings(given, self.CONFIG_KEY)
+        if self.spark is not None:
+            if out.get("engine") == "local" or self.master:
+                raise SpecError(
+                    f"{self.CONFIG_KEY}.{'engine' if out.get('engine') == 'local' else 'master'}",
+                    "the resource's spark session runs the releases: leave engine and master "
+                    "unset (the session's master is used)",
+                )
+            out.pop("master", None)  # $PRIVFAIR_SPARK_MASTER: the session says where it runs
+            out["engine"] = "spark"
+        return out
+
+    def session(self) -> Any:
+        """The Spark session of ``spark`` (None without one): the object itself, or its
+        ``spark_session`` (a ``dagster-pyspark`` resource's). ``SpecError`` naming
+        ``resources.privfair.spark`` for anything else."""
+        held = self.spark
+        if held is None:
+            return None
+        session = getattr(held, "spark_session", held)
+        if not (hasattr(session, "conf") and hasattr(session, "createDataFrame")):
+            raise SpecError(
+                "resources.privfair.spark",
+                f"not a SparkSession, nor a resource holding one as spark_session: "
+                f"{type(held).__name__}",
+            )
+        return session
 
     def handle_output(self, context: dg.OutputContext, obj: Any) -> None:
         # a release asset returns a MaterializeResult: its value is the published release
