@@ -82,7 +82,7 @@ def initial_scales(rho: float, rounds: int, share: float) -> tuple[float, float]
     (OpenDP's zCDP map of report-noisy-max, ``b = 2 / epsilon``).
 
     >>> [round(x, 2) for x in initial_scales(0.015, 224, 0.1)]
-    [91.29, 273.86]
+    [91.08, 273.25]
     """
     sigma = math.sqrt(rounds / (2.0 * (1.0 - share) * rho))
     return sigma, math.sqrt(rounds / (2.0 * share * rho))
