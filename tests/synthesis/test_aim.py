@@ -204,3 +204,19 @@ def test_bad_aim_parameters_are_named():
         with pytest.raises(ValidationError) as e:
             AIMParams(epsilon=1.0, **{field: value})
         assert field in str(e.value)
+
+
+def test_a_bad_aim_spec_exits_2_naming_the_key(tmp_path, capsys):
+    """``privfair run`` on adult_aim with ``rounds: 0``: exit 2 before any record is read,
+    naming ``component.params.rounds``."""
+    import yaml
+
+    from tests._shared import run_cli
+
+    spec = yaml.safe_load(SPEC.read_text())
+    spec["component"]["params"]["rounds"] = 0
+    path = tmp_path / "bad_aim.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    code, _, err = run_cli(capsys, "run", str(path), "--store", str(tmp_path / "store"))
+    assert code == 2
+    assert "component.params.rounds" in err
