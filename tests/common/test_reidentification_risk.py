@@ -294,3 +294,33 @@ def test_l_diversity_matches_pycanon_on_a_table_with_nulls_and_several_values():
     got = l_diversity(df, ["a", "b"], "s")
     assert got["distinct"] == anonymity.l_diversity(df, ["a", "b"], ["s"])
     assert anonymity.entropy_l_diversity(df, ["a", "b"], ["s"]) == math.floor(got["entropy"])
+
+
+def test_check_table_decides_both_kinds_on_a_copy(german):
+    """A user's own table (here the German Fair-MDAV copy) through ``check_table``: the risk
+    gate at 0.2 fails naming the classes of 3 by size, l = 2 fails, 1/3 passes; a table with no
+    roles must name its background."""
+    from privfair.schemas.errors import SpecError
+    from privfair.validation.table_checks import check_table
+
+    _, table = _copy(german, "german_fair_mdav")
+    risky, passed, diverse = check_table(
+        table,
+        [
+            {"kind": "reidentification_risk", "model": "prosecutor", "max": 0.2},
+            {"kind": "reidentification_risk", "model": "prosecutor", "max": 0.34},
+            {"kind": "l_diversity", "l": 2},
+        ],
+    )
+    assert not risky.passed and risky.n_offending == 98
+    assert {o["class_size"] for o in risky.offending} == {3}
+    assert passed.passed
+    assert not diverse.passed and diverse.observed["distinct"] == 1
+    bare = pa.table({"age": [1, 1, 2], "y": [0, 1, 1]})
+    with pytest.raises(SpecError, match="demands.0.background"):
+        check_table(bare, [{"kind": "reidentification_risk", "model": "marketer", "max": 0.5}])
+    [named] = check_table(
+        bare,
+        [{"kind": "reidentification_risk", "model": "marketer", "max": 0.5, "background": ["age"]}],
+    )
+    assert not named.passed  # 2 classes / 3 rows
