@@ -44,15 +44,18 @@ PUBLIC = Disclosure(
         "For every data subject, decision and private value, an adversary who knows the "
         "distribution of the cells and reads the announced rules as the true ones is at most "
         "beta* confident about the subject's private attributes (per QID group, the smallest "
-        "confidence the stated fidelity allows); every announced rule is within that fidelity "
-        "of the true rule, and every fairness interval, computed from the announced rates and "
+        "confidence the stated fidelity allows; with announce: randomised, at most slack "
+        "above it); every announced rule is within that fidelity of the true rule, and every "
+        "fairness interval, computed from the announced rates and "
         "the fidelity alone, holds the true value."
     ),
     does_not_cover=(
         "A reader who also knows the mechanism reads the true rule of a cell announced at an "
         "end of its fidelity interval (announced -+ (1 - delta)), which the optimum forces "
-        "in the beta_0, beta_1 and beta_p cases (spec L1); confidence about one of several "
-        "private attributes on its own (A3); several reports on the same data (L5): two "
+        "in the beta_0, beta_1 and beta_p cases (spec L1; announce: randomised draws the "
+        "mapping instead, and a published announce_seed gives the draw back); confidence "
+        "about one of several private attributes on its own (A3); several reports on the "
+        "same data (L5): two "
         "reports of overlapping records differenced tell what the records added or removed "
         "between them do, which the owner's ledger refuses to publish (republish: refuse)."
     ),
