@@ -219,15 +219,17 @@ def protected_table_asset(s: SpecAssets) -> dg.AssetsDefinition:
         execution_engine: ExecutionEngine,
         raw: dict,
     ) -> dict:
+        from privfair.api import with_settings
         from privfair.run import tasks
 
         eff = config.apply(spec)
         work = _work_dir(context, spec, "protected")
         try:
+            eff = with_settings(
+                eff, execution_engine.overrides(), keys=("resources.execution_engine.config",)
+            )
             with connections.scope():
-                out = tasks.protect_task(
-                    eff, raw, work, release_store.resolved(), execution_engine.overrides()
-                )
+                out = tasks.protect_task(eff, raw, work, release_store.resolved())
         except BaseException:  # the run ends here: no work file outlives it
             tasks.cleanup(_run_dir(context, spec))
             raise

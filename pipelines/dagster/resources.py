@@ -62,18 +62,26 @@ class ReleaseStore(dg.ConfigurableResource):
 class ExecutionEngine(dg.ConfigurableResource):
     """Where the components' blocks run (``privfair.components.core.engine``). Empty fields keep each
     spec's ``execution``: ``engine`` ``local`` or ``spark``, ``master`` a Spark master URL,
-    ``workers`` local processes (0: unset). The engine never changes a release's version."""
+    ``workers`` local processes (0: unset), ``conf`` Spark settings (added to the spec's),
+    ``scratch`` a location every node of a cluster reads. The engine never changes a
+    release's version."""
 
     engine: str = Field(default="", description="'local' or 'spark' (empty: the spec's)")
     master: str = Field(default="", description="Spark master URL (empty: local[<cores>])")
     workers: int = Field(default=0, ge=0, description="worker processes (0: the spec's)")
+    conf: dict[str, str] = Field(
+        default_factory=dict, description="Spark settings over the spec's execution.conf"
+    )
+    scratch: str = Field(default="", description="a location every node of the cluster reads")
 
     def overrides(self) -> dict[str, Any]:
-        """The set fields, as ``privfair.run.tasks.protect_task(execution=...)`` takes them."""
+        """The set fields, as ``privfair.api.with_settings`` takes them."""
         return {
             "engine": self.engine or None,
             "master": self.master or None,
             "workers": self.workers or None,
+            "conf": dict(self.conf) or None,
+            "scratch": self.scratch or None,
         }
 
 
