@@ -108,3 +108,28 @@ def read_latest(pipeline_folder: Path) -> str:
     writes, or the text of an older store's pointer file."""
     p = Path(pipeline_folder) / "latest"
     return p.readlink().name if p.is_symlink() else p.read_text().strip()
+
+
+def published_versions(store: Path, pipeline: str) -> list[str]:
+    """The versions of ``pipeline`` the store at ``store`` has published (a folder with a
+    manifest; not the ``latest`` link, not a hidden candidate), sorted."""
+    folder = store / pipeline
+    if not folder.is_dir():
+        return []
+    return sorted(
+        p.name
+        for p in folder.iterdir()
+        if not p.is_symlink() and not p.name.startswith(".") and (p / "manifest.json").is_file()
+    )
+
+
+def task_states(airflow_home: Path, dag_id: str) -> dict[str, str]:
+    """task id -> state of the task instances of ``dag_id`` in the SQLite metadata database of
+    ``airflow_home``."""
+    import sqlite3
+
+    with sqlite3.connect(Path(airflow_home) / "airflow.db") as db:
+        rows = db.execute(
+            "select task_id, state from task_instance where dag_id = ?", (dag_id,)
+        ).fetchall()
+    return dict(rows)

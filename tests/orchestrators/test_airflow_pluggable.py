@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 from _airflow import Run, clone_home
+from _shared import published_versions, task_states
 
 pytestmark = pytest.mark.slow
 
@@ -190,25 +190,6 @@ print("SCHEDULE=" + json.dumps({
 """
 
 
-def _states(env: dict[str, str], dag_id: str) -> dict[str, str]:
-    with sqlite3.connect(Path(env["AIRFLOW_HOME"]) / "airflow.db") as db:
-        rows = db.execute(
-            "select task_id, state from task_instance where dag_id = ?", (dag_id,)
-        ).fetchall()
-    return dict(rows)
-
-
-def _published(store: Path, pipeline: str) -> list[str]:
-    folder = store / pipeline
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in folder.iterdir()
-        if not p.is_symlink() and not p.name.startswith(".") and (p / "manifest.json").is_file()
-    )
-
-
 @pytest.fixture(scope="module")
 def user(airflow_home, tmp_path_factory: pytest.TempPathFactory):
     tmp = tmp_path_factory.mktemp("airflow_pluggable")
@@ -256,7 +237,7 @@ def _references(tmp: Path, data: Path, monkeypatch) -> tuple[str, str]:
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp / "state_reference"))
     assert main(["run", str(SPEC), "--input", str(data), "--store", str(tmp / "ref_cli")]) == 0
-    (cli_version,) = _published(tmp / "ref_cli", "customers_mdav")
+    (cli_version,) = published_versions(tmp / "ref_cli", "customers_mdav")
     rel = api.run(SPEC, pq.read_table(data), store=tmp / "ref_api", dataset="customers")
     return cli_version, rel.version
 
@@ -300,7 +281,7 @@ def test_a_task_group_in_the_users_dag_publishes_privfair_runs_version(user, mon
     rc, log = user["done"]["customers"]
     assert rc == 0, log[-5000:]
     env = user["envs"]["customers"]
-    states = _states(env, "customers")
+    states = task_states(env["AIRFLOW_HOME"], "customers")
     assert set(states.values()) == {"success"}, states
     assert sorted(states) == [
         "customers_mdav.cleanup",
@@ -311,7 +292,7 @@ def test_a_task_group_in_the_users_dag_publishes_privfair_runs_version(user, mon
         "extract",
         "report",
     ]
-    (version,) = _published(Path(env["PRIVFAIR_STORE"]), "customers_mdav")
+    (version,) = published_versions(Path(env["PRIVFAIR_STORE"]), "customers_mdav")
     data = Path(env["CUSTOMERS_DATA"]) / "customers.parquet"
     assert f"input: {data.resolve()}" in log
     assert f"released customers_mdav {version}" in log  # the downstream task read the XCom
@@ -326,7 +307,7 @@ def test_a_task_group_in_the_users_dag_publishes_privfair_runs_version(user, mon
 def test_a_demand_that_cannot_hold_stops_the_group_and_what_follows(user):
     rc, log = user["done"]["user_broken"]
     assert rc != 0, log[-5000:]
-    states = _states(user["envs"]["user_broken"], "user_broken")
+    states = task_states(user["envs"]["user_broken"]["AIRFLOW_HOME"], "user_broken")
     assert states["extract"] == "success"
     assert states["customers_broken.validate"] == "failed", states
     assert states["customers_broken.publish"] == "upstream_failed"
@@ -335,26 +316,26 @@ def test_a_demand_that_cannot_hold_stops_the_group_and_what_follows(user):
     assert "ContractViolation" in log and "k_anonymity" in log
     assert "after_group ran" not in log
     store = Path(user["envs"]["user_broken"]["PRIVFAIR_STORE"])
-    assert _published(store, "customers_broken") == []
+    assert published_versions(store, "customers_broken") == []
     assert list((store / "customers_broken" / ".quarantine").iterdir())
 
 
 def test_the_operator_fails_on_a_broken_guarantee_naming_it(user):
     rc, log = user["done"]["user_broken"]
-    states = _states(user["envs"]["user_broken"], "user_broken")
+    states = task_states(user["envs"]["user_broken"]["AIRFLOW_HOME"], "user_broken")
     assert states["release_broken"] == "failed"
     assert states["after_operator"] == "upstream_failed"
     assert "AirflowFailException" in log
     assert "customers_broken: 1 guarantee(s) do not hold, nothing published" in log
     assert "after_operator ran" not in log
     store = Path(user["envs"]["user_broken"]["PRIVFAIR_STORE"]) / "operator_broken"
-    assert _published(store, "customers_broken") == []
+    assert published_versions(store, "customers_broken") == []
 
 
 def test_the_operator_fails_on_a_missing_input_naming_it(user):
     rc, log = user["done"]["user_broken"]
     env = user["envs"]["user_broken"]
-    assert _states(env, "user_broken")["release_missing"] == "failed"
+    assert task_states(env["AIRFLOW_HOME"], "user_broken")["release_missing"] == "failed"
     missing = Path(env["CUSTOMERS_DATA"]) / "no_such_file.parquet"
     assert f"customers_mdav: DataSourceError: input file '{missing}': not found" in log
 
@@ -362,9 +343,9 @@ def test_the_operator_fails_on_a_missing_input_naming_it(user):
 def test_the_operator_releases_a_file_asset_with_privfair_runs_version(user, monkeypatch):
     rc, log = user["done"]["user_tasks"]
     env = user["envs"]["user_tasks"]
-    states = _states(env, "user_tasks")
+    states = task_states(env["AIRFLOW_HOME"], "user_tasks")
     assert states["release"] == "success", log[-5000:]
-    (version,) = _published(Path(env["PRIVFAIR_STORE"]) / "operator", "customers_mdav")
+    (version,) = published_versions(Path(env["PRIVFAIR_STORE"]) / "operator", "customers_mdav")
     data = Path(env["CUSTOMERS_DATA"]) / "customers.parquet"
     cli_version, _ = _references(user["tmp"], data, monkeypatch)
     assert version == cli_version
@@ -374,7 +355,7 @@ def test_the_operator_releases_a_file_asset_with_privfair_runs_version(user, mon
 def test_the_check_operator_fails_on_a_table_that_is_not_k_anonymous(user):
     rc, log = user["done"]["user_tasks"]
     assert rc != 0  # check_bad failed the run
-    states = _states(user["envs"]["user_tasks"], "user_tasks")
+    states = task_states(user["envs"]["user_tasks"]["AIRFLOW_HOME"], "user_tasks")
     assert states["check_bad"] == "failed", log[-5000:]
     assert states["after_bad"] == "upstream_failed"
     assert states["check_good"] == "success"
@@ -388,9 +369,9 @@ def test_the_check_operator_fails_on_a_table_that_is_not_k_anonymous(user):
 def test_the_decorator_releases_what_the_function_returns(user, monkeypatch):
     rc, log = user["done"]["user_tasks"]
     env = user["envs"]["user_tasks"]
-    states = _states(env, "user_tasks")
+    states = task_states(env["AIRFLOW_HOME"], "user_tasks")
     assert states["decorated"] == "success", log[-5000:]
-    (version,) = _published(Path(env["PRIVFAIR_STORE"]) / "decorator", "customers_mdav")
+    (version,) = published_versions(Path(env["PRIVFAIR_STORE"]) / "decorator", "customers_mdav")
     data = Path(env["CUSTOMERS_DATA"]) / "customers.parquet"
     _, api_version = _references(user["tmp"], data, monkeypatch)
     assert version == api_version
@@ -398,7 +379,7 @@ def test_the_decorator_releases_what_the_function_returns(user, monkeypatch):
 
 def test_no_work_file_outlives_the_runs(user):
     for dag_id in ("customers", "user_broken"):
-        assert "cleanup" in json.dumps(_states(user["envs"][dag_id], dag_id))
+        assert "cleanup" in json.dumps(task_states(user["envs"][dag_id]["AIRFLOW_HOME"], dag_id))
     left = [p for p in user["work"].rglob("*") if p.is_file()] if user["work"].exists() else []
     assert left == []
 

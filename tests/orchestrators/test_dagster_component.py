@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _dg_project import RUNS, write_project
 
 pytestmark = pytest.mark.slow
 
@@ -42,59 +43,6 @@ DEFINITIONS = EXAMPLES / "dagster_definitions.py.txt"
 DEFS_YAML = EXAMPLES / "dagster_defs.yaml"
 TYPE = "privfair.dagster.PrivfairRelease"
 RELEASE = "published/people_k5"
-
-PYPROJECT = """\
-[project]
-name = "userproj"
-version = "0.1.0"
-requires-python = ">=3.11"
-
-[tool.dg]
-directory_type = "project"
-
-[tool.dg.project]
-root_module = "userproj"
-"""
-PROJECT_DEFINITIONS = """\
-from pathlib import Path
-
-import dagster as dg
-
-
-@dg.definitions
-def defs() -> dg.Definitions:
-    return dg.Definitions.merge(
-        dg.load_from_defs_folder(path_within_project=Path(__file__).parent),
-        dg.Definitions(executor=dg.in_process_executor),
-    )
-"""
-#: every run of the instance, oldest first: status, materialised assets, check verdicts
-RUNS = """\
-import json
-
-import dagster as dg
-from dagster._core.events import DagsterEventType
-
-with dg.DagsterInstance.get() as instance:
-    out = []
-    for run in reversed(instance.get_runs()):
-        mats, checks = {}, {}
-        for rec in instance.all_logs(run.run_id):
-            ev = rec.dagster_event
-            if ev is None:
-                continue
-            if ev.event_type == DagsterEventType.ASSET_MATERIALIZATION:
-                m = ev.step_materialization_data.materialization
-                mats[m.asset_key.to_user_string()] = {
-                    "metadata": {k: str(v.value) for k, v in m.metadata.items()},
-                    "tags": dict(m.tags or {}),
-                }
-            elif ev.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
-                e = ev.event_specific_data
-                checks[f"{e.asset_key.to_user_string()}:{e.check_name}"] = e.passed
-        out.append({"status": run.status.value, "materialized": mats, "checks": checks})
-print(json.dumps(out))
-"""
 
 
 def user_assets(definitions: str, names: tuple[str, ...] = ("people", "people_report")) -> str:
@@ -156,13 +104,7 @@ def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
 def project(tmp_path_factory: pytest.TempPathFactory) -> Project:
     base = tmp_path_factory.mktemp("dg_project")
     root = base / "userproj_project"
-    (root / "userproj" / "defs" / "people_k5").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(PYPROJECT)
-    (root / "userproj" / "__init__.py").write_text("")
-    (root / "userproj" / "defs" / "__init__.py").write_text("")
-    (root / "userproj" / "definitions.py").write_text(PROJECT_DEFINITIONS)
-    (root / "userproj" / "defs" / "people.py").write_text(user_assets(DEFINITIONS.read_text()))
-    shutil.copy(DEFS_YAML, root / "userproj" / "defs" / "people_k5" / "defs.yaml")
+    write_project(root, user_assets(DEFINITIONS.read_text()), DEFS_YAML.read_text())
     home = base / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")

@@ -12,10 +12,9 @@ environment; the same DAG on a spec demanding what the rows cannot give stops be
 from __future__ import annotations
 
 import json
-import sqlite3
-from pathlib import Path
 
 import pytest
+from _shared import published_versions, task_states
 
 from tests.packaging._venvs import REPO, Venv, empty_dir, explain, ok, run
 
@@ -25,25 +24,6 @@ EXAMPLES = REPO / "pipelines" / "examples"
 DAG_FILE = "airflow_user_dag.py.txt"
 SPEC_FILE = "customers_mdav.yaml"
 STRICT = "guarantees:\n  - {kind: k_anonymity, k: 400}  # 300 rows: cannot hold\n"
-
-
-def _states(home: Path, dag_id: str) -> dict[str, str]:
-    with sqlite3.connect(home / "airflow.db") as db:
-        rows = db.execute(
-            "select task_id, state from task_instance where dag_id = ?", (dag_id,)
-        ).fetchall()
-    return dict(rows)
-
-
-def _published(store: Path, pipeline: str) -> list[str]:
-    folder = store / pipeline
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in folder.iterdir()
-        if not p.is_symlink() and not p.name.startswith(".") and (p / "manifest.json").is_file()
-    )
 
 
 @pytest.fixture(scope="module")
@@ -92,10 +72,10 @@ def test_the_users_dag_publishes_privfair_runs_version(project, with_airflow: Ve
     proc = project["customers"]
     ok(proc)
     root = project["root"]
-    states = _states(project["home"], "customers")
+    states = task_states(project["home"], "customers")
     assert states and set(states.values()) == {"success"}, states
     assert "customers_mdav.publish" in states and "report" in states
-    (version,) = _published(root / "releases", "customers_mdav")
+    (version,) = published_versions(root / "releases", "customers_mdav")
     man = json.loads((root / "releases" / "customers_mdav" / version / "manifest.json").read_text())
     assert man["validation"]["status"] == "passed"
     out = proc.stdout + proc.stderr
@@ -122,11 +102,11 @@ def test_the_users_dag_publishes_privfair_runs_version(project, with_airflow: Ve
 def test_a_demand_that_cannot_hold_stops_the_downstream_task(project):
     proc = project["strict"]
     assert proc.returncode != 0, explain(proc)
-    states = _states(project["home"], "customers_strict")
+    states = task_states(project["home"], "customers_strict")
     assert states["customers_strict.validate"] == "failed", states
     assert states["customers_strict.publish"] == "upstream_failed"
     assert states["report"] == "upstream_failed"
-    assert _published(project["root"] / "releases", "customers_strict") == []
+    assert published_versions(project["root"] / "releases", "customers_strict") == []
 
 
 def test_airflow_lists_the_privfair_provider(project):

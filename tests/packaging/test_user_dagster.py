@@ -25,6 +25,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from _dg_project import RUNS, write_project
+from _shared import published_versions
 
 from tests.packaging._venvs import REPO, Venv, empty_dir, explain, ok, run
 
@@ -38,33 +40,6 @@ DEMAND = '"guarantees": [{"kind": "k_anonymity", "k": 5}]'
 STRICT = '"guarantees": [{"kind": "k_anonymity", "k": 50}]'  # MDAV's classes hold 5 to 9 rows
 IN_PROCESS = json.dumps({"execution": {"config": {"in_process": {}}}})
 
-#: every run of the instance, oldest first: status, materialised assets, check verdicts
-RUNS = """\
-import json
-
-import dagster as dg
-from dagster._core.events import DagsterEventType
-
-with dg.DagsterInstance.get() as instance:
-    out = []
-    for run in reversed(instance.get_runs()):
-        mats, checks = {}, {}
-        for rec in instance.all_logs(run.run_id):
-            ev = rec.dagster_event
-            if ev is None:
-                continue
-            if ev.event_type == DagsterEventType.ASSET_MATERIALIZATION:
-                m = ev.step_materialization_data.materialization
-                mats[m.asset_key.to_user_string()] = {
-                    "metadata": {k: str(v.value) for k, v in m.metadata.items()},
-                    "tags": dict(m.tags or {}),
-                }
-            elif ev.event_type == DagsterEventType.ASSET_CHECK_EVALUATION:
-                e = ev.event_specific_data
-                checks[f"{e.asset_key.to_user_string()}:{e.check_name}"] = e.passed
-        out.append({"status": run.status.value, "materialized": mats, "checks": checks})
-print(json.dumps(out))
-"""
 #: the release's parents in the project's asset graph, and the rows and spec of the release
 #: written where the command line reads them
 GRAPH_AND_ROWS = """\
@@ -85,41 +60,6 @@ print(json.dumps({
     "checks": sorted(k.name for k in node.check_keys),
 }))
 """
-DG_PYPROJECT = """\
-[project]
-name = "userproj"
-version = "0.1.0"
-
-[tool.dg]
-directory_type = "project"
-
-[tool.dg.project]
-root_module = "userproj"
-"""
-DG_DEFINITIONS = """\
-from pathlib import Path
-
-import dagster as dg
-
-
-@dg.definitions
-def defs() -> dg.Definitions:
-    return dg.Definitions.merge(
-        dg.load_from_defs_folder(path_within_project=Path(__file__).parent),
-        dg.Definitions(executor=dg.in_process_executor),
-    )
-"""
-
-
-def _published(store: Path, pipeline: str) -> list[str]:
-    folder = store / pipeline
-    if not folder.is_dir():
-        return []
-    return sorted(
-        p.name
-        for p in folder.iterdir()
-        if not p.is_symlink() and not p.name.startswith(".") and (p / "manifest.json").is_file()
-    )
 
 
 def _runs(venv: Venv, root: Path, env: dict[str, str]) -> list[dict]:
@@ -175,7 +115,7 @@ def test_the_release_is_published_downstream_with_privfair_runs_version(project,
     )
     release = r["materialized"][RELEASE]
     version = release["metadata"]["privfair/version"]
-    assert _published(root / "releases", "people_k5") == [version]
+    assert published_versions(root / "releases", "people_k5") == [version]
     assert release["tags"]["dagster/data_version"] == version
     assert "dagster/input_data_version/people" in release["tags"]  # its input was `people`
     assert r["materialized"]["people_report"]["metadata"]["rows"] == "300"
@@ -213,24 +153,18 @@ def test_a_guarantee_that_cannot_hold_blocks_the_downstream_asset(strict, with_d
     assert r["checks"].get(f"{RELEASE}:contract") is False, said
     assert r["checks"].get("people:columns_absent") is True, said
     assert set(r["materialized"]) == {"people"}, said  # people_report did not run
-    assert _published(strict["root"] / "releases", "people_k5") == []
+    assert published_versions(strict["root"] / "releases", "people_k5") == []
 
 
 def test_the_component_in_a_dg_project_gives_the_same_release(
     with_dagster, shipped, project, tmp_path_factory
 ):
     root = empty_dir(tmp_path_factory, "dg-project")
-    (root / "userproj" / "defs" / "people_k5").mkdir(parents=True)
-    (root / "pyproject.toml").write_text(DG_PYPROJECT)
-    (root / "userproj" / "__init__.py").write_text("")
-    (root / "userproj" / "defs" / "__init__.py").write_text("")
-    (root / "userproj" / "definitions.py").write_text(DG_DEFINITIONS)
     # the user's asset as the README's definitions.py writes it
     text = shipped[DEFINITIONS]
     people = text[text.index('@dg.asset(group_name="crm")') : text.index("\n\n\n@dg.asset(ins=")]
     header = "import random\n\nimport dagster as dg\nimport pandas as pd\n\n\n"
-    (root / "userproj" / "defs" / "people.py").write_text(header + people + "\n")
-    (root / "userproj" / "defs" / "people_k5" / "defs.yaml").write_text(shipped[DEFS_YAML])
+    write_project(root, header + people + "\n", shipped[DEFS_YAML])
     home = root / "dagster_home"
     home.mkdir()
     (home / "dagster.yaml").write_text("telemetry:\n  enabled: false\n")
@@ -245,7 +179,7 @@ def test_the_component_in_a_dg_project_gives_the_same_release(
     assert r["status"] == "SUCCESS" and all(r["checks"].values()), r
     version = r["materialized"][RELEASE]["metadata"]["privfair/version"]
     # the same spec and rows as the Python project's: the same release
-    (python_version,) = _published(project["root"] / "releases", "people_k5")
+    (python_version,) = published_versions(project["root"] / "releases", "people_k5")
     assert version == python_version
     assert yaml.safe_load(shipped[DEFS_YAML])["attributes"]["spec"] == _spec_of(text)
 
