@@ -164,7 +164,7 @@ def main(argv=None) -> int:
             "columns": columns,
             "parity_gap": parity_gap(real, columns),
         }
-        for method in ("mst", "aim"):
+        for method in ("mst", "aim") if args.runs else ():
             runs = []
             for i in range(args.runs):
                 out = tmp / f"{method}{i}.json"
