@@ -30,12 +30,34 @@ def _freeze(v):
 
 def _arrow_codes(arr: pa.Array) -> np.ndarray:
     """A dense code per cell of ``arr``: equal cells (nulls included), equal codes. A struct is
-    coded from its fields' codes and its validity, without a Python object per row; a list's
-    cells are frozen one by one."""
+    coded from its fields' codes and its validity, a list from its values' codes joined as text
+    (a generalised label's value set: 0.1 s for Adult's 48,842 rows, where freezing each cell
+    as a tuple took 6 s), without a Python object per row; other nested cells are frozen one by
+    one.
+
+    >>> _arrow_codes(pa.array([["a", "b"], None, ["a", "b"], [], ["b"]]))
+    array([0, 1, 0, 2, 3])
+    """
     if pa.types.is_struct(arr.type):
         parts = [_arrow_codes(child) for child in arr.flatten()]  # flatten: slice-aware
         parts.append(arr.is_valid().to_numpy(zero_copy_only=False).astype(np.int64))
-        return np.unique(np.column_stack(parts), axis=0, return_inverse=True)[1].ravel()
+        ids = np.zeros(len(arr), dtype=np.int64)
+        for part in parts:  # hashed, not sorted: pairs of codes renumbered field by field
+            ids = pd.factorize(ids * (int(part.max(initial=0)) + 1) + part, sort=False)[0]
+        return ids.astype(np.int64, copy=False)
+    if pa.types.is_list(arr.type) or pa.types.is_large_list(arr.type):
+        offsets = arr.offsets.to_numpy(zero_copy_only=False)
+        values = _arrow_codes(arr.flatten())  # flatten: the values of the slice's cells only
+        text = pa.array(values).cast(pa.string())  # a code's digits: no separator inside
+        lists = pa.ListArray.from_arrays(
+            pa.array(offsets - offsets[0], pa.int32()), text, mask=arr.is_null()
+        )
+        joined = pc.binary_join(lists, ",")
+        return (
+            pc.dictionary_encode(joined, null_encoding="encode")
+            .indices.to_numpy(zero_copy_only=False)
+            .astype(np.int64)
+        )
     if pa.types.is_nested(arr.type):
         return pd.Series(arr.to_pylist(), dtype=object).map(_freeze).factorize()[0]
     codes = pc.dictionary_encode(arr, null_encoding="encode").indices
