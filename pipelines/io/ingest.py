@@ -736,14 +736,14 @@ def load_frame(
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    from privfair.components.core.engine import SparkFrame
+    from privfair.components.core.engine import SparkFrame, cluster_job
 
     assert ds.path is not None and ds.columns is not None
     path = frame_file(ds, base_dir, data_dir)
     if path is None:
         raise SpecError("dataset.path", "only a Parquet file is read on the Spark cluster")
     uri = path.resolve().as_uri()
-    try:
+    with cluster_job(f"reading {path.name} (a Parquet file) on its executors"):
         df = spark.read.parquet(uri)
         digest = (
             spark.read.format("binaryFile")
@@ -751,12 +751,6 @@ def load_frame(
             .select(F.sha2(F.col("content"), 256).alias("sha"))
             .first()["sha"]
         )
-    except Exception as e:  # noqa: BLE001 - Spark's (Java) error, in one line
-        from privfair.components.core.engine import _spark_message
-
-        raise InputError(
-            None, f"cannot read {path.name} as parquet on the cluster", _spark_message(e)
-        ) from None
     read = to_arrow_schema(df.schema)
     empty = pa.schema([pa.field(f.name, f.type) for f in read]).empty_table()
     labelled = label_columns(empty, ds.columns, path.name)

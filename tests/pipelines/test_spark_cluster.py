@@ -246,3 +246,136 @@ def test_a_setting_spark_cannot_start_with_is_exit_2_naming_it(tmp_path):
     line = _one_error(proc)
     assert "no Spark session on 'local[1]'" in line, line
     assert "spark.driver.memory=banana" in line, line
+
+
+# --- an input the driver cannot read: MST's rows stay on the cluster --------------------------
+#: Run as ``python RECORDER OUT privfair-args...``: ``privfair run`` with every exact marginal of
+#: the input the release counted (``Marginals``: every 1-way and every 2-way over the declared
+#: domains; which ones does not depend on the noise) written to OUT as JSON at exit. OpenDP's
+#: noise takes no seed, so two MST releases never share their noisy bytes: what must be the
+#: same on both engines is every exact count the mechanism read, and every file the noise does
+#: not touch.
+RECORDER = """
+import atexit, json, sys
+import numpy as np
+from privfair.components.synthesis import marginals as M
+
+out, seen = sys.argv[1], {}
+count = M.Marginals.count
+
+def recorded(self, cliques):
+    count(self, cliques)
+    for c, s in self._sparse.items():  # (codes..., count) of each cell present, sorted
+        seen[",".join(map(str, c))] = sorted(zip(*(v.tolist() for v in s.cells), s.count.tolist()))
+
+M.Marginals.count = recorded
+atexit.register(lambda: open(out, "w").write(json.dumps(seen, sort_keys=True)))
+from privfair.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+#: the driver as root without the capabilities that let root read any file: it reads what a
+#: plain user reads, and the input below is its owner's alone
+NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
+
+
+@pytest.fixture(scope="module")
+def private_adult(cluster):
+    """(spec file, readable folder, private folder): 1000 Adult rows with adult_mst's roles as
+    a Parquet file twice, the same bytes: a copy anyone reads, and one that only the worker's
+    user reads (0600, its own, in a folder the driver lists but whose file it cannot open).
+    The spec names the file relatively: each run finds it through its --data-dir, and the two
+    runs have one spec, so one version."""
+    import pwd
+
+    import pyarrow.parquet as pq
+    import yaml
+
+    from privfair.io.ingest import _column_spec
+    from privfair.run.flow import ingest
+    from privfair.schemas.roles import read_roles
+    from privfair.spec.catalogue import load_spec
+
+    table = ingest(load_spec(SPECS / "adult_mst.yaml")).table.slice(0, 1000)
+    root = cluster.root / "private-input"
+    readable, private = root / "readable", root / "private"
+    for d in (root, readable, private):
+        d.mkdir(parents=True, exist_ok=True)
+        os.chmod(d, 0o755)
+    pq.write_table(table.replace_schema_metadata(None), readable / "adult.parquet")
+    shutil.copyfile(readable / "adult.parquet", private / "adult.parquet")
+    pw = pwd.getpwnam(cluster.user)
+    os.chown(private, pw.pw_uid, pw.pw_gid)
+    os.chown(private / "adult.parquet", pw.pw_uid, pw.pw_gid)
+    os.chmod(private / "adult.parquet", 0o600)
+    raw = yaml.safe_load((SPECS / "adult_mst.yaml").read_text())
+    raw.pop("budget")
+    raw["name"] = "adult_mst_private"
+    cols = {
+        c.name: _column_spec(c).model_dump(mode="json", exclude_none=True)
+        for c in read_roles(table)
+    }
+    raw["dataset"] = {"path": "adult.parquet", "columns": cols, "unlabelled": "keep"}
+    spec = root / "spec" / "adult_mst_private.yaml"
+    spec.parent.mkdir(exist_ok=True)
+    spec.write_text(yaml.safe_dump(raw))
+    return spec, readable, private
+
+
+def _recorded_run(cluster, tmp_path, which: str, spec: Path, data: Path, *more: str):
+    recorder = tmp_path / "recorder.py"
+    recorder.write_text(RECORDER)
+    counts = tmp_path / f"{which}.json"
+    proc = subprocess.run(
+        [*NO_DAC, sys.executable, str(recorder), str(counts), "run", str(spec)]
+        + ["--data-dir", str(data), "--store", str(tmp_path / which), *more],
+        cwd=REPO,
+        env={**cluster.env(), "PRIVFAIR_SPARK_CONNECT_TIMEOUT": "120"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    version = proc.stdout.split()[2]
+    folder = tmp_path / which / "adult_mst_private" / version
+    return version, folder, json.loads(counts.read_text())
+
+
+def test_an_mst_release_of_a_file_only_the_executors_read_is_the_local_release(
+    cluster, private_adult, tmp_path
+):
+    """The driver (root without its file capabilities) cannot open the input: the release on
+    the cluster succeeding proves the executors read it and the driver did not. It has the
+    local release's version and input record (the file's sha256, computed on the executors),
+    every exact count the mechanism read, what the noise does not decide (the ledger's plan of
+    every OpenDP step, its 1-way queries), the published schema, and it passes validation."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    spec, readable, private = private_adult
+    probe = subprocess.run([*NO_DAC, "cat", str(private / "adult.parquet")], capture_output=True)
+    assert probe.returncode != 0 and b"Permission denied" in probe.stderr  # the premise
+    local = _recorded_run(cluster, tmp_path, "local", spec, readable)
+    spark = _recorded_run(
+        cluster, tmp_path, "spark", spec, private, "--engine", "spark", "--master", cluster.url
+    )
+    assert spark[2] == local[2] and len(local[2]) >= 13 + 78  # every 1-way and 2-way count
+    lm = json.loads((local[1] / "manifest.json").read_text())
+    sm = json.loads((spark[1] / "manifest.json").read_text())
+    assert sm["input"] == lm["input"]  # the fingerprint: the file's sha256, on the executors
+    assert sm["spec_fingerprint"] == lm["spec_fingerprint"]
+    # the same version, unless another engineer's edit of the family's code landed between
+    # the two runs (the version hashes the code of the checkout)
+    assert spark[0] == local[0] or sm["code_version"] != lm["code_version"]
+    assert sm["execution"]["engine"] == "spark" and sm["execution"]["master"] == cluster.url
+    assert sm["validation"]["status"] == lm["validation"]["status"] == "passed"
+    # the plan of every OpenDP step; which pairs the 2-way steps measured follows the noise
+    ledgers = [pq.read_table(f / "internal" / "ledger.parquet") for f in (local[1], spark[1])]
+    plan = ["step", "phase", "mechanism", "sensitivity", "scale", "rho"]
+    assert ledgers[1].select(plan).equals(ledgers[0].select(plan))
+    one_way = [t.filter(pc.equal(t["phase"], "one_way")) for t in ledgers]
+    assert one_way[1].equals(one_way[0]) and one_way[0].num_rows == 13
+    assert pq.read_schema(spark[1] / "shared" / "data.parquet").equals(
+        pq.read_schema(local[1] / "shared" / "data.parquet"), check_metadata=True
+    )
+    assert sm["metrics"]["fairness"]["input"] is None and sm["metrics"]["owner_notes"]
+    assert sm["metrics"]["fidelity"]["one_way_tvd"] is not None
