@@ -371,7 +371,9 @@ def test_the_privfair_command_reads_the_store_of_the_current_folder(bare, releas
 
 
 # --- a third-party family --------------------------------------------------------------------
-FAMILY_CODE = family_source("wheel_steps", "wheel_step", "multiple_of", "Third-party step rounding", "S")
+FAMILY_CODE = family_source(
+    "wheel_steps", "wheel_step", "multiple_of", "Third-party step rounding", "S"
+)
 
 FAMILY_PYPROJECT = """\
 [project]
