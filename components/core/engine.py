@@ -67,6 +67,7 @@ __all__ = [
     "split_by_key",
     "worker_python",
     "BatchTaker",
+    "shown_master",
     "SparkFrame",
     "RowsOnCluster",
     "null_count",
@@ -405,7 +406,9 @@ _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+):([0-9]{1,5})")
 
 
 def _master_error(master: str, rule: str) -> SpecError:
-    return SpecError("execution.master", f"'{master}' is not a Spark master URL: {rule}")
+    return SpecError(
+        "execution.master", f"'{shown_master(master)}' is not a Spark master URL: {rule}"
+    )
 
 
 def master_endpoints(master: str) -> list[tuple[str, int]]:
@@ -449,6 +452,26 @@ def master_endpoints(master: str) -> list[tuple[str, int]]:
             out.append((hp.group(1).strip("[]"), port))
         return out
     raise _master_error(master, f"Spark takes {MASTER_FORMS}")
+
+
+_SECRET_PARAM = re.compile(r"(;\s*token\s*=)[^;]*", re.IGNORECASE)
+_USERINFO = re.compile(r"^([a-z][a-z0-9+.-]*://(?:[a-z][a-z0-9+.-]*://)?)[^/@]*@", re.IGNORECASE)
+
+
+def shown_master(master: str) -> str:
+    """``master`` as a manifest, a log or an error message may show it: a Spark Connect
+    ``token`` parameter and the user information of a URL (``https://user:secret@host``) are
+    hidden, since a release's manifest travels with its shareable copy and neither is needed
+    to say where it ran.
+
+    >>> shown_master("sc://spark.example.com:443/;use_ssl=true;token=s3cr3t;user_id=ana")
+    'sc://spark.example.com:443/;use_ssl=true;token=<hidden>;user_id=ana'
+    >>> shown_master("k8s://https://admin:pw@10.0.0.1:6443")
+    'k8s://https://<hidden>@10.0.0.1:6443'
+    >>> shown_master("spark://10.0.0.5:7077")
+    'spark://10.0.0.5:7077'
+    """
+    return _USERINFO.sub(r"\1<hidden>@", _SECRET_PARAM.sub(r"\1<hidden>", master))
 
 
 def _unreachable(host: str, port: int, timeout: float) -> str | None:
@@ -607,7 +630,7 @@ class SparkEngine(Engine):
         else:
             self._endpoints = master_endpoints(master)
             self.remote = master.startswith("sc://")
-            self.master = master
+            self.master = shown_master(master)  # what messages and the manifest name
         if not self.remote and shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
             raise PrivfairError(
                 "execution.engine: 'spark' needs a Java runtime (17 or later) on PATH or in "
@@ -623,7 +646,7 @@ class SparkEngine(Engine):
                 what = "Spark Connect server" if self.remote else "Spark master"
                 kind = "a Spark Connect server" if self.remote else "a standalone master"
                 raise PrivfairError(
-                    f"execution.master: cannot reach the {what} at '{master}' "
+                    f"execution.master: cannot reach the {what} at '{self.master}' "
                     f"({'; '.join(problems)}); {kind} must accept connections before a run "
                     "starts"
                 )

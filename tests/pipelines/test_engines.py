@@ -4,6 +4,7 @@ environment's interpreter, and bad engine settings are named."""
 
 from __future__ import annotations
 
+import socket
 import sys
 from pathlib import Path
 
@@ -14,7 +15,7 @@ import pytest
 from _shared import TOY_COLUMNS, run_cli
 
 from privfair.components.core.engine import LocalEngine, make_engine, worker_python
-from privfair.schemas.errors import PrivfairError
+from privfair.schemas.errors import PrivfairError, SpecError
 from privfair.schemas.spec import parse_spec
 
 pytestmark = pytest.mark.slow
@@ -241,3 +242,20 @@ def test_blocks_of_a_many_chunk_table_are_the_blocks_of_its_one_chunk_copy():
     assert all(ka == kb and a.equals(b) for (ka, a), (kb, b) in zip(got, want, strict=True))
     rows = pa.array(np.random.default_rng(1).permutation(chunked.num_rows)[:2500])
     assert BatchTaker(chunked).take(rows).equals(one.take(rows))
+
+
+def test_a_spark_connect_token_is_named_nowhere():
+    """A Spark Connect URL's token authenticates the driver; the manifest (which travels with the
+    shareable copy), the logs and the error messages name the server without it."""
+    from privfair.components.core.engine import SparkEngine
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # closed once the block ends: nothing listens there
+    url = f"sc://127.0.0.1:{port}/;use_ssl=false;token=tok-s3cr3t"
+    with pytest.raises(PrivfairError) as err:
+        SparkEngine(url)
+    assert "tok-s3cr3t" not in str(err.value) and "token=<hidden>" in str(err.value)
+    with pytest.raises(SpecError) as bad:
+        SparkEngine("sc://:1/;token=tok-s3cr3t")
+    assert "tok-s3cr3t" not in str(bad.value)
