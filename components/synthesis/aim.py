@@ -55,16 +55,17 @@ from privfair.components.synthesis.accounting import (
     step_rho,
 )
 from privfair.components.synthesis.compression import Compression
-from privfair.components.synthesis.domain import decode_table
 from privfair.components.synthesis.junction import JTModel, JunctionTree, chordal_with, fit, sample
 from privfair.components.synthesis.marginals import Marginals
 from privfair.components.synthesis.model import Measurement
-from privfair.components.synthesis.params import AIMParams, noisy_rows
+from privfair.components.synthesis.params import AIMParams
 from privfair.components.synthesis.synthesize import (
     _compression_table,
     _memo,
     _metrics,
+    _pairs_table,
     _Run,
+    _synthesise,
     encode_input,
     groupless,
     one_way_counts,
@@ -225,23 +226,16 @@ def aim(table: pa.Table, params: AIMParams) -> ComponentResult:
     timings["estimate"] = t_estimate
 
     t = time.perf_counter()
-    n_rows = params.rows if params.rows is not None else noisy_rows(model.total)
-    syn_c = sample(model, n_rows, rng)
-    syn_codes = np.stack([c.expand(syn_c[:, i], rng) for i, c in enumerate(compressions)], axis=1)
-    data = decode_table(syn_codes, domains, table.schema, rng)
+    syn_codes, data = _synthesise(
+        sample, model, compressions, domains, table.schema, params.rows, rng
+    )
     timings["sample"] = time.perf_counter() - t
 
     sidecars = {
         "ledger": ledger_table(comp.ledger),
         "measurements": _measurements(names, raw_one_way, selected, two_way, s1),
         "compression": _compression_table(names, domains, compressions),
-        "cliques": pa.table(
-            {
-                "position": pa.array(range(len(selected)), pa.int64()),
-                "a": [names[i] for i, _ in selected],
-                "b": [names[j] for _, j in selected],
-            }
-        ),
+        "cliques": _pairs_table(names, selected),
         "model": _model_table(names, model),
     }
     t = time.perf_counter()

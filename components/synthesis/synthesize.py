@@ -181,23 +181,16 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     model = fit_tree(one_way + two_way, csizes, tree, iters=params.iters)
     timings["estimate"] = time.perf_counter() - t
     t = time.perf_counter()
-    n_rows = params.rows if params.rows is not None else noisy_rows(model.total)
-    syn_c = sample(model, n_rows, rng)
-    syn_codes = np.stack([c.expand(syn_c[:, i], rng) for i, c in enumerate(compressions)], axis=1)
-    data = decode_table(syn_codes, domains, table.schema, rng)
+    syn_codes, data = _synthesise(
+        sample, model, compressions, domains, table.schema, params.rows, rng
+    )
     timings["sample"] = time.perf_counter() - t
 
     sidecars = {
         "ledger": ledger_table(comp.ledger),
         "measurements": _measurements_table(names, raw_one_way, tree, two_way, s1),
         "compression": _compression_table(names, domains, compressions),
-        "tree": pa.table(
-            {
-                "position": pa.array(range(len(tree)), pa.int64()),
-                "a": [names[i] for i, _ in tree],
-                "b": [names[j] for _, j in tree],
-            }
-        ),
+        "tree": _pairs_table(names, tree),
         "model": _model_table(names, model),
     }
     t = time.perf_counter()
@@ -407,6 +400,29 @@ def _measurements_table(names, raw_one_way, tree, two_way, s1) -> pa.Table:
             "cell": pa.array(cell, pa.int64()),
             "value": pa.array(value, pa.float64()),
             "variance": pa.array(var, pa.float64()),
+        }
+    )
+
+
+def _synthesise(draw, model, compressions, domains, schema: pa.Schema, rows: int | None, rng):
+    """(synthetic codes, synthetic table): ``rows`` rows (else the model's noisy total,
+    ``noisy_rows``) drawn from ``model`` by ``draw(model, rows, rng)`` over the compressed
+    domains, each code expanded back to its column's domain and decoded to ``schema``.
+    Post-processing of the fitted model only."""
+    n_rows = rows if rows is not None else noisy_rows(model.total)
+    syn_c = draw(model, n_rows, rng)
+    syn_codes = np.stack([c.expand(syn_c[:, i], rng) for i, c in enumerate(compressions)], axis=1)
+    return syn_codes, decode_table(syn_codes, domains, schema, rng)
+
+
+def _pairs_table(names: list[str], pairs) -> pa.Table:
+    """The sidecar of the attribute pairs a model was measured on, in order (public: chosen
+    from the noisy measurements, or by a DP selection)."""
+    return pa.table(
+        {
+            "position": pa.array(range(len(pairs)), pa.int64()),
+            "a": [names[i] for i, _ in pairs],
+            "b": [names[j] for _, j in pairs],
         }
     )
 
