@@ -95,6 +95,17 @@ def check_privacy_ledger(g: G.PrivacyLedger, ledger: pd.DataFrame) -> CheckResul
             sel = ledger[ledger["phase"] == "select"]["scale"]
             if len(sel) and sel.min() < 1:
                 problems.append({"rule": "PRIV-5: score noise std >= 1", "scale": sel.min()})
+    return _spends_the_budget(
+        g, ledger, problems, "the ledger is the plan, spends the budget and no more"
+    )
+
+
+def _spends_the_budget(g, ledger: pd.DataFrame, problems: list, holds: str) -> CheckResult:
+    """The verdict of a ledger check: ``problems`` (the plan's rules broken, found by the
+    caller) plus the budget's own two rules, from the ledger's steps alone: their zCDP
+    total, composed as OpenDP composes it, equals ``g.rho`` (within ``g.tolerance``, never
+    above), and its (epsilon, delta) conversion stays within ``g.epsilon``. ``holds`` is the
+    message when nothing is broken."""
     total = composed_total(ledger["rho"].tolist()) if len(ledger) else 0.0
     eps = epsilon_of(total, g.delta) if total > 0 else 0.0
     if total > g.rho or abs(total - g.rho) > g.tolerance * g.rho:
@@ -106,9 +117,7 @@ def check_privacy_ledger(g: G.PrivacyLedger, ledger: pd.DataFrame) -> CheckResul
         not problems,
         {"rho": total, "epsilon": eps, "steps": len(ledger)},
         {"rho": g.rho, "epsilon": g.epsilon, "delta": g.delta, "tolerance": g.tolerance},
-        "the ledger is the plan, spends the budget and no more"
-        if not problems
-        else f"{len(problems)} ledger rule(s) broken",
+        holds if not problems else f"{len(problems)} ledger rule(s) broken",
         problems,
     )
 
@@ -474,21 +483,11 @@ def check_adaptive_ledger(g: G.AdaptiveLedger, ledger: pd.DataFrame) -> CheckRes
                     problems.append({"step": sel.step, "rule": "two rounds left before a round"})
             prev = mea.scale
             budget_left -= cost
-    total = composed_total(ledger["rho"].tolist()) if len(ledger) else 0.0
-    eps = epsilon_of(total, g.delta) if total > 0 else 0.0
-    if total > g.rho or abs(total - g.rho) > g.tolerance * g.rho:
-        problems.append({"rule": "total = budget", "rho": total, "budget": g.rho})
-    if eps > g.epsilon * (1 + 1e-12):
-        problems.append({"rule": "epsilon within target", "epsilon": eps})
-    return make_result(
+    return _spends_the_budget(
         g,
-        not problems,
-        {"rho": total, "epsilon": eps, "steps": len(ledger)},
-        {"rho": g.rho, "epsilon": g.epsilon, "delta": g.delta, "tolerance": g.tolerance},
-        "every 2-way measurement was selected privately; the ledger spends the budget and no more"
-        if not problems
-        else f"{len(problems)} ledger rule(s) broken",
+        ledger,
         problems,
+        "every 2-way measurement was selected privately; the ledger spends the budget and no more",
     )
 
 
