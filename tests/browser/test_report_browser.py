@@ -149,13 +149,14 @@ def test_published_report_renders_in_chromium(open_page, german_release: Path) -
     opened = open_page(report)
     page = opened.page
 
-    svgs = check_page_basics(opened, expected_figures=4)
+    svgs = check_page_basics(opened, expected_figures=5)
     titles = [s["title"] for s in svgs]
     assert titles == [
         "Group sizes",
         "Positive ratio per protected group",
         "Unfavoured share of sex per group",
         "Information loss per attribute",
+        "Rows per equivalence-class size (attacker's background)",
     ]
 
     assert page.title() == f"Release report: german_fair_mdav {man['version']}"
@@ -247,7 +248,7 @@ def test_failed_candidate_report_shows_fail_rows(open_page, failed_candidate: Pa
     man = json.loads((failed_candidate / "manifest.json").read_text())
     assert man["validation"]["status"] == "failed"
     opened = open_page(failed_candidate / "report.html")
-    check_page_basics(opened, expected_figures=4)
+    check_page_basics(opened, expected_figures=5)
     page = opened.page
 
     status = page.locator("#status")
@@ -289,7 +290,7 @@ def test_report_escapes_everything_from_data(open_page, german_release: Path, tm
     path.write_text(html, encoding="utf-8")
 
     opened = open_page(path)
-    check_page_basics(opened, expected_figures=4)
+    check_page_basics(opened, expected_figures=5)
     page = opened.page
     assert page.evaluate("() => window.__pwned === undefined")
     assert page.locator("img").count() == 0
@@ -354,7 +355,7 @@ def test_cost_of_protection_section_in_chromium(open_page, german_release_with_g
     cost = man["cost_of_protection"]
     assert cost["status"] == "measured" and cost["grid"]["stale"] is False
     opened = open_page(german_release_with_grid / "report.html")
-    svgs = check_page_basics(opened, expected_figures=5)
+    svgs = check_page_basics(opened, expected_figures=6)
     assert svgs[-1]["title"] == "Trade-off: german_fair_mdav"
     page = opened.page
     assert page.locator("#cost-holdout thead th").all_inner_texts() == [
