@@ -517,7 +517,12 @@ def _is_remote(session) -> bool:
 
 
 def _session_master(session) -> str:
+    """The master ``session`` runs on: its SparkContext's (the session's ``spark.master``
+    setting is whatever the last builder asked for, even when getOrCreate reused it), or
+    what a Spark Connect server says."""
     try:
+        if not _is_remote(session):
+            return str(session.sparkContext.master)
         return str(session.conf.get("spark.master"))
     except Exception:  # noqa: BLE001 - a server that does not say
         return "spark-connect" if _is_remote(session) else "unknown"
@@ -676,7 +681,8 @@ class SparkEngine(Engine):
     def spark(self):
         """The Spark session, started on first use (an algorithm that sends nothing to the
         engine costs no JVM). A session this process already runs is reused, and left running
-        on ``close``; so is a session the caller gave."""
+        on ``close``; so is a session the caller gave. A reused session keeps its own master,
+        which is what the manifest then records (with a warning when another was asked for)."""
         if self._session is None:
             from pyspark.sql import SparkSession
 
@@ -684,6 +690,15 @@ class SparkEngine(Engine):
             session = self._start() if owned and self._endpoints else self._create()
             self._owned = owned
             self._session = session
+            if not owned:
+                running = shown_master(_session_master(session))
+                if running != self.master:
+                    warnings.warn(
+                        f"execution.master: '{self.master}' asked for, but this process already "
+                        f"runs a Spark session on '{running}': the run uses that session",
+                        stacklevel=2,
+                    )
+                    self.master = running
             if not self.remote:
                 self._session.sparkContext.setLogLevel("ERROR")
             if owned and not self.remote and _LOCAL.fullmatch(self.master) is None:

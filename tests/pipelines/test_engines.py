@@ -4,6 +4,7 @@ environment's interpreter, and bad engine settings are named."""
 
 from __future__ import annotations
 
+import re
 import socket
 import sys
 from pathlib import Path
@@ -259,3 +260,31 @@ def test_a_spark_connect_token_is_named_nowhere():
     with pytest.raises(SpecError) as bad:
         SparkEngine("sc://:1/;token=tok-s3cr3t")
     assert "tok-s3cr3t" not in str(bad.value)
+
+
+def test_a_running_session_is_what_the_manifest_names():
+    """A process that already runs a Spark session reuses it (Spark's getOrCreate): the master
+    the release records is that session's, not the one asked for, and the run says so."""
+    pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    from privfair.components.core.engine import SparkEngine
+
+    session = SparkSession.getActiveSession()  # another test's, or one of our own
+    ours = session is None
+    if ours:
+        session = SparkSession.builder.master("local[1]").appName("privfair-test").getOrCreate()
+    running = session.sparkContext.master
+    asked = "local[3]" if running != "local[3]" else "local[2]"
+    try:
+        engine = SparkEngine(asked)
+        with pytest.warns(
+            UserWarning, match=rf"'{re.escape(asked)}' asked for.*'{re.escape(running)}'"
+        ):
+            assert engine.spark is session
+        assert engine.describe()["master"] == running
+        engine.close()
+        assert SparkSession.getActiveSession() is session  # not stopped: not the engine's
+    finally:
+        if ours:
+            session.stop()
