@@ -282,6 +282,11 @@ class Algorithm:
     - ``cost``: ``fn(params, table) -> Cost`` for a differentially private algorithm, its
       privacy cost from the params and the input's schema only (never its values), equal to
       what the run's ``privacy.rho`` metric reports; None for an algorithm that is not DP.
+    - ``counts_input``: its run, its evidence and its owner's measures read the input only
+      through the engine's counts (``group_counts``, null and row counts of a
+      ``privfair.components.core.engine.SparkFrame``), never a column's values; on the Spark
+      engine a Parquet input of such an algorithm is read by the executors and never held by
+      the driver (``privfair.run.flow.on_cluster``).
     """
 
     name: str
@@ -303,6 +308,7 @@ class Algorithm:
     public: Disclosure = field(default_factory=Disclosure)
     cost: str | None = None
     evidence_parts: str | None = None
+    counts_input: bool = False
 
     def privacy_cost(self, params: Params, table=None) -> Cost | None:
         """What one release with ``params`` on ``table`` (its schema) spends, before it runs;

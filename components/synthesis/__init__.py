@@ -132,6 +132,9 @@ def _algorithm(name: str, title: str, params, paper: str, **own) -> Algorithm:
         replayable=False,  # OpenDP's noise takes no seed
         public=PUBLIC,
         cost=own.get("cost", f"{_P}.accounting:release_cost"),
+        # every marginal a group-by, the domains checked on null counts: the input may stay on
+        # a cluster (AIM's rounds are not yet run on a SparkFrame)
+        counts_input=own.get("counts_input", True),
     )
 
 
@@ -161,6 +164,7 @@ AIM = _algorithm(
     evidence=f"{_P}.audit:aim_evidence",
     sidecars=("ledger", "measurements", "compression", "cliques", "model"),
     cost=f"{_P}.accounting:aim_cost",
+    counts_input=False,
     headline=(
         *_HEADLINE,
         Metric("rounds.run", "rounds run (a private selection, then a measurement)"),

@@ -612,22 +612,16 @@ def run_release(
     return _release(plan, None, crash_after, on_validated)
 
 
-#: The algorithms whose input is read only through engine counts (public domains checked on
-#: null counts, every marginal a group-by, the validator's evidence from the schema and the
-#: released files): on the Spark engine a Parquet input of theirs is read by the executors.
-#: ATR is not among them yet: its decisions and bins are checked row by row in this process.
-FRAME_ALGORITHMS = ("mst", "prefair")
-
-
 def on_cluster(plan: ReleasePlan) -> bool:
-    """Whether ``plan``'s input stays on the Spark cluster: the spark engine, an algorithm of
-    ``FRAME_ALGORITHMS``, a Parquet ``dataset.path`` (``ingest.frame_file``), no partitions."""
+    """Whether ``plan``'s input stays on the Spark cluster: the spark engine, an algorithm that
+    reads its input only through counts (``Algorithm.counts_input``), a Parquet
+    ``dataset.path`` (``ingest.frame_file``), no partitions."""
     from privfair.io.ingest import frame_file
 
     spec = plan.spec
     return (
         spec.execution.engine == "spark"
-        and plan.algo.name in FRAME_ALGORITHMS
+        and plan.algo.counts_input
         and spec.partitions is None
         and plan.table is None
         and frame_file(spec.dataset, spec.spec_dir, plan.data_dir) is not None
