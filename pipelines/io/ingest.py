@@ -106,13 +106,7 @@ def load_dataset(
             raise InputError(
                 partitions.column, f"partition '{partition}' has no rows in dataset '{label}'"
             )
-    before = table.column_names
-    table = _select(table, ds, label)
-    why = _selected_out(before, table.column_names, ds)
-    table, dropped = _apply_policies(table, ds)
-    why |= {c: "dataset.private: drop" for c in dropped["private"]}
-    why |= {c: "dataset.unlabelled: drop (it has no role)" for c in dropped["unlabelled"]}
-    table = _record_dropped(table, why)
+    table, dropped = select_columns(table, ds, label)
     table, nulls = apply_null_policy(table, ds)
     validate_table(table, empty=empty_partition and partition is not None)
     record = {
@@ -560,6 +554,24 @@ def private_columns(table: pa.Table) -> list[str]:
     return json.loads(raw) if raw else []
 
 
+def select_columns(
+    table: pa.Table, ds: DatasetSpec, label: str
+) -> tuple[pa.Table, dict[str, list[str]]]:
+    """The columns of a labelled ``table`` (or a frame's empty table of its schema) a release
+    reads: ``quasi_identifiers`` and ``exclude`` (``_select``), then the ``private`` and
+    ``unlabelled`` policies (``_apply_policies``), each dropped column recorded with the spec key
+    that dropped it (``_record_dropped``). Also what the policies dropped, the input record's
+    ``dropped_columns``. One rule for ``load_dataset`` and ``load_frame``: the frame a cluster
+    reads has the columns the local ingest keeps."""
+    before = table.column_names
+    table = _select(table, ds, label)
+    why = _selected_out(before, table.column_names, ds)
+    table, dropped = _apply_policies(table, ds)
+    why |= {c: "dataset.private: drop" for c in dropped["private"]}
+    why |= {c: "dataset.unlabelled: drop (it has no role)" for c in dropped["unlabelled"]}
+    return _record_dropped(table, why), dropped
+
+
 def _selected_out(before: list[str], after: list[str], ds: DatasetSpec) -> dict[str, str]:
     """Why each column ``_select`` removed is gone: ``dataset.exclude`` or not listed in
     ``dataset.quasi_identifiers``."""
@@ -755,13 +767,7 @@ def load_frame(
     empty = pa.schema([pa.field(f.name, f.type) for f in read]).empty_table()
     labelled = label_columns(empty, ds.columns, path.name)
     label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
-    before = labelled.column_names
-    table = _select(labelled, ds, label)
-    why = _selected_out(before, table.column_names, ds)
-    table, dropped = _apply_policies(table, ds)
-    why |= {c: "dataset.private: drop" for c in dropped["private"]}
-    why |= {c: "dataset.unlabelled: drop (it has no role)" for c in dropped["unlabelled"]}
-    table = _record_dropped(table, why)
+    table, dropped = select_columns(labelled, ds, label)
     frame = SparkFrame(df, read).with_schema(table.schema)
     _frame_nulls(frame, ds)
     validate_frame(frame)
