@@ -151,6 +151,8 @@ def _reference_cells(table: pa.Table, params: ATRParams) -> Cells:
         if len(private) > 1
         else []
     )
+    if params.decisions != "model":  # only a model's decisions are per record
+        decisions = None
     return Cells(keys, public, private, population, d1, group, decisions, model, split, warnings)
 
 
@@ -212,12 +214,14 @@ def test_one_group_counts_call_with_one_key_set(builtin_table, monkeypatch):
     assert spy.calls == [[("a0", "a1", "a2", "decision")]]
 
 
-def test_pre_aggregated_cells_are_not_counted(monkeypatch):
+def test_pre_aggregated_cells_are_counted_once_each(monkeypatch):
+    """Pre-aggregated cells go through the one count too (so a frame of them is read on its
+    cluster): each cell is counted once, its population and D_1 taken as given."""
     engine = LocalEngine()
     spy = _Spy(engine, monkeypatch)
     with using(engine):
         got = build_cells(golden_cells(), ATRParams(decisions="cells"))
-    assert spy.calls == []
+    assert spy.calls == [[("a0", "a1", "decision", "weight")]]
     _same_cells(got, _reference_cells(golden_cells(), ATRParams(decisions="cells")))
 
 
