@@ -30,40 +30,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
-from bench_release_scale import make_spec, phases
-from harness import HOLD, ROOT, child_env, machine, result, tracked
-
-sys.path.insert(0, str(ROOT / "tests"))
-from _spark_cluster import Cluster  # noqa: E402 - the tests' cluster, on this machine
-
-
-def release(spec: Path, engine: list[str], env: dict, work: Path) -> dict:
-    store = work / "store"
-    cmd = [sys.executable, "-m", "privfair.cli", "run", str(spec), "--store", str(store)]
-    run = tracked([*cmd, "--progress", *engine], ROOT, env)
-    if run["rc"] != 0:
-        raise SystemExit(f"{' '.join(cmd + engine)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
-    held = HOLD.search(run["stdout"])
-    if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
-        raise SystemExit(f"{spec.name}: not every check passed:\n{run['stdout']}")
-    version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M).group(1)
-    data = (store / spec.stem / version / "shared" / "data.parquet").read_bytes()
-    return {
-        "wall_s": run["wall_s"],
-        "peak_gb": run["peak_gb"],
-        "driver_gb": run["driver_gb"],
-        "driver_private_gb": run["driver_private_gb"],
-        "phases": phases(run["stderr"]),
-        "checks": held.group(0),
-        "version": version,
-        "data": data,
-    }
+from _cluster import line, on_cluster, release
+from bench_release_scale import make_spec
+from harness import child_env, machine, result
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -77,49 +51,41 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="privfair-bench-cluster-"))
     work.chmod(0o755)  # the worker's user reads its Python and the cluster's folder under it
     rows_out: list[str] = []
-    cluster = Cluster.start(work / "cluster", memory=args.worker_memory)
     try:
-        cluster_env = child_env(
-            **{k: v for k, v in cluster.env().items() if k in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")},
-            PRIVFAIR_PROGRESS="1",
-            PRIVFAIR_SPARK_CONNECT_TIMEOUT="180",
-        )
-        local_env = child_env(PRIVFAIR_PROGRESS="1")
-        for algorithm in args.algorithms.split(","):
-            spec = make_spec(algorithm, args.rows, work / f"specs-{algorithm}")
-            got = {}
-            for name, engine, env in (
-                ("local pool (2 processes)", ["--engine", "local", "--workers", "2"], local_env),
-                (
-                    "standalone cluster (1 worker, 2 cores)",
-                    ["--engine", "spark", "--master", cluster.url]
-                    + ["--conf", f"spark.executor.memory={args.executor_memory}"],
-                    cluster_env,
-                ),
-            ):
-                one = work / f"{algorithm}-{len(got)}"
-                got[name] = release(spec, engine, env, one)
-                shutil.rmtree(one, ignore_errors=True)
-                r = got[name]
-                print(
-                    f"{algorithm} {args.rows:,} {name}: {r['wall_s']:.1f} s, driver "
-                    f"{r['driver_gb']:.2f} GiB (private {r['driver_private_gb']:.2f}), "
-                    f"tree {r['peak_gb']:.2f} GiB, {r['phases']}",
-                    file=sys.stderr,
-                )
-            a, b = got.values()
-            if (a["version"], a["data"]) != (b["version"], b["data"]):
-                raise SystemExit(f"{algorithm}: the cluster's release is not the local one")
-            for name, r in got.items():
-                ph = r["phases"]
-                rows_out.append(
-                    f"| {algorithm} | {args.rows:,} | {name} | {r['wall_s']:.1f} | "
-                    f"{ph.get('protect', 0):.1f} | {ph.get('validate', 0):.1f} | "
-                    f"{ph.get('cost of protection', 0):.1f} | {r['driver_gb']:.2f} | "
-                    f"{r['driver_private_gb']:.2f} | {r['peak_gb']:.2f} | {r['checks']} |"
-                )
+        with on_cluster(work / "cluster", args.worker_memory, args.executor_memory) as (
+            cluster_engine,
+            cluster_env,
+        ):
+            local_env = child_env(PRIVFAIR_PROGRESS="1")
+            for algorithm in args.algorithms.split(","):
+                spec = make_spec(algorithm, args.rows, work / f"specs-{algorithm}")
+                got = {}
+                for name, engine, env in (
+                    (
+                        "local pool (2 processes)",
+                        ["--engine", "local", "--workers", "2"],
+                        local_env,
+                    ),
+                    ("standalone cluster (1 worker, 2 cores)", cluster_engine, cluster_env),
+                ):
+                    one = work / f"{algorithm}-{len(got)}"
+                    got[name] = r = release(
+                        spec, engine, env, one / "store", published="shared/data.parquet"
+                    )
+                    shutil.rmtree(one, ignore_errors=True)
+                    print(line(f"{algorithm} {args.rows:,} {name}", r), file=sys.stderr)
+                a, b = got.values()
+                if (a["version"], a["data"]) != (b["version"], b["data"]):
+                    raise SystemExit(f"{algorithm}: the cluster's release is not the local one")
+                for name, r in got.items():
+                    ph = r["phases"]
+                    rows_out.append(
+                        f"| {algorithm} | {args.rows:,} | {name} | {r['wall_s']:.1f} | "
+                        f"{ph.get('protect', 0):.1f} | {ph.get('validate', 0):.1f} | "
+                        f"{ph.get('cost of protection', 0):.1f} | {r['driver_gb']:.2f} | "
+                        f"{r['driver_private_gb']:.2f} | {r['peak_gb']:.2f} | {r['checks']} |"
+                    )
     finally:
-        cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
     m = machine()
     text = "\n".join(

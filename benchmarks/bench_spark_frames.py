@@ -30,49 +30,22 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import re
 import shutil
 import sys
 import tempfile
 from pathlib import Path
 
 import yaml
+from _cluster import CLI, line, on_cluster, release
 from adult_like import write
-from bench_release_scale import phases
-from harness import HOLD, ROOT, child_env, machine, result, tracked
-
-sys.path.insert(0, str(ROOT / "tests"))
-from _spark_cluster import Cluster  # noqa: E402 - the tests' cluster, on this machine
+from harness import machine, result
 
 #: ``privfair`` with the input read by the driver, as before: ``on_cluster`` false
-DRIVER_HOLDS = (
+DRIVER_HOLDS = [
+    "-c",
     "import sys; import privfair.run.flow as f; f.on_cluster = lambda plan: False; "
-    "from privfair.cli import main; sys.exit(main(sys.argv[1:]))"
-)
-ON_CLUSTER = "import sys; from privfair.cli import main; sys.exit(main(sys.argv[1:]))"
-GUARANTEES = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: ()()none")
-
-
-def release(spec: Path, code: str, engine: list[str], env: dict, work: Path) -> dict:
-    store = work / "store"
-    cmd = [sys.executable, "-c", code, "run", str(spec), "--store", str(store)]
-    run = tracked([*cmd, "--progress", *engine], ROOT, env)
-    if run["rc"] != 0:
-        raise SystemExit(f"{spec.name} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
-    # a synthesis release has no schema checks ("none": its published schema is a guarantee)
-    held = HOLD.search(run["stdout"]) or GUARANTEES.search(run["stdout"])
-    if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
-        raise SystemExit(f"{spec.name}: not every check passed:\n{run['stdout']}")
-    version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M).group(1)
-    return {
-        "wall_s": run["wall_s"],
-        "peak_gb": run["peak_gb"],
-        "driver_gb": run["driver_gb"],
-        "driver_private_gb": run["driver_private_gb"],
-        "phases": phases(run["stderr"]),
-        "checks": held.group(0),
-        "version": version,
-    }
+    "from privfair.cli import main; sys.exit(main(sys.argv[1:]))",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,29 +65,20 @@ def main(argv: list[str] | None = None) -> int:
     for p in (data, *data.iterdir()):
         p.chmod(0o755 if p.is_dir() else 0o644)
     rows_out: list[str] = []
-    cluster = Cluster.start(work / "cluster", memory=args.worker_memory)
     try:
-        env = child_env(
-            **{k: v for k, v in cluster.env().items() if k in ("PYSPARK_PYTHON", "SPARK_LOCAL_IP")},
-            PRIVFAIR_PROGRESS="1",
-            PRIVFAIR_SPARK_CONNECT_TIMEOUT="180",
-        )
-        engine = ["--engine", "spark", "--master", cluster.url]
-        engine += ["--conf", f"spark.executor.memory={args.executor_memory}"]
-        got = {}
-        for name, code in (
-            ("input on the cluster (load_frame)", ON_CLUSTER),
-            ("driver holds the input (before)", DRIVER_HOLDS),
+        with on_cluster(work / "cluster", args.worker_memory, args.executor_memory) as (
+            engine,
+            env,
         ):
-            one = work / f"run-{len(got)}"
-            got[name] = r = release(spec, code, engine, env, one)
-            shutil.rmtree(one, ignore_errors=True)
-            print(
-                f"adult_mst {args.rows:,} {name}: {r['wall_s']:.1f} s, driver "
-                f"{r['driver_gb']:.2f} GiB (private {r['driver_private_gb']:.2f}), "
-                f"tree {r['peak_gb']:.2f} GiB, {r['phases']}",
-                file=sys.stderr,
-            )
+            got = {}
+            for name, launcher in (
+                ("input on the cluster (load_frame)", CLI),
+                ("driver holds the input (before)", DRIVER_HOLDS),
+            ):
+                one = work / f"run-{len(got)}"
+                got[name] = r = release(spec, engine, env, one / "store", launcher)
+                shutil.rmtree(one, ignore_errors=True)
+                print(line(f"adult_mst {args.rows:,} {name}", r), file=sys.stderr)
         a, b = got.values()
         if a["version"] != b["version"]:
             raise SystemExit("the two releases do not share their version")
@@ -127,7 +91,6 @@ def main(argv: list[str] | None = None) -> int:
                 f"{r['checks']} |"
             )
     finally:
-        cluster.stop()
         shutil.rmtree(work, ignore_errors=True)
     m = machine()
     text = "\n".join(

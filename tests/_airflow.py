@@ -1,5 +1,5 @@
 """Helpers of the Airflow tests: the ``airflow`` CLI of this environment, a copy of a migrated
-home (one SQLite file per parallel run), a CLI call in the background."""
+home (one SQLite file per parallel run) with a DAG folder of its own, a CLI call in the background."""
 
 from __future__ import annotations
 
@@ -19,6 +19,19 @@ def clone_home(env: dict[str, str], home: Path) -> dict[str, str]:
     # airflow.cfg names the original DB by absolute path: point the copy at its own file
     db = f"sqlite:///{home / 'airflow.db'}"
     return {**env, "AIRFLOW_HOME": str(home), "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": db}
+
+
+def dag_env(env: dict[str, str], home: Path, dags: Path, run: Path, **extra: str) -> dict[str, str]:
+    """A cloned home (``clone_home``) whose DAGs are in ``dags`` and whose runs write below
+    ``run``: the store, the example DAG's data and privfair's state, each of its own."""
+    return {
+        **clone_home(env, home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
+        "PRIVFAIR_STORE": str(run / "store"),
+        "CUSTOMERS_DATA": str(run / "data"),
+        "XDG_STATE_HOME": str(run / "state"),
+        **extra,
+    }
 
 
 class Run:

@@ -17,7 +17,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _airflow import Run, clone_home
+from _airflow import Run, clone_home, dag_env
 from _shared import published_versions, task_states
 
 pytestmark = pytest.mark.slow
@@ -200,13 +200,7 @@ def user(airflow_home, tmp_path_factory: pytest.TempPathFactory):
     (dags / "user_tasks.py").write_text(TASKS)
     runs, envs = {}, {}
     for dag_id in ("customers", "user_broken", "user_tasks"):
-        env = {
-            **clone_home(airflow_home, tmp / f"home_{dag_id}"),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-            "PRIVFAIR_STORE": str(tmp / "store" / dag_id),
-            "CUSTOMERS_DATA": str(tmp / "data" / dag_id),
-            "XDG_STATE_HOME": str(tmp / "state" / dag_id),
-        }
+        env = dag_env(airflow_home, tmp / f"home_{dag_id}", dags, tmp / "runs" / dag_id)
         envs[dag_id] = env
         runs[dag_id] = Run(env, "dags", "test", dag_id)
     runs["providers"] = Run(

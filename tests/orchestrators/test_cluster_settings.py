@@ -473,7 +473,7 @@ def test_airflow_tasks_run_the_release_where_the_dag_says(airflow_home, tmp_path
     both releases have the version ``privfair.api.run`` gives the same rows on the local
     engine."""
     import pyarrow.parquet as pq
-    from _airflow import Run, clone_home
+    from _airflow import Run, dag_env
 
     from privfair import api
     from privfair.spec.catalogue import parse_spec
@@ -494,17 +494,16 @@ def test_airflow_tasks_run_the_release_where_the_dag_says(airflow_home, tmp_path
             }
         },
     }
-    env = {
-        **clone_home(airflow_home, tmp_path / "home"),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags),
-        "PRIVFAIR_STORE": str(store),
-        "CUSTOMERS_DATA": str(tmp_path / "data"),
-        "XDG_STATE_HOME": str(tmp_path / "state"),
-        "CLUSTER_SPEC": json.dumps(SPEC),
-        "CLUSTER_SEEN": str(seen),
-        "AIRFLOW_CONN_PRIVFAIR_SPARK": json.dumps(conn),
-        "PYSPARK_PYTHON": sys.executable,
-    }
+    env = dag_env(
+        airflow_home,
+        tmp_path / "home",
+        dags,
+        tmp_path,
+        CLUSTER_SPEC=json.dumps(SPEC),
+        CLUSTER_SEEN=str(seen),
+        AIRFLOW_CONN_PRIVFAIR_SPARK=json.dumps(conn),
+        PYSPARK_PYTHON=sys.executable,
+    )
     rc, log = Run(env, "dags", "test", "cluster_settings").result()
     assert rc == 0, log[-6000:]
     got = {r["task"]: r for r in map(json.loads, seen.read_text().splitlines())}
