@@ -30,9 +30,8 @@ from privfair.components.transparency.atr import atr
 from privfair.components.transparency.audit import evidence
 from privfair.components.transparency.randomised import draw
 from privfair.components.transparency.scheme import adversary_confidence, fidelity_bounds, solve
-from privfair.schemas.roles import ColumnRole, Kind, Role, attach_roles, read_roles
-from privfair.spec.catalogue import load_spec
 from privfair.spec.settings import DEFAULT_SPECS_DIR
+from tests.transparency._reports import shipped_report
 
 EXACT = 1e-6
 SLACK = 0.05
@@ -42,16 +41,7 @@ GRID = 41  # points of the free cell's interval
 @pytest.fixture(scope="module")
 def adult(builtin_table):
     """(input table with the family's Adult roles, adult_atr.yaml's params, its cells)."""
-    table = builtin_table("adult")
-    roles = read_roles(table)
-    for name, preset in FAMILY.dataset_roles["adult"].items():
-        roles = roles.replace(
-            ColumnRole(
-                name, Role(preset["role"]), Kind(preset["kind"]), positive=preset.get("positive")
-            )
-        )
-    table = attach_roles(table, roles)
-    params = load_spec(DEFAULT_SPECS_DIR / "adult_atr.yaml").params
+    table, params = shipped_report(builtin_table, "adult_atr")
     cells = atr(table, params).sidecars["audit_cells"].to_pydict()
     return table, params, {k: np.asarray(v) for k, v in cells.items()}
 

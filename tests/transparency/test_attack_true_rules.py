@@ -39,14 +39,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from privfair.components.transparency import ATR, FAMILY
+from privfair.components.transparency import ATR
 from privfair.components.transparency.atr import atr
 from privfair.components.transparency.figures import figures
 from privfair.components.transparency.params import ATRParams
 from privfair.components.transparency.scheme import adversary_confidence, fidelity_bounds, solve
-from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from privfair.spec.catalogue import load_spec
-from privfair.spec.settings import DEFAULT_SPECS_DIR
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
+from tests.transparency._reports import shipped_report
 
 EXACT = 1e-6  # "recovered": within this of the true value
 BANDS = ("<9", "[9, 13)", ">=13")
@@ -58,16 +57,7 @@ BANDS = ("<9", "[9, 13)", ">=13")
 @pytest.fixture(scope="module")
 def adult(builtin_table):
     """(input table with the family's Adult roles, params of adult_atr.yaml, the run)."""
-    table = builtin_table("adult")
-    roles = read_roles(table)
-    for name, preset in FAMILY.dataset_roles["adult"].items():
-        roles = roles.replace(
-            ColumnRole(
-                name, Role(preset["role"]), Kind(preset["kind"]), positive=preset.get("positive")
-            )
-        )
-    table = attach_roles(table, roles)
-    params = load_spec(DEFAULT_SPECS_DIR / "adult_atr.yaml").params
+    table, params = shipped_report(builtin_table, "adult_atr")
     return table, params, atr(table, params)
 
 

@@ -20,7 +20,6 @@ import pytest
 
 from privfair.components.core.checks import check_contract
 from privfair.components.core.engine import LocalEngine, using
-from privfair.components.transparency import FAMILY
 from privfair.components.transparency import atr as atr_module
 from privfair.components.transparency.atr import atr
 from privfair.components.transparency.audit import evidence
@@ -28,8 +27,7 @@ from privfair.components.transparency.cells import Cells, build_cells, region_la
 from privfair.components.transparency.examples import atr_example, golden_cells, records
 from privfair.components.transparency.params import ATRParams
 from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles, read_roles
-from privfair.spec.catalogue import load_spec
-from privfair.spec.settings import DEFAULT_SPECS_DIR
+from tests.transparency._reports import shipped_report
 
 # --- the inputs ---------------------------------------------------------------------------------
 
@@ -37,12 +35,7 @@ from privfair.spec.settings import DEFAULT_SPECS_DIR
 def _australian(builtin_table) -> tuple[pa.Table, ATRParams]:
     """The Australian credit data with the family's role presets (as the pipeline's ingest
     attaches them) and the params of ``australian_atr.yaml``."""
-    table = builtin_table("australian")
-    roles = read_roles(table)
-    for name, preset in FAMILY.dataset_roles["australian"].items():
-        roles = roles.replace(ColumnRole(name, Role(preset["role"]), Kind(preset["kind"])))
-    params = load_spec(DEFAULT_SPECS_DIR / "australian_atr.yaml").params
-    return attach_roles(table, roles), params
+    return shipped_report(builtin_table, "australian_atr")
 
 
 def _weighted(seed: int, fractional: bool = False) -> tuple[pa.Table, ATRParams]:
