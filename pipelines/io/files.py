@@ -16,7 +16,14 @@ from privfair.components.core import memory
 from privfair.schemas.errors import InputError
 from privfair.schemas.spec import CsvSpec
 
-__all__ = ["SOURCE_CSV", "read_csv", "table_fingerprint"]
+__all__ = [
+    "SOURCE_CSV",
+    "parquet_parts",
+    "parts_schema",
+    "read_csv",
+    "read_parquet_folder",
+    "table_fingerprint",
+]
 
 
 def table_fingerprint(table: pa.Table) -> str:
@@ -109,6 +116,94 @@ def read_csv(source: Path | pa.Buffer, options: CsvSpec | None = None) -> pa.Tab
             return memory.mapped_batches(reader.schema, iter(reader), whole)
     except pa.ArrowInvalid:
         return whole()  # a malformed file raises here again, with read_csv's message
+
+
+def parquet_parts(folder: Path) -> list[Path]:
+    """The part files of a Parquet dataset folder, sorted by name: every file in it except
+    those Spark's and pyarrow's dataset readers skip (a name starting with ``_`` or ``.``,
+    ``_SUCCESS`` or ``.crc`` checksums among them, or ending in ``._COPYING_``). A subfolder (a
+    Hive partition ``key=value``, whose key would become a column) or a folder without a part
+    is an ``InputError`` naming it: the folder read is then not one table both engines read.
+
+    >>> import tempfile
+    >>> d = Path(tempfile.mkdtemp())
+    >>> for n in ("part-1.parquet", "part-0.parquet", "_SUCCESS", ".part-0.parquet.crc"):
+    ...     _ = (d / n).write_bytes(b"")
+    >>> [p.name for p in parquet_parts(d)]
+    ['part-0.parquet', 'part-1.parquet']
+    """
+    parts, folders = [], []
+    for entry in folder.iterdir():
+        name = entry.name
+        if name.startswith(("_", ".")) or name.endswith("._COPYING_"):
+            continue
+        (folders if entry.is_dir() else parts).append(entry)
+    if folders:
+        raise InputError(
+            None,
+            f"the Parquet dataset folder '{folder.name}' has subfolders "
+            f"({', '.join(sorted(f.name for f in folders))})",
+            "give a folder of Parquet part files only (no Hive partitions), or one file",
+        )
+    if not parts:
+        raise InputError(None, f"the Parquet dataset folder '{folder.name}' has no part file")
+    return sorted(parts, key=lambda p: p.name)
+
+
+def read_parquet_folder(folder: Path) -> pa.Table:
+    """The table of a Parquet dataset folder: its ``parquet_parts``, in name order, each read
+    by ``memory.mapped_parquet`` and its rows in their order, concatenated (no copy). Every
+    part must have the first part's columns and types (``InputError`` naming the first one
+    that does not: a table whose parts disagree is not one table); nullability and the
+    writer's metadata may differ, as Spark reads every column as nullable.
+
+    >>> import tempfile, pyarrow.parquet as pq
+    >>> d = Path(tempfile.mkdtemp())
+    >>> pq.write_table(pa.table({"x": [3]}), d / "b.parquet")
+    >>> pq.write_table(pa.table({"x": [1, 2]}), d / "a.parquet")
+    >>> read_parquet_folder(d).column("x").to_pylist()
+    [1, 2, 3]
+    """
+    parts = parquet_parts(folder)
+    tables = [memory.mapped_parquet(str(p)) for p in parts]
+    schema = parts_schema(
+        folder.name, [(p.name, t.schema) for p, t in zip(parts, tables, strict=True)]
+    )
+    return pa.concat_tables([t.cast(schema) for t in tables])
+
+
+def parts_schema(folder: str, schemas: list[tuple[str, pa.Schema]]) -> pa.Schema:
+    """The schema of a Parquet dataset folder named ``folder`` whose parts, in name order,
+    have ``schemas`` (``(part name, schema)``): the first part's columns and types, nullable
+    and without metadata. ``InputError`` naming the first part whose columns or types differ:
+    parts that disagree are not one table (Spark would read them in one part's schema).
+
+    >>> a = pa.schema([("x", pa.int64())])
+    >>> parts_schema("d", [("a", a), ("b", pa.schema([pa.field("x", pa.int64(), False)]))])
+    x: int64
+    >>> parts_schema("d", [("a", a), ("b", pa.schema([("x", pa.float64())]))])
+    Traceback (most recent call last):
+    ...
+    privfair.schemas.errors.InputError: table: the part files of 'd' do not share their columns (part 'b' has x: double, part 'a' x: int64)
+    """
+
+    def columns(schema: pa.Schema) -> list[tuple[str, pa.DataType]]:
+        return [(f.name, f.type) for f in schema]
+
+    first_name, first = schemas[0]
+    for name, schema in schemas[1:]:
+        if columns(schema) != columns(first):
+            raise InputError(
+                None,
+                f"the part files of '{folder}' do not share their columns",
+                f"part '{name}' has {_columns_text(schema)}, part '{first_name}' "
+                f"{_columns_text(first)}",
+            )
+    return pa.schema([pa.field(n, t) for n, t in columns(first)])
+
+
+def _columns_text(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
 
 
 def read_table_file(path: str | Path, options: CsvSpec | None = None) -> pa.Table:

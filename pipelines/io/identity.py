@@ -12,6 +12,7 @@ what the spec reads    its atoms
 built-in ``name``      ``builtin:<name>``
 ``path`` / ``file``    ``file:<resolved absolute path>`` (``./x.csv``, ``x.csv``, an
                        absolute path, a ``file://`` URL and a symlink are one atom); a
+                       Parquet dataset folder's, and each of its part files'; a
                        file whose bytes are a built-in dataset's raw file also
                        ``builtin:<dataset>``; a remote URL ``url:<scheme>://<host><path>``
                        (no credentials, no query, slashes collapsed)
@@ -104,7 +105,7 @@ def identity_of(
         atoms.add(f"builtin:{ds.name}")
         name = ds.name
     elif ds.path is not None:
-        atoms.add(_file_atom(_located(ds.path, base, data_dir)))
+        atoms.update(_path_atoms(_located(ds.path, base, data_dir)))
         name = ds.path
     elif src is not None and src.kind == "memory":
         atoms.update(memory_atoms(src))
@@ -153,6 +154,22 @@ def _located(written: str, base: Path, data_dir: str | Path | None) -> Path:
 
 def _file_atom(path: Path) -> str:
     return f"file:{os.path.realpath(path)}"
+
+
+def _path_atoms(path: Path) -> set[str]:
+    """A ``dataset.path``'s atoms: a file's; a Parquet dataset folder's own and each of its
+    parts' (``privfair.io.files.parquet_parts``), so a release of the folder and one of a part
+    file alone meet in the ledger, as do two releases of the folder whatever parts it held."""
+    if not path.is_dir():
+        return {_file_atom(path)}
+    from privfair.io.files import parquet_parts
+    from privfair.schemas.errors import InputError
+
+    try:
+        parts = parquet_parts(path)
+    except InputError:
+        parts = []  # ingest refuses the folder, naming why
+    return {_file_atom(path), *(_file_atom(p) for p in parts)}
 
 
 def _url_atom(url: str, base: Path) -> str:

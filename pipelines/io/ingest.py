@@ -16,13 +16,21 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from privfair.components.core import memory
 from privfair.components.core.inputs import META_DROPPED
-from privfair.io.files import SOURCE_CSV, read_csv, table_fingerprint
+from privfair.io.files import (
+    SOURCE_CSV,
+    parquet_parts,
+    parts_schema,
+    read_csv,
+    read_parquet_folder,
+    table_fingerprint,
+)
 from privfair.io.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
 from privfair.schemas.datasets import DATASETS
 from privfair.schemas.errors import DataSourceError, InputError, SpecError
@@ -333,12 +341,13 @@ def _override(table: pa.Table, columns: Mapping[str, Any], key: str, dataset: st
 def locate_file(
     written: str, base_dir: str | Path | None = None, data_dir: str | Path | None = None
 ) -> Path:
-    """The dataset file a spec's ``dataset.path`` names: absolute as is; relative beside the spec
-    (``base_dir``, else the current directory), then in ``data_dir``, then in
-    ``$PRIVFAIR_DATA_DIR``. ``DataSourceError`` lists every place looked at."""
+    """The dataset file (or Parquet dataset folder) a spec's ``dataset.path`` names: absolute
+    as is; relative beside the spec (``base_dir``, else the current directory), then in
+    ``data_dir``, then in ``$PRIVFAIR_DATA_DIR``. ``DataSourceError`` lists every place looked
+    at."""
     path = Path(written).expanduser()
     if path.is_absolute():
-        if not path.is_file():
+        if not (path.is_file() or path.is_dir()):
             raise DataSourceError(f"dataset file not found: {path}")
         return path
     env = os.environ.get(ENV_DATA_DIR)
@@ -347,7 +356,7 @@ def locate_file(
     tried = []
     for folder in folders:
         candidate = (folder / path).resolve()
-        if candidate.is_file():
+        if candidate.is_file() or candidate.is_dir():
             return candidate
         if candidate not in tried:
             tried.append(candidate)
@@ -390,9 +399,7 @@ def _load_file(
 ) -> tuple[pa.Table, str, dict[str, str]]:
     assert ds.path is not None and ds.columns is not None
     path = locate_file(ds.path, base_dir, data_dir)
-    fmt = ds.format or {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(
-        path.suffix.lower()
-    )
+    fmt = file_format(ds, path)
     if fmt is None:
         raise SpecError(
             "dataset.format", f"cannot tell the format of '{path.name}'; give csv or parquet"
@@ -405,14 +412,49 @@ def _load_file(
             if csv is None or codecs.lookup(csv.encoding).name == "utf-8":
                 _check_utf8(path)
             table = read_csv(path, csv)
+        elif path.is_dir():
+            table = read_parquet_folder(path)
         else:
             table = memory.mapped_parquet(str(path))
     except (pa.ArrowInvalid, OSError) as e:
         raise InputError(None, f"cannot read {path.name} as {fmt}", str(e)) from None
     table = label_columns(table, ds.columns, path.name)
-    # as written in the spec (relative), or the file name: never a local absolute path
-    label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
-    return table, label, {path.name: sha256_file(path)}
+    return table, file_label(ds), {name: sha256_file(p) for name, p in file_names(path).items()}
+
+
+def file_format(ds: DatasetSpec, path: Path) -> str | None:
+    """How ``dataset.path`` (found at ``path``) is read: ``dataset.format``, else by the
+    suffix (``.csv``; ``.parquet`` / ``.pq``); a folder is a Parquet dataset (``SpecError``
+    when the spec says it is a CSV); None when nothing tells."""
+    if path.is_dir():
+        if ds.format not in (None, "parquet"):
+            raise SpecError(
+                "dataset.format",
+                f"'{path.name}' is a folder: it is read as a Parquet dataset, not as {ds.format}",
+            )
+        return "parquet"
+    return ds.format or {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}.get(
+        path.suffix.lower()
+    )
+
+
+def file_names(path: Path) -> dict[str, Path]:
+    """The files a ``dataset.path`` read holds, by the name its input record's ``files`` gives
+    each: a file by its name, a Parquet dataset folder's parts by ``<folder>/<part>``
+    (``parquet_parts``). The fingerprint hashes these names with the contents
+    (``fingerprint_digests``): where the folder lies does not change it, its name does, as a
+    file's name does."""
+    if path.is_dir():
+        return {f"{path.name}/{p.name}": p for p in parquet_parts(path)}
+    return {path.name: path}
+
+
+def file_label(ds: DatasetSpec) -> str:
+    """The input record's ``dataset`` of a ``dataset.path``: as written in the spec (a relative
+    path), or the file's (or folder's) name: never a local absolute path."""
+    assert ds.path is not None
+    written = Path(ds.path).expanduser()
+    return written.name if written.is_absolute() else Path(ds.path).as_posix()
 
 
 def label_columns(
@@ -712,15 +754,14 @@ def validate_table(table: pa.Table, empty: bool = False) -> None:
 
 # --- a file the executors read (the Spark engine's count-based families) -----------------------
 def frame_file(ds: DatasetSpec, base_dir: str | Path | None = None, data_dir=None) -> Path | None:
-    """The Parquet file of ``ds`` that a Spark run can leave on the cluster (``load_frame``), or
-    None when the dataset is read here: a built-in dataset, a source, a table in memory, a CSV
-    (Spark's CSV reader infers other types than ``read_csv``: the frame would not be the table
-    this process reads)."""
+    """The Parquet file or Parquet dataset folder of ``ds`` that a Spark run can leave on the
+    cluster (``load_frame``), or None when the dataset is read here: a built-in dataset, a
+    source, a table in memory, a CSV (Spark's CSV reader infers other types than
+    ``read_csv``: the frame would not be the table this process reads)."""
     if ds.path is None or ds.name is not None or ds.source is not None:
         return None
     path = locate_file(ds.path, base_dir, data_dir)
-    fmt = ds.format or {".parquet": "parquet", ".pq": "parquet"}.get(path.suffix.lower())
-    return path if fmt == "parquet" else None
+    return path if file_format(ds, path) == "parquet" else None
 
 
 def load_frame(
@@ -729,23 +770,27 @@ def load_frame(
     base_dir: str | Path | None = None,
     data_dir: str | Path | None = None,
 ):
-    """``load_dataset`` of a Parquet ``dataset.path`` whose rows stay on a Spark cluster: a
-    ``SparkFrame`` (``spark.read.parquet`` on the executors) and the same input record.
+    """``load_dataset`` of a Parquet ``dataset.path`` (a file, or a dataset folder of part
+    files) whose rows stay on a Spark cluster: a ``SparkFrame`` (``spark.read.parquet`` on the
+    executors) and the same input record.
 
     What ingest does to a table is done to the frame's schema (types normalised, the spec's
     roles, ``exclude`` / ``quasi_identifiers``, the ``private`` and ``unlabelled`` policies,
     the dropped columns recorded), the counts it needs are aggregates on the executors (rows,
-    nulls), and the file's sha256 is computed there too (``binaryFile``, Spark SQL's
-    ``sha2(content, 256)``): the fingerprint, the version and the ledger's identity are those of
-    ``load_dataset`` on the same file, and this process never reads a byte of it (the file may
-    be readable by the executors' user alone). The null policies that change rows (``drop``,
-    ``impute``) are refused on a column that has nulls (``SpecError``): they would rewrite the
-    rows here.
+    nulls), and each file's sha256 is computed there too (``binaryFile``, Spark SQL's
+    ``sha2(content, 256)``), with a folder's parts' schemas read off their footers
+    (``parts_schema``'s rule): the ``files``, the fingerprint, the version and the ledger's
+    identity are those of ``load_dataset`` on the same files, and this process never reads a
+    byte of them (they may be readable by the executors' user alone; it lists a folder's
+    names). The null policies that change rows (``drop``, ``impute``) are refused on a column
+    that has nulls (``SpecError``): they would rewrite the rows here.
+
+    A folder's rows are counted, never ordered: the count-based families' releases do not
+    depend on their input's row order (the counts do not).
 
     Spark reads every Parquet column as nullable, as pyarrow reads a file written from pandas
     or Arrow; a file that declares a column ``required`` is read here as nullable.
     """
-    from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from privfair.components.core.engine import SparkFrame, cluster_job
@@ -753,33 +798,65 @@ def load_frame(
     assert ds.path is not None and ds.columns is not None
     path = frame_file(ds, base_dir, data_dir)
     if path is None:
-        raise SpecError("dataset.path", "only a Parquet file is read on the Spark cluster")
-    uri = path.resolve().as_uri()
-    with cluster_job(f"reading {path.name} (a Parquet file) on its executors"):
-        df = spark.read.parquet(uri)
-        digest = (
-            spark.read.format("binaryFile")
-            .load(uri)
-            .select(F.sha2(F.col("content"), 256).alias("sha"))
-            .first()["sha"]
+        raise SpecError(
+            "dataset.path", "only a Parquet file or dataset folder is read on the Spark cluster"
         )
+    names = file_names(path)  # a folder's listing: names, no content
+    what = "a Parquet dataset folder" if path.is_dir() else "a Parquet file"
+    with cluster_job(f"reading {path.name} ({what}) on its executors"):
+        df = spark.read.parquet(path.resolve().as_uri())
+        digests = _executor_digests(spark, path, names)
     read = to_arrow_schema(df.schema)
     empty = pa.schema([pa.field(f.name, f.type) for f in read]).empty_table()
     labelled = label_columns(empty, ds.columns, path.name)
-    label = path.name if Path(ds.path).expanduser().is_absolute() else Path(ds.path).as_posix()
-    table, dropped = select_columns(labelled, ds, label)
+    table, dropped = select_columns(labelled, ds, file_label(ds))
     frame = SparkFrame(df, read).with_schema(table.schema)
     _frame_nulls(frame, ds)
     validate_frame(frame)
     record = {
-        "dataset": label,
-        "files": {path.name: digest},
-        "fingerprint": fingerprint_digests({path.name: digest}),
+        "dataset": file_label(ds),
+        "files": digests,
+        "fingerprint": fingerprint_digests(digests),
         "rows": frame.num_rows,
         "dropped_columns": dropped,
         "blocks": ["*"],
     }
     return frame, record
+
+
+def _executor_digests(spark, path: Path, names: dict[str, Path]) -> dict[str, str]:
+    """The sha256 of each of ``names`` (``file_names(path)``), computed by the executors
+    (``binaryFile``): ``{name: sha256}``, keyed as ``load_dataset`` keys them. A folder's
+    parts' schemas are read there too, off each part's footer, and must agree
+    (``parts_schema``). ``DataSourceError`` when the executors find other files than those
+    listed here (the folder changed while it was read)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import BinaryType
+
+    cols = [F.col("path"), F.sha2(F.col("content"), 256).alias("sha")]
+    if path.is_dir() and len(names) > 1:
+        cols.append(F.udf(_footer_schema, BinaryType())(F.col("content")).alias("schema"))
+    rows = spark.read.format("binaryFile").load(path.resolve().as_uri()).select(*cols).collect()
+    by_file = {Path(unquote(urlsplit(r["path"]).path)).name: r for r in rows}
+    prefix = f"{path.name}/" if path.is_dir() else ""
+    got = {prefix + n: r["sha"] for n, r in by_file.items()}
+    if set(got) != set(names):
+        raise DataSourceError(
+            f"the files of '{path.name}' changed while they were read: the executors found "
+            f"{sorted(got)}, this process listed {sorted(names)}"
+        )
+    if len(cols) > 2:
+        footers = [(n, by_file[n]["schema"]) for n in sorted(by_file)]
+        parts_schema(path.name, [(n, pa.ipc.read_schema(pa.py_buffer(b))) for n, b in footers])
+    return got
+
+
+def _footer_schema(content: bytes) -> bytes:
+    """The Arrow schema of the Parquet file whose bytes are ``content`` (its footer, as
+    pyarrow reads it), serialised: what an executor sends back of a part file."""
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(pa.BufferReader(content)).serialize().to_pybytes()
 
 
 def _frame_nulls(frame, ds: DatasetSpec) -> None:
