@@ -11,10 +11,12 @@ and a null is a level of it only where declared (a null in the ``domain``, or
 ``params.nulls``; the presets declare one only for Adult's three columns with documented
 unknowns, ``public_domains.ADULT_NULLS``): the synthetic table has no null anywhere else.
 
-The 1-way and 2-way marginals both algorithms measure are counted by the current execution
-engine (``privfair.components.core.engine.current_engine().group_counts``, in this process or on Spark;
-``marginals``): one call for the 1-way marginals, one for every pair the selection scores;
-the noise, the selection, the model and the sampling run in this process.
+The 1-way and 2-way marginals the three algorithms measure and score are counted by the
+current execution engine (``privfair.components.core.engine.current_engine().group_counts``,
+in this process or on Spark; ``marginals``): MST and PreFair make one call for the 1-way
+marginals and one for every pair the selection scores, AIM one call for all of them; the
+noise, the selection, the model and the sampling run in this process, so an input whose rows
+stay on a Spark cluster (a ``SparkFrame``) is never read here.
 
 Disclosure (``PUBLIC``): a release's shareable copy is the synthetic table plus what follows
 from the noisy measurements, the synthetic table and public parameters alone (the plan, the
@@ -132,9 +134,9 @@ def _algorithm(name: str, title: str, params, paper: str, **own) -> Algorithm:
         replayable=False,  # OpenDP's noise takes no seed
         public=PUBLIC,
         cost=own.get("cost", f"{_P}.accounting:release_cost"),
-        # every marginal a group-by, the domains checked on null counts: the input may stay on
-        # a cluster (AIM's rounds are not yet run on a SparkFrame)
-        counts_input=own.get("counts_input", True),
+        # every marginal a group-by (AIM's candidates' too), the domains checked on null
+        # counts: the input may stay on a cluster
+        counts_input=True,
     )
 
 
@@ -164,7 +166,6 @@ AIM = _algorithm(
     evidence=f"{_P}.audit:aim_evidence",
     sidecars=("ledger", "measurements", "compression", "cliques", "model"),
     cost=f"{_P}.accounting:aim_cost",
-    counts_input=False,
     headline=(
         *_HEADLINE,
         Metric("rounds.run", "rounds run (a private selection, then a measurement)"),

@@ -43,6 +43,7 @@ import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -56,6 +57,9 @@ from privfair.components.core.accounting import (
     rho_budget,
 )
 from privfair.schemas.errors import InputError
+
+if TYPE_CHECKING:
+    from privfair.components.core.engine import SparkFrame
 
 __all__ = [
     "rho_budget",
@@ -153,6 +157,16 @@ def calls(phase: str, d: int, selector: str) -> int:
     return d - 1
 
 
+def _records_domain(dp):
+    """The compositors' input domain: the record-code matrix, or a ``SparkFrame`` of it (an
+    input whose rows stay on the cluster, counted there through the engine)."""
+    from privfair.components.core.engine import SparkFrame
+
+    return dp.user_domain(
+        "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray | SparkFrame)
+    )
+
+
 class Compositor:
     """The one door to the records: an OpenDP adaptive compositor over the record-code matrix
     (privacy unit: one record added or removed), with budgets ``[step.rho for each call]``.
@@ -162,16 +176,11 @@ class Compositor:
     every call is recorded in ``ledger``.
     """
 
-    def __init__(self, records: np.ndarray, steps: Sequence[Step]):
+    def __init__(self, records: np.ndarray | SparkFrame, steps: Sequence[Step]):
         dp = _dp()
         self._dp = dp
         self.steps = list(steps)
-        from privfair.components.core.engine import SparkFrame
-
-        # the code matrix, or a SparkFrame of it (the rows stay on the cluster)
-        self.domain = dp.user_domain(
-            "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray | SparkFrame)
-        )
+        self.domain = _records_domain(dp)
         self.metric = dp.symmetric_distance()
         self.measurement = dp.c.make_adaptive_composition(
             self.domain,
@@ -251,13 +260,11 @@ class FilterCompositor(Compositor):
     Ramdas, Rogers & Wu 2023). Steps are not planned; each is recorded in ``ledger`` with the
     rho OpenDP's map charges, and ``spent`` is OpenDP's composition of them."""
 
-    def __init__(self, records: np.ndarray, budget: float):
+    def __init__(self, records: np.ndarray | SparkFrame, budget: float):
         dp = _dp()
         self._dp = dp
         self.steps = []
-        self.domain = dp.user_domain(
-            "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray)
-        )
+        self.domain = _records_domain(dp)
         self.metric = dp.symmetric_distance()
         odometer = dp.c.make_fully_adaptive_composition(
             self.domain, self.metric, dp.zero_concentrated_divergence()

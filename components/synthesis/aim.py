@@ -43,10 +43,12 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 
+from privfair.components.core.engine import SparkFrame
 from privfair.components.core.result import ComponentResult
 from privfair.components.synthesis.accounting import (
     FilterCompositor,
@@ -62,17 +64,16 @@ from privfair.components.synthesis.params import AIMParams
 from privfair.components.synthesis.synthesize import (
     _compression_table,
     _memo,
-    _metrics,
     _pairs_table,
-    _Run,
     _synthesise,
     encode_input,
     groupless,
     one_way_counts,
     pair_counts,
+    release_metrics,
 )
 
-__all__ = ["aim", "candidates", "quality", "initial_scales"]
+__all__ = ["aim", "candidates", "candidate_marginals", "quality", "initial_scales"]
 
 _BIAS = math.sqrt(2.0 / math.pi)  # E|N(0, sigma^2)| / sigma: the L1 error noise alone makes
 
@@ -127,13 +128,57 @@ def candidates(
     return out
 
 
-def aim(table: pa.Table, params: AIMParams) -> ComponentResult:
+def candidate_marginals(
+    marginals: Marginals,
+    pairs: Sequence[tuple[int, int]],
+    compressions: Sequence[Compression],
+) -> dict[tuple[int, int], np.ndarray]:
+    """The exact 2-way marginal of every pair AIM may select or measure, over the compressed
+    codes, keyed by pair: what its selection's quality score reads for every candidate and
+    its measurements add noise to. Computed once (the compression is fixed after the 1-way
+    round, and the records do not change between rounds), the pairs not counted yet in one
+    engine call; the dense tables hold ``sum over pairs i < j of c_i c_j`` int64 cells
+    (``c_i`` the compressed sizes; a pair past ``max_cells`` alone is a candidate only as a
+    round's fallback).
+
+    Parameters
+    ----------
+    marginals
+        The records' counts (their code matrix, or the ``SparkFrame`` of it on a cluster).
+    pairs
+        Attribute pairs ``(i, j)``, ``i < j``.
+    compressions
+        Every attribute's compression.
+
+    Returns
+    -------
+    dict
+        Per pair, int64 counts over ``compressions[i].size * compressions[j].size`` cells in
+        C order, summing to the row count.
+
+    >>> m = Marginals(np.array([[0, 1], [0, 1], [2, 0]]), [3, 2])
+    >>> merged = [Compression.from_kept(np.array([True, False, False])), Compression.identity(2)]
+    >>> got = candidate_marginals(m, [(0, 1)], merged)
+    >>> got[(0, 1)].tolist(), m.calls
+    ([0, 2, 1, 0], 1)
+    """
+    return dict(zip(pairs, pair_counts(marginals, pairs, compressions), strict=True))
+
+
+def aim(table: pa.Table | SparkFrame, params: AIMParams) -> ComponentResult:
     """A synthetic copy of ``table`` under (epsilon, delta)-DP (add/remove one record) by AIM
-    (see the module docstring)."""
+    (see the module docstring).
+
+    Every read of the records is an engine count of their codes (``marginals``): an Arrow
+    table here, or, for a ``SparkFrame``, the cluster its rows stay on. The first query counts
+    every clique the run may read, the d 1-way marginals and every pair, in one engine call
+    (one Spark job); each round's scores and measurement read those counts
+    (``candidate_marginals``), and the owner's fidelity reads them too.
+    """
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     enc = encode_input(table, params, "mst")
-    roles, idx, domains, codes, clamped = enc.roles, enc.idx, enc.domains, enc.codes, enc.clamped
+    roles, domains, codes = enc.roles, enc.domains, enc.codes
     names, sizes = enc.names, enc.sizes
     d = len(names)
     if d < 2:
@@ -143,7 +188,9 @@ def aim(table: pa.Table, params: AIMParams) -> ComponentResult:
     share = params.select_share
     comp = FilterCompositor(codes, rho)
     rng = np.random.default_rng(params.seed)
-    marginals = _memo(lambda r: Marginals(r, sizes))
+    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
+    cliques = [(i,) for i in range(d)] + pairs
+    marginals = _memo(lambda r: _counted(Marginals(r, sizes), cliques))
     timings["encode"] = time.perf_counter() - t0
 
     t = time.perf_counter()
@@ -164,10 +211,7 @@ def aim(table: pa.Table, params: AIMParams) -> ComponentResult:
         measurements.append(Measurement((i,), cy, var))
     timings["one_way"] = time.perf_counter() - t
 
-    pairs = [(i, j) for i in range(d) for j in range(i + 1, d)]
-    exact_pairs = _memo(
-        lambda r: dict(zip(pairs, pair_counts(marginals(r), pairs, compressions), strict=True))
-    )
+    exact_pairs = _memo(lambda r: candidate_marginals(marginals(r), pairs, compressions))
     edges: list[tuple[int, int]] = []
     selected: list[tuple[int, int]] = []
     two_way: list[Measurement] = []
@@ -239,27 +283,22 @@ def aim(table: pa.Table, params: AIMParams) -> ComponentResult:
         "model": _model_table(names, model),
     }
     t = time.perf_counter()
-    run = _Run(
+    metrics = release_metrics(
         table,
-        data,
-        roles,
-        idx,
-        names,
-        sizes,
-        codes,
-        syn_codes,
-        selected,
-        comp,
-        params,
-        rho,
-        True,
-        model,
-        compressions,
-        clamped,
-        raw_one_way,
-        two_way,
+        enc,
+        marginals(codes),
+        data=data,
+        syn_codes=syn_codes,
+        pairs=selected,
+        comp=comp,
+        params=params,
+        rho=rho,
+        exact=True,
+        model=model,
+        compressions=compressions,
+        raw_one_way=raw_one_way,
+        two_way=two_way,
     )
-    metrics = _metrics(run)
     metrics["selector"] = "aim"
     metrics["tree"] = [f"{names[i]}-{names[j]}" for i, j in sorted(edges)]
     metrics["cliques"] = ["|".join(names[v] for v in c) for c in model.tree.cliques]
@@ -279,6 +318,12 @@ def aim(table: pa.Table, params: AIMParams) -> ComponentResult:
         timings=timings,
         warnings=groupless(roles, domains),
     ).stamped()
+
+
+def _counted(marginals: Marginals, cliques: Sequence[tuple[int, ...]]) -> Marginals:
+    """``marginals`` with every clique of ``cliques`` counted (one engine call)."""
+    marginals.count(cliques)
+    return marginals
 
 
 def _measurements(names, raw_one_way, selected, two_way, s1) -> pa.Table:

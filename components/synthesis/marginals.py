@@ -1,6 +1,6 @@
-"""The exact contingency counts MST and PreFair measure, counted by the current execution engine
-(``privfair.components.core.engine.current_engine``): in this process (Arrow's hash aggregation) or on
-Spark (a distributed ``groupBy().count()``).
+"""The exact contingency counts MST, PreFair and AIM measure, counted by the current execution
+engine (``privfair.components.core.engine.current_engine``): in this process (Arrow's hash
+aggregation) or on Spark (a distributed ``groupBy().count()``).
 
 The records are the ``rows x d`` matrix of public-domain codes (``domain.encode_table``); it
 becomes one Arrow table of integer columns per run, so a returned combination of values *is*

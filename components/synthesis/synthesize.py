@@ -10,8 +10,9 @@ the model and sampling run here.
 
 An input whose rows stay on a Spark cluster (a ``SparkFrame``) is encoded and counted there
 (``marginals.encode_frame``): every query reads the same exact counts as on an Arrow table of
-those rows, so the release is the same mechanism on the same counts. Of the owner's metrics,
-``fidelity`` is computed from the input's exact 1- and 2-way counts (engine group-bys);
+those rows, so the release is the same mechanism on the same counts. Of the owner's metrics
+(``release_metrics``, MST's, PreFair's and AIM's), ``fidelity`` is computed from the input's
+exact 1- and 2-way counts (the run's own, any it lacks in one more engine call);
 ``fairness.input`` needs each record's group, outcome and strata and is not computed
 (``None``, said in ``owner_notes``).
 """
@@ -75,6 +76,7 @@ __all__ = [
     "encode_input",
     "one_way_counts",
     "pair_counts",
+    "release_metrics",
 ]
 
 
@@ -102,7 +104,7 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
     t0 = time.perf_counter()
     fair_mode = selector != "mst"
     enc = encode_input(table, params, selector)
-    roles, idx, domains, codes, clamped = enc.roles, enc.idx, enc.domains, enc.codes, enc.clamped
+    roles, idx, domains, codes = enc.roles, enc.idx, enc.domains, enc.codes
     names, sizes = enc.names, enc.sizes
     d = len(names)
     rho, steps = plan(params.epsilon, params.delta, d, selector, params.split)
@@ -194,27 +196,21 @@ def synthesize(table: pa.Table, params: MSTParams, selector: str) -> ComponentRe
         "model": _model_table(names, model),
     }
     t = time.perf_counter()
-    metrics = _metrics(
-        _Run(
-            table,
-            data,
-            roles,
-            idx,
-            names,
-            sizes,
-            codes,
-            syn_codes,
-            tree,
-            comp,
-            params,
-            rho,
-            exact,
-            model,
-            compressions,
-            clamped,
-            raw_one_way,
-            two_way,
-        )
+    metrics = release_metrics(
+        table,
+        enc,
+        marginals(codes),
+        data=data,
+        syn_codes=syn_codes,
+        pairs=tree,
+        comp=comp,
+        params=params,
+        rho=rho,
+        exact=exact,
+        model=model,
+        compressions=compressions,
+        raw_one_way=raw_one_way,
+        two_way=two_way,
     )
     timings["metrics"] = time.perf_counter() - t
     timings["total"] = time.perf_counter() - t0
@@ -469,53 +465,49 @@ def _model_table(names, model) -> pa.Table:
     )
 
 
-@dataclass
-class _Run:
-    """What one run leaves for its metrics."""
+def release_metrics(
+    table: pa.Table | SparkFrame,
+    enc: Encoded,
+    counts: Marginals,
+    *,
+    data: pa.Table,
+    syn_codes: np.ndarray,
+    pairs: Sequence[tuple[int, int]],
+    comp: Compositor,
+    params: MSTParams,
+    rho: float,
+    exact: bool,
+    model,
+    compressions: Sequence[Compression],
+    raw_one_way: Sequence[np.ndarray],
+    two_way: Sequence[Measurement],
+) -> dict:
+    """The account of one MST, PreFair or AIM run for people (never used to validate), in two
+    parts.
 
-    table: pa.Table
-    data: pa.Table
-    roles: object
-    idx: object
-    names: list
-    sizes: list
-    codes: np.ndarray
-    syn_codes: np.ndarray
-    tree: list
-    comp: Compositor
-    params: MSTParams
-    rho: float
-    exact: bool
-    model: object
-    compressions: list
-    clamped: dict
-    raw_one_way: list
-    two_way: list
-
-
-def _metrics(run: _Run) -> dict:
-    """The run's account for people (never used to validate), in two parts.
-
-    Public (declared in ``privfair.components.synthesis.PUBLIC``): functions of the public parameters
-    and roles, of the noisy measurements and of the synthetic table only, so publishing them
-    is post-processing of the DP release: ``rows``, ``attributes``, ``selector``,
-    ``privacy`` (the plan), ``tree`` and ``fair_tree``, ``exact_search``,
-    ``compressed_sizes``, ``model`` (fitted to the noisy measurements), ``measured_fidelity``
-    (the synthetic table against the noisy measurements) and ``fairness.synthetic``.
+    Public (declared in ``privfair.components.synthesis.PUBLIC``): functions of the public
+    parameters and roles, of the noisy measurements and of the synthetic table only, so
+    publishing them is post-processing of the DP release: ``rows``, ``attributes``,
+    ``selector``, ``privacy`` (the plan), ``tree`` (the measured ``pairs``, in order) and
+    ``fair_tree``, ``exact_search``, ``compressed_sizes``, ``model`` (fitted to the noisy
+    measurements), ``measured_fidelity`` (the synthetic table against the noisy
+    measurements), ``quality`` and ``fairness.synthetic``.
 
     Owner only: ``fidelity`` and ``fairness.input`` compare with the private input,
     ``clamped`` counts its values and ``timings_s`` grow with its size; an evaluation for the
-    data owner, outside the DP guarantee.
+    data owner, outside the DP guarantee. An input whose rows stay on the cluster
+    (``enc.codes`` a ``SparkFrame``) gets its ``fidelity`` from exact counts, those the run's
+    ``counts`` hold already and the rest in one engine call (``_fidelity_of_counts``), and no
+    ``fairness.input`` (it needs every record's group and outcome; said in ``owner_notes``).
     """
-    table, data, roles, idx, names = run.table, run.data, run.roles, run.idx, run.names
-    codes, syn_codes, tree, comp, params = run.codes, run.syn_codes, run.tree, run.comp, run.params
-    sizes, model, compressions = run.sizes, run.model, run.compressions
+    roles, idx, names, sizes, codes = enc.roles, enc.idx, enc.names, enc.sizes, enc.codes
+    tree = list(pairs)
     syn = {n: syn_codes[:, i] for i, n in enumerate(names)}
     size = dict(zip(names, sizes, strict=True))
     on_cluster = isinstance(codes, SparkFrame)
     if on_cluster:
         real = None
-        one, two, acd = _fidelity_of_counts(codes, names, sizes, syn)
+        one, two, acd = _fidelity_of_counts(counts, names, syn)
     else:
         real = {n: codes[:, i] for i, n in enumerate(names)}
         one = M.one_way_tvd(real, syn, size)
@@ -531,7 +523,7 @@ def _metrics(run: _Run) -> dict:
             "epsilon_target": params.epsilon,
             "delta": params.delta,
             "rho": spent,
-            "rho_budget": run.rho,
+            "rho_budget": rho,
             "neighbouring": NEIGHBOURING,
             "conversion": "OpenDP make_zCDP_to_approxDP (Canonne, Kamath & Steinke 2020)",
             "steps": len(comp.ledger),
@@ -539,18 +531,18 @@ def _metrics(run: _Run) -> dict:
         },
         "tree": [f"{names[i]}-{names[j]}" for i, j in tree],
         "fair_tree": fair(tree, idx) if idx.admissible else None,
-        "exact_search": run.exact,
+        "exact_search": exact,
         "compressed_sizes": {n: c.size for n, c in zip(names, compressions, strict=True)},
         "model": {"iterations": model.iterations, "total": model.total, "loss": model.loss},
         "measured_fidelity": measured_fidelity(
-            names, run.raw_one_way, tree, run.two_way, syn_codes, compressions
+            names, raw_one_way, tree, two_way, syn_codes, compressions
         ),
         "quality": measured_quality(
             names,
             [roles[n].kind in (Kind.NUMERIC, Kind.ORDINAL) for n in names],
-            run.raw_one_way,
+            raw_one_way,
             tree,
-            run.two_way,
+            two_way,
             syn_codes,
             compressions,
         ),
@@ -572,22 +564,23 @@ def _metrics(run: _Run) -> dict:
             "it needs each record's group, outcome and strata; fidelity is computed from the "
             "input's exact 1- and 2-way counts, counted there"
         ]
-    if run.clamped:
-        out["clamped"] = run.clamped
+    if enc.clamped:
+        out["clamped"] = enc.clamped
     return out
 
 
-def _fidelity_of_counts(codes: SparkFrame, names, sizes, syn: dict):
+def _fidelity_of_counts(counts: Marginals, names: Sequence[str], syn: dict):
     """``metrics.one_way_tvd``, ``two_way_tvd`` and ``acd`` of the input against ``syn``, the
-    input's side from its exact 1- and 2-way counts over the declared domains (one engine call
-    on the frame of its codes): the same numbers as from its code matrix."""
+    input's side from its exact 1- and 2-way counts over the declared domains (``counts``: the
+    run's own, any clique it lacks counted in one engine call on the frame of its codes): the
+    same numbers as from its code matrix."""
+    sizes = counts.sizes
     size = dict(zip(names, sizes, strict=True))
     pairs = M._pairs(list(names), size, 10_000)
     at = {n: i for i, n in enumerate(names)}
-    m = Marginals(codes, sizes)
-    m.count([(i,) for i in range(len(names))] + [(at[a], at[b]) for a, b in pairs])
-    one = {n: M.tvd(m.dense((i,)), M.marginal(syn, size, [n])) for i, n in enumerate(names)}
-    real2 = {(a, b): m.dense((at[a], at[b])).reshape(size[a], size[b]) for a, b in pairs}
+    counts.count([(i,) for i in range(len(names))] + [(at[a], at[b]) for a, b in pairs])
+    one = {n: M.tvd(counts.dense((i,)), M.marginal(syn, size, [n])) for i, n in enumerate(names)}
+    real2 = {(a, b): counts.dense((at[a], at[b])).reshape(size[a], size[b]) for a, b in pairs}
     syn2 = M._pair_tables(syn, size, pairs)
     two = {p: M.tvd(real2[p], syn2[p]) for p in pairs}
     acd = (
