@@ -10,8 +10,12 @@ the smallest the budget allows, QID group by QID group, in time linear in the ce
 
 Records are aggregated into cells through the current execution engine (one
 ``current_engine().group_counts`` call: Arrow's hash aggregation locally, a distributed
-group-by on Spark); everything after the cell counts runs on the driver, as does the classifier
-of ``decisions: model``, which is fitted on the records themselves (``cells`` module).
+group-by on Spark); everything after the cell counts runs on the driver (``cells`` module). The
+run, its evidence, its checks, its metrics and the owner's trade-off figure read the input only
+through those counts and its row count, so on the Spark engine a Parquet input stays on the
+cluster (``counts_input``): the executors project and count it, and the driver holds no record.
+The classifier of ``decisions: model`` is fitted on the records themselves, here: it is
+refused on such an input.
 
 >>> FAMILY.name, [a.name for a in FAMILY.algorithms]
 ('transparency', ['atr'])
@@ -93,6 +97,10 @@ ATR = Algorithm(
     "ACM JDIQ 14(2), 2022",
     row_level=False,
     public=PUBLIC,
+    # the cells are one count of each row's projection (cells.count_cells); a classifier
+    # (decisions: model) is refused on a frame: privfair.run.flow.on_cluster cannot yet ask
+    # the params (cells.counts_only says which do)
+    counts_input=True,
 )
 
 

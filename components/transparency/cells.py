@@ -64,6 +64,7 @@ __all__ = [
     "Layout",
     "build_cells",
     "count_cells",
+    "counts_only",
     "decoded",
     "key_codes",
     "project",
@@ -458,6 +459,16 @@ def count_cells(
     return cells, orders, population, d1
 
 
+def counts_only(params: ATRParams) -> bool:
+    """Whether ATR with ``params`` reads its input through engine counts alone: every source
+    of ``decisions`` but ``model``, whose classifier is fitted on the records themselves.
+
+    >>> counts_only(ATRParams(decisions="label")), counts_only(ATRParams(decisions="model"))
+    (True, False)
+    """
+    return params.decisions != "model"
+
+
 def build_cells(table: pa.Table | SparkFrame, params: ATRParams) -> Cells:
     """The cells of ``table`` (module docstring); every bad input an ``InputError``.
 
@@ -475,14 +486,14 @@ def build_cells(table: pa.Table | SparkFrame, params: ATRParams) -> Cells:
             f"value ({', '.join(private)}), not about each one separately (A3)"
         )
     model = split = decisions = None
-    if params.decisions == "model":
+    if not counts_only(params):
         if isinstance(table, SparkFrame):
             raise SpecError(
                 "component.params.decisions",
                 "'model' fits a classifier on the records and lets it decide each one, which "
                 "needs the records here, and this input's rows stay on the Spark cluster: "
                 "release it on the local engine (execution.engine: local), or give the "
-                "decisions as the label (decisions: records)",
+                "decisions as the label (decisions: label)",
             )
         from privfair.components.transparency.model import decide
 
