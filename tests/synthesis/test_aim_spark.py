@@ -283,6 +283,12 @@ def test_an_aim_release_on_spark_is_the_local_release_and_never_read_here(
     man = json.loads((Path(release.path) / "manifest.json").read_text())
     assert man["execution"]["engine"] == "spark"
     assert man["metrics"]["fairness"]["input"] is None  # the rows were never here
+    # the owner's fidelity, from the counts on the cluster, is the local one from the codes
+    want = json.loads((local / "manifest.json").read_text())["metrics"]["fidelity"]
+    got = man["metrics"]["fidelity"]
+    assert got["one_way"] == want["one_way"] and got["two_way"] == want["two_way"]
+    for k in ("one_way_tvd", "two_way_tvd", "acd"):
+        assert got[k] == pytest.approx(want[k], rel=1e-12)
     assert man["validation"]["status"] == "passed"
     d = len(man["metrics"]["fidelity"]["one_way"])
     assert counted["SparkFrame"] == counted["Table"] and len(counted["Table"]) == d * (d + 1) // 2
