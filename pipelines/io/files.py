@@ -13,11 +13,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from privfair.components.core import memory
-from privfair.schemas.errors import InputError
+from privfair.schemas.errors import InputError, SpecError
 from privfair.schemas.spec import CsvSpec
 
 __all__ = [
     "SOURCE_CSV",
+    "csv_frame",
     "parquet_parts",
     "parts_schema",
     "read_csv",
@@ -204,6 +205,179 @@ def parts_schema(folder: str, schemas: list[tuple[str, pa.Schema]]) -> pa.Schema
 
 def _columns_text(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+# --- a CSV file the Spark executors read, typed as ``read_csv`` types it -------------------------
+#: ``read_csv``'s conversion: pyarrow's defaults, empty cells (and its other null spellings)
+#: null in every column, string ones included. ``csv_frame`` applies the same lists.
+_CONVERT = pacsv.ConvertOptions(strings_can_be_null=True)
+#: A cell that is certainly an int64 for pyarrow (18 digits fit; 19 may not).
+_INT = r"^-?[0-9]{1,18}$"
+#: 19 digits: an int64 or a double, by its value (pyarrow's rule that ``csv_frame`` refuses).
+_INT19 = r"^-?[0-9]{19}$"
+#: A cell pyarrow certainly reads as a double, as Spark's cast to double reads it (both round
+#: correctly, to 0 or an infinity past the double's range).
+_FLOAT = r"^-?([0-9]{1,200}(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]{1,3})?$"
+#: A cell another of pyarrow's types may take (a '+' sign, hex, padded numbers, inf, dates,
+#: times, timestamps...): a column of such cells (and no certain string) is refused.
+_AMBIGUOUS = r"(?i)^\s*[-+]?(\.?[0-9]|inf|nan)"
+
+
+def csv_frame(spark, uri: str, name: str, options: CsvSpec | None = None):
+    """The CSV file at ``uri`` read by Spark's executors into the table ``read_csv`` reads
+    from it: ``(DataFrame, Arrow schema)``, the columns named by the header and typed by
+    pyarrow's inference, decided in one aggregate on the executors.
+
+    Every cell is read as text (the delimiter and quote of ``options``, a doubled quote inside
+    a quoted cell a quote); a cell in pyarrow's null spellings (``''``, ``NA``, ``null``...) is
+    null. A column's type is the first of pyarrow's that takes every other cell: ``null``
+    (none), int64 (``-?[0-9]{1,18}``), bool (``true``/``false`` in pyarrow's spellings, ``0``,
+    ``1``), float64 (decimal or exponent notation, ints included), else string. A column
+    whose type cannot be told that surely (a cell like ``+1``, ``0x1A``, `` 7``, ``inf``, a
+    19-digit integer, a date or a time, and no cell that only a string takes) is refused
+    (``SpecError``), as is a line holding an odd number of quotes (a value with a line break,
+    which Spark's line-split reading would cut): the cluster never reads another table than
+    this process would. ``InputError`` as ``read_csv``'s failures: an empty file, a row with
+    another number of fields than the header.
+
+    Examples
+    --------
+    The cells each column is decided from (``_class``, as Spark SQL's ``rlike`` applies it):
+
+    >>> [_class(v) for v in ["12", "-0", "1.5e3", ".5", "true", "1", "+1", "2020-01-01", "x1"]]
+    ['int', 'int', 'float', 'float', 'bool', 'int', 'ambiguous', 'ambiguous', 'str']
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql import types as T
+
+    o = options or CsvSpec()
+    quote = o.quote if o.quote is not False else "\u0000"
+
+    def reader():
+        return (
+            spark.read.option("sep", o.delimiter)
+            .option("quote", quote)
+            .option("escape", quote)
+            .option("encoding", "UTF-8")
+            .option("mode", "FAILFAST")
+            .option("multiLine", False)
+        )
+
+    header = reader().option("header", False).csv(uri).first()
+    if header is None:
+        raise InputError(None, f"cannot read {name} as csv", "Empty CSV file")
+    names = ["" if v is None else v for v in header]
+    names[0] = names[0].removeprefix("\ufeff")  # pyarrow skips a UTF-8 byte order mark
+    cells = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
+    raw = reader().option("header", True).schema(cells).csv(uri)
+    if o.quote is not False:
+        lines = spark.read.text(uri)
+        quotes = F.length("value") - F.length(F.regexp_replace("value", _java_quoted(quote), ""))
+        odd = lines.filter(quotes % 2 == 1).limit(1).count()
+        if odd:
+            raise SpecError(
+                "dataset.path",
+                f"{name} has a line with an odd number of quote characters (a quoted value "
+                "holding a line break, or a stray quote): the Spark engine reads a CSV line by "
+                "line and would not read the table this process reads; convert it to Parquet "
+                "or run on the local engine",
+            )
+    nulls = list(_CONVERT.null_values)
+    bools = list(_CONVERT.true_values) + list(_CONVERT.false_values)
+    kinds = ("int", "float", "bool", "ambiguous", "str", "01")
+    aggs = []
+    for i in range(len(names)):
+        v = F.col(f"c{i}")
+        k = _class_column(v, nulls, bools)
+        aggs += [F.count(F.when(k == kind, 1)).alias(f"{kind}{i}") for kind in kinds[:5]]
+        aggs.append(F.count(F.when(v.isin("0", "1"), 1)).alias(f"01{i}"))
+    try:
+        counts = raw.agg(*aggs).first()
+    except Exception as e:  # FAILFAST: a row of another width than the header
+        if "MALFORMED" in str(e).upper():
+            raise InputError(
+                None,
+                f"cannot read {name} as csv",
+                f"a row has another number of fields than the header's {len(names)}",
+            ) from None
+        raise
+    types = [
+        _decided(name, names[i], {k: int(counts[f"{k}{i}"]) for k in kinds})
+        for i in range(len(names))
+    ]
+    cast = {pa.int64(): "long", pa.float64(): "double"}
+    out = []
+    for i, (n, t) in enumerate(zip(names, types, strict=True)):
+        v = F.col(f"c{i}")
+        null = v.isNull() | v.isin(nulls)
+        if t == pa.null():
+            col = F.lit(None).cast(T.NullType())
+        elif t == pa.bool_():
+            col = F.when(null, None).otherwise(v.isin(list(_CONVERT.true_values)))
+        elif t in cast:
+            col = F.when(null, None).otherwise(v.try_cast(cast[t]))
+        else:
+            col = F.when(null, None).otherwise(v)
+        out.append(col.alias(n))
+    return raw.select(*out), pa.schema([pa.field(n, t) for n, t in zip(names, types, strict=True)])
+
+
+def _java_quoted(ch: str) -> str:
+    """A regex (Java's) matching the character ``ch`` literally."""
+    return "\\Q" + ch + "\\E" if ch != "\\" else "\\\\"
+
+
+def _class_column(v, nulls: list[str], bools: list[str]):
+    """The class (``_class``) of each cell of column ``v``, a Spark SQL expression."""
+    from pyspark.sql import functions as F
+
+    return (
+        F.when(v.isNull() | v.isin(nulls), "null")
+        .when(v.rlike(_INT), "int")
+        .when(v.rlike(_INT19), "ambiguous")
+        .when(v.rlike(_FLOAT), "float")
+        .when(v.isin(bools), "bool")
+        .when(v.rlike(_AMBIGUOUS), "ambiguous")
+        .otherwise("str")
+    )
+
+
+def _class(v: str | None) -> str:
+    """``_class_column``'s rule for one cell, in Python (its doctest, and its tests)."""
+    import re
+
+    if v is None or v in _CONVERT.null_values:
+        return "null"
+    if re.search(_INT, v):
+        return "int"
+    if re.search(_INT19, v):
+        return "ambiguous"
+    if re.search(_FLOAT, v):
+        return "float"
+    if v in (*_CONVERT.true_values, *_CONVERT.false_values):
+        return "bool"
+    return "ambiguous" if re.search(_AMBIGUOUS, v) else "str"
+
+
+def _decided(name: str, column: str, n: dict[str, int]) -> pa.DataType:
+    """A CSV column's pyarrow type from the counts of its cells' classes (``n``: int, float,
+    bool, ambiguous, str, and ``01`` the int cells that are ``0`` or ``1``)."""
+    if n["str"]:
+        return pa.string()
+    if n["ambiguous"]:
+        raise SpecError(
+            f"dataset.columns.{column}",
+            f"the type pyarrow gives column '{column}' of {name} cannot be decided on the Spark "
+            "cluster (cells like '+1', '0x1A', ' 7', 'inf', a 19-digit integer, a date or a "
+            "time); convert the file to Parquet or run on the local engine",
+        )
+    if not (n["int"] or n["float"] or n["bool"]):
+        return pa.null()
+    if not n["bool"]:
+        return pa.int64() if not n["float"] else pa.float64()
+    if not n["float"] and n["int"] == n["01"]:
+        return pa.bool_()
+    return pa.string()
 
 
 def read_table_file(path: str | Path, options: CsvSpec | None = None) -> pa.Table:

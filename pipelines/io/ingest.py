@@ -25,6 +25,7 @@ from privfair.components.core import memory
 from privfair.components.core.inputs import META_DROPPED
 from privfair.io.files import (
     SOURCE_CSV,
+    csv_frame,
     parquet_parts,
     parts_schema,
     read_csv,
@@ -754,14 +755,16 @@ def validate_table(table: pa.Table, empty: bool = False) -> None:
 
 # --- a file the executors read (the Spark engine's count-based families) -----------------------
 def frame_file(ds: DatasetSpec, base_dir: str | Path | None = None, data_dir=None) -> Path | None:
-    """The Parquet file or Parquet dataset folder of ``ds`` that a Spark run can leave on the
-    cluster (``load_frame``), or None when the dataset is read here: a built-in dataset, a
-    source, a table in memory, a CSV (Spark's CSV reader infers other types than
-    ``read_csv``: the frame would not be the table this process reads)."""
+    """The Parquet file, Parquet dataset folder or UTF-8 CSV file of ``ds`` that a Spark run
+    can leave on the cluster (``load_frame``), or None when the dataset is read here: a
+    built-in dataset, a source, a table in memory, a CSV in another encoding (Spark decodes
+    other encodings otherwise than Python's codecs)."""
     if ds.path is None or ds.name is not None or ds.source is not None:
         return None
     path = locate_file(ds.path, base_dir, data_dir)
-    return path if file_format(ds, path) == "parquet" else None
+    fmt = file_format(ds, path)
+    utf8 = ds.csv is None or codecs.lookup(ds.csv.encoding).name == "utf-8"
+    return path if fmt == "parquet" or (fmt == "csv" and utf8) else None
 
 
 def load_frame(
@@ -771,15 +774,16 @@ def load_frame(
     data_dir: str | Path | None = None,
 ):
     """``load_dataset`` of a Parquet ``dataset.path`` (a file, or a dataset folder of part
-    files) whose rows stay on a Spark cluster: a ``SparkFrame`` (``spark.read.parquet`` on the
-    executors) and the same input record.
+    files) or a UTF-8 CSV one whose rows stay on a Spark cluster: a ``SparkFrame``
+    (``spark.read.parquet``, or ``privfair.io.files.csv_frame``: every cell read as text and
+    typed as ``read_csv`` types it, on the executors) and the same input record.
 
     What ingest does to a table is done to the frame's schema (types normalised, the spec's
     roles, ``exclude`` / ``quasi_identifiers``, the ``private`` and ``unlabelled`` policies,
     the dropped columns recorded), the counts it needs are aggregates on the executors (rows,
     nulls), and each file's sha256 is computed there too (``binaryFile``, Spark SQL's
     ``sha2(content, 256)``), with a folder's parts' schemas read off their footers
-    (``parts_schema``'s rule): the ``files``, the fingerprint, the version and the ledger's
+    (``parts_schema``'s rule) and a CSV's bytes checked to be UTF-8: the ``files``, the fingerprint, the version and the ledger's
     identity are those of ``load_dataset`` on the same files, and this process never reads a
     byte of them (they may be readable by the executors' user alone; it lists a folder's
     names). The null policies that change rows (``drop``, ``impute``) are refused on a column
@@ -799,14 +803,22 @@ def load_frame(
     path = frame_file(ds, base_dir, data_dir)
     if path is None:
         raise SpecError(
-            "dataset.path", "only a Parquet file or dataset folder is read on the Spark cluster"
+            "dataset.path",
+            "only a Parquet file or dataset folder, or a UTF-8 CSV, is read on the Spark cluster",
         )
     names = file_names(path)  # a folder's listing: names, no content
-    what = "a Parquet dataset folder" if path.is_dir() else "a Parquet file"
+    csv = file_format(ds, path) == "csv"
+    what = (
+        "a CSV file" if csv else "a Parquet dataset folder" if path.is_dir() else "a Parquet file"
+    )
+    uri = path.resolve().as_uri()
     with cluster_job(f"reading {path.name} ({what}) on its executors"):
-        df = spark.read.parquet(path.resolve().as_uri())
-        digests = _executor_digests(spark, path, names)
-    read = to_arrow_schema(df.schema)
+        digests = _executor_digests(spark, path, names, utf8=csv)
+        if csv:
+            df, read = csv_frame(spark, uri, path.name, ds.csv)
+        else:
+            df = spark.read.parquet(uri)
+            read = to_arrow_schema(df.schema)
     empty = pa.schema([pa.field(f.name, f.type) for f in read]).empty_table()
     labelled = label_columns(empty, ds.columns, path.name)
     table, dropped = select_columns(labelled, ds, file_label(ds))
@@ -824,18 +836,24 @@ def load_frame(
     return frame, record
 
 
-def _executor_digests(spark, path: Path, names: dict[str, Path]) -> dict[str, str]:
+def _executor_digests(
+    spark, path: Path, names: dict[str, Path], utf8: bool = False
+) -> dict[str, str]:
     """The sha256 of each of ``names`` (``file_names(path)``), computed by the executors
     (``binaryFile``): ``{name: sha256}``, keyed as ``load_dataset`` keys them. A folder's
     parts' schemas are read there too, off each part's footer, and must agree
-    (``parts_schema``). ``DataSourceError`` when the executors find other files than those
-    listed here (the folder changed while it was read)."""
+    (``parts_schema``); with ``utf8``, a file that is not UTF-8 text is an ``InputError`` as
+    the local ingest's (``_check_utf8``). ``DataSourceError`` when the executors find other
+    files than those listed here (the folder changed while it was read)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType
 
     cols = [F.col("path"), F.sha2(F.col("content"), 256).alias("sha")]
-    if path.is_dir() and len(names) > 1:
+    footers = path.is_dir() and len(names) > 1
+    if footers:
         cols.append(F.udf(_footer_schema, BinaryType())(F.col("content")).alias("schema"))
+    if utf8:
+        cols.append(F.is_valid_utf8(F.col("content")).alias("utf8"))
     rows = spark.read.format("binaryFile").load(path.resolve().as_uri()).select(*cols).collect()
     by_file = {Path(unquote(urlsplit(r["path"]).path)).name: r for r in rows}
     prefix = f"{path.name}/" if path.is_dir() else ""
@@ -845,9 +863,13 @@ def _executor_digests(spark, path: Path, names: dict[str, Path]) -> dict[str, st
             f"the files of '{path.name}' changed while they were read: the executors found "
             f"{sorted(got)}, this process listed {sorted(names)}"
         )
-    if len(cols) > 2:
-        footers = [(n, by_file[n]["schema"]) for n in sorted(by_file)]
-        parts_schema(path.name, [(n, pa.ipc.read_schema(pa.py_buffer(b))) for n, b in footers])
+    if footers:
+        read = [
+            (n, pa.ipc.read_schema(pa.py_buffer(by_file[n]["schema"]))) for n in sorted(by_file)
+        ]
+        parts_schema(path.name, read)
+    if utf8 and not all(r["utf8"] for r in rows):
+        raise InputError(None, f"{path.name} is not UTF-8 text", "save the CSV as UTF-8")
     return got
 
 

@@ -604,7 +604,7 @@ def run_release(
 
     On the Spark engine, the input of an algorithm that reads it only through counts
     (``on_cluster``) stays on the cluster: the engine is opened first and the executors read
-    the file (``privfair.io.ingest.load_frame``); this process holds no row of it."""
+    the file or folder (``privfair.io.ingest.load_frame``); this process holds no row of it."""
     plan = ReleasePlan.of(spec, store_uri, data_dir, partition, table)
     if on_cluster(plan):
         with plan.running() as engine:
@@ -614,8 +614,9 @@ def run_release(
 
 def on_cluster(plan: ReleasePlan) -> bool:
     """Whether ``plan``'s input stays on the Spark cluster: the spark engine, an algorithm that
-    reads its input only through counts (``Algorithm.counts_input``), a Parquet
-    ``dataset.path`` (``ingest.frame_file``), no partitions."""
+    reads its input only through counts (``Algorithm.counts_input``), a ``dataset.path`` the
+    executors read as this process would (a Parquet file or dataset folder, a UTF-8 CSV:
+    ``ingest.frame_file``), no partitions."""
     from privfair.io.ingest import frame_file
 
     spec = plan.spec

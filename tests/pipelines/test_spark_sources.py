@@ -20,6 +20,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from privfair.components.core.engine import using
 from privfair.io.identity import identity_of
@@ -280,3 +282,209 @@ def test_mst_does_not_depend_on_its_inputs_row_order(adult, tmp_path, fixed_nois
     _, shuffled_files = _run(data / "shuffled.yaml", tmp_path / "b")
     assert "shared/data.parquet" in folder_files
     assert _differing(folder_files, shuffled_files) == []
+
+
+# --- a CSV file --------------------------------------------------------------------------------
+def _spark_csv(spark_engine, path: Path) -> pa.Table:
+    """The executors' ``csv_frame`` of ``path``, collected here (the test's check only)."""
+    from privfair.io.files import csv_frame
+
+    with using(spark_engine):
+        df, schema = csv_frame(spark_engine.spark, path.resolve().as_uri(), path.name)
+    got = df.toArrow()
+    return pa.Table.from_arrays(got.columns, schema=schema)  # Spark's layouts, the same types
+
+
+def _csv_both(spark_engine, path: Path) -> tuple[pa.Table, pa.Table]:
+    """(``read_csv``'s table, the executors' ``csv_frame``) of ``path``."""
+    from privfair.io.files import read_csv
+
+    return read_csv(path), _spark_csv(spark_engine, path)
+
+
+def _write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow(header)
+        w.writerows(rows)
+    return path
+
+
+def test_a_csvs_cells_are_typed_on_the_executors_as_read_csv_types_them(spark_engine, tmp_path):
+    """Each of pyarrow's inferred types a column can take on the cluster: int64 (a null
+    spelling among them), float64 (ints and exponents among them), bool (``0`` and ``1``
+    among them), null, and strings (a quoted comma, a doubled quote, a padded ``NA``)."""
+    path = _write_csv(
+        tmp_path / "t.csv",
+        ["i", "f", "b", "n", "s"],
+        [
+            ["1", "1.5", "true", "", "a, b"],
+            ["NA", "2", "0", "NA", 'say "hi"'],
+            ["-7", "1e-05", "FALSE", "", " NA"],
+            ["007", ".5", "1", "null", "7"],
+        ],
+    )
+    local, got = _csv_both(spark_engine, path)
+    assert [str(t) for t in local.schema.types] == ["int64", "double", "bool", "null", "string"]
+    assert got.equals(local)
+
+
+@pytest.mark.parametrize(
+    "cell", ["+1", "0x1A", " 7", "inf", "9223372036854775807", "2020-01-01", "12:30"]
+)
+def test_a_column_the_cluster_cannot_type_surely_is_refused_naming_it(spark_engine, tmp_path, cell):
+    """pyarrow reads each of these as a number, a date or a time; the executors do not guess
+    its type: exit 2 naming the column and the two ways to release the file."""
+    from privfair.schemas.errors import SpecError
+
+    path = _write_csv(tmp_path / "t.csv", ["ok", "odd"], [["a", cell], ["b", "1"]])
+    with pytest.raises(SpecError) as e:
+        _csv_both(spark_engine, path)
+    assert e.value.key == "dataset.columns.odd" and "Parquet" in str(e.value)
+    assert "local engine" in str(e.value)
+
+
+def test_a_quoted_line_break_and_a_ragged_row_are_refused(spark_engine, tmp_path):
+    """A quoted line break (which ``read_csv`` reads, and a line-split read would cut) is
+    refused; a row wider than the header fails on both paths."""
+    from privfair.io.files import read_csv
+    from privfair.schemas.errors import SpecError
+
+    broken = _write_csv(tmp_path / "b.csv", ["a", "b"], [["x\ny", "1"]])
+    with pytest.raises(SpecError, match="odd number of quote characters"):
+        _csv_both(spark_engine, broken)
+    ragged = tmp_path / "r.csv"
+    ragged.write_text("a,b\n1,2\n3,4,5\n")
+    with pytest.raises(pa.ArrowInvalid, match="Expected 2 columns, got 3"):
+        read_csv(ragged)
+    with pytest.raises(InputError, match="another number of fields than the header's 2"):
+        _spark_csv(spark_engine, ragged)
+
+
+_LETTERS = "abcxyz"
+
+
+@st.composite
+def _csvs(draw, cells=None):
+    """A small CSV: 1 to 4 named columns, 1 to 6 rows; each column of ints, floats, strings
+    (quoted commas and spaces among them) or a mix, any cell possibly empty; with ``cells``,
+    every cell drawn from it instead."""
+    ncols = draw(st.integers(1, 4))
+    header = draw(
+        st.lists(
+            st.text(_LETTERS, min_size=1, max_size=3), min_size=ncols, max_size=ncols, unique=True
+        )
+    )
+    ints = st.integers(-(10**12), 10**12).map(str)
+    floats = st.floats(-1e6, 1e6, allow_nan=False).map(repr) | st.floats(-1e3, 1e3).map(
+        lambda x: f"{x:.3f}"
+    )
+    words = st.text(_LETTERS + " ,", min_size=1, max_size=6).filter(lambda s: s[0] in _LETTERS)
+    kinds = [ints, floats, words, ints | floats, ints | words]
+    columns = [cells if cells is not None else draw(st.sampled_from(kinds)) for _ in header]
+    nrows = draw(st.integers(1, 6))
+    rows = [[draw(c | st.just("")) for c in columns] for _ in range(nrows)]
+    return header, rows
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(csv=_csvs())
+def test_random_small_csvs_are_the_same_table_on_both_paths(spark_engine, tmp_path_factory, csv):
+    from privfair.io.files import read_csv
+
+    path = _write_csv(tmp_path_factory.mktemp("csv") / "t.csv", *csv)
+    try:
+        local = read_csv(path)
+    except pa.ArrowInvalid:
+        return  # a row that is empty in every column: a line pyarrow skips (as Spark does)
+    _, got = _csv_both(spark_engine, path)
+    assert got.equals(local), (got.to_pydict(), local.to_pydict())
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(csv=_csvs(cells=st.text("0123456789+-.eE: xTtrufalsNA", max_size=5)))
+def test_any_cells_give_the_same_table_or_a_refusal_never_another(
+    spark_engine, tmp_path_factory, csv
+):
+    """Cells of numbers' and dates' characters: the cluster's table is ``read_csv``'s, or the
+    read is refused (``SpecError``) naming a column; never another table."""
+    from privfair.io.files import read_csv
+    from privfair.schemas.errors import SpecError
+
+    path = _write_csv(tmp_path_factory.mktemp("csv") / "t.csv", *csv)
+    try:
+        local = read_csv(path)
+    except pa.ArrowInvalid:
+        return
+    try:
+        _, got = _csv_both(spark_engine, path)
+    except SpecError as e:
+        assert e.key.startswith("dataset.columns.")
+        return
+    assert got.equals(local), (got.to_pydict(), local.to_pydict())
+
+
+def _adult_csv(adult: pa.Table, path: Path) -> Path:
+    """``adult`` as a CSV (nulls as empty cells), as pyarrow writes it."""
+    import pyarrow.csv as pacsv
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pacsv.write_csv(adult.replace_schema_metadata(None), path)
+    return path
+
+
+def test_a_csv_ingested_as_a_frame_has_load_datasets_record(spark_engine, adult, tmp_path):
+    """Adult's rows as a CSV: the frame on the executors has ``load_dataset``'s record (the
+    file's sha256 computed there), schema (read_csv's types, the spec's roles) and counts."""
+    path = _adult_csv(adult, tmp_path / "adult.csv")
+    ds = parse_spec(_spec_raw(adult, str(path), "adult_csv")).dataset
+    want, want_record = load_dataset(ds)
+    with using(spark_engine):
+        frame, record = load_frame(ds, spark_engine.spark)
+    assert record == want_record and record["files"].keys() == {"adult.csv"}
+    assert frame.schema.equals(want.schema, check_metadata=True)
+    assert frame.num_rows == want.num_rows == 1000
+    assert frame.null_counts() == {n: want[n].null_count for n in want.column_names}
+    assert sum(frame.null_counts().values()) > 0  # the empty cells are nulls on both
+
+
+def test_a_csv_that_is_not_utf8_is_refused_on_the_cluster_as_locally(spark_engine, adult, tmp_path):
+    path = tmp_path / "t.csv"
+    path.write_bytes(b"age\n3\n\xe9\n")
+    raw = _spec_raw(adult, str(path), "t")
+    raw["dataset"]["columns"] = {"age": {"role": "quasi_identifier", "kind": "nominal"}}
+    ds = parse_spec(raw).dataset
+    with pytest.raises(InputError, match="t.csv is not UTF-8 text") as local:
+        load_dataset(ds)
+    with using(spark_engine), pytest.raises(InputError) as spark:
+        load_frame(ds, spark_engine.spark)
+    assert spark.value.rule == local.value.rule
+
+
+def test_mst_on_a_csv_on_the_cluster_is_the_local_release(
+    spark_engine, adult, tmp_path, fixed_noise, driver_blind
+):
+    """The CSV released on the local engine, then on Spark with this process unable to open
+    it: the same version and input record, every published file the same bytes."""
+    data = tmp_path / "data"
+    _adult_csv(adult, data / "in" / "adult.csv")
+    spec = data / "adult_mst_csv.yaml"
+    spec.write_text(yaml.safe_dump(_spec_raw(adult, "in/adult.csv", "adult_mst_csv")))
+    local, local_files = _run(spec, tmp_path / "local")
+    driver_blind(data / "in")
+    with pytest.raises(AssertionError, match="the driver read"):
+        load_dataset(load_spec(spec).dataset, base_dir=data)  # the premise: blind here
+    spark, spark_files = _run(spec, tmp_path / "spark", spark=spark_engine.spark)
+    assert spark.version == local.version
+    lm, sm = (json.loads((Path(r.path) / "manifest.json").read_text()) for r in (local, spark))
+    assert sm["execution"]["engine"] == "spark" and lm["execution"]["engine"] == "local"
+    assert sm["input"] == lm["input"]
+    assert sm["validation"]["status"] == lm["validation"]["status"] == "passed"
+    assert "shared/data.parquet" in local_files
+    assert _differing(spark_files, local_files) == []
