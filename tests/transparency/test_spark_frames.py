@@ -6,7 +6,7 @@ suite's ``local[2]`` session.
   on the executors are the Arrow path's, bit for bit, nulls included, and so is the whole run;
   a float key's two zeros, fractional weights and pre-aggregated cells too; every bad input is
   refused with the Arrow path's error; ``decisions: model`` is refused naming its key.
-- A release of a Parquet file with ``--engine spark`` (the caller's session) publishes the
+- A release of a Parquet (or UTF-8 CSV) file with ``--engine spark`` (the caller's session) publishes the
   local release's version and byte-identical published files, while the driver reads no byte
   of the input (pyarrow's and Python's readers refuse the file; the local release, under the
   same guard, fails) and collects nothing from Spark but counts (no result of more than a few
@@ -278,19 +278,24 @@ class _Guard:
 ROWS = 8000
 
 
-@pytest.fixture(scope="module")
-def releases(spark_engine, builtin_table, tmp_path_factory):
-    """adult_atr.yaml on the first ``ROWS`` Adult records in a Parquet file, the label deciding:
-    (local release folder, cluster release folder, what the cluster run collected, the spec,
-    group_counts' inputs), both released into the same store (one store secret: the same
-    release id), the local one moved out first."""
+@pytest.fixture(scope="module", params=["parquet", "csv"])
+def releases(request, spark_engine, builtin_table, tmp_path_factory):
+    """adult_atr.yaml on the first ``ROWS`` Adult records in a Parquet (or UTF-8 CSV) file, the
+    label deciding: (local release folder, cluster release folder, what the cluster run
+    collected, the spec, group_counts' inputs), both released into the same store (one store
+    secret: the same release id), the local one moved out first."""
+    from pyarrow import csv
+
     from privfair import api
 
     table, _ = shipped_report(builtin_table, "adult_atr")
     table = table.select(["sex", "education-num", "income"]).slice(0, ROWS)
     root = tmp_path_factory.mktemp("atr-spark")
-    data = root / "adult.parquet"
-    pq.write_table(table.replace_schema_metadata(None), data)
+    data = root / f"adult.{request.param}"
+    if request.param == "csv":
+        csv.write_csv(table, data)
+    else:
+        pq.write_table(table.replace_schema_metadata(None), data)
     raw = yaml.safe_load((DEFAULT_SPECS_DIR / "adult_atr.yaml").read_text())
     raw["name"] = "adult_atr_label"
     raw["dataset"] = {
