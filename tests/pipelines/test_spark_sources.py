@@ -364,6 +364,14 @@ def test_a_quoted_line_break_and_a_ragged_row_are_refused(spark_engine, tmp_path
 
 
 _LETTERS = "abcxyz"
+#: cells on the edges of pyarrow's types: signs, padding, hex, infinities, 19 digits, bools in
+#: and out of its spellings, null spellings, dates and times
+_TRICKY = [
+    *(" 1", "1 ", "+1", "-0", "007", "0x1A", "1.", ".5", "1e5", "1E+05", "1e400", "-"),
+    *("inf", "-Infinity", "nan", "NA", " NA", "null", "N/A", "9223372036854775807"),
+    *("9223372036854775808", "true", "True", "tRuE", " true", "0", "1", "2020-01-01"),
+    *("12:30", "2020-01-01 10:00", "1_000", "abc"),
+]
 
 
 @st.composite
@@ -408,7 +416,9 @@ def test_random_small_csvs_are_the_same_table_on_both_paths(spark_engine, tmp_pa
 @settings(
     max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
-@given(csv=_csvs(cells=st.text("0123456789+-.eE: xTtrufalsNA", max_size=5)))
+@given(
+    csv=_csvs(cells=st.sampled_from(_TRICKY) | st.text("0123456789+-.eE: xTtrufalsNA", max_size=5))
+)
 def test_any_cells_give_the_same_table_or_a_refusal_never_another(
     spark_engine, tmp_path_factory, csv
 ):
