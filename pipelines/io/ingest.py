@@ -813,12 +813,14 @@ def load_frame(
     )
     uri = path.resolve().as_uri()
     with cluster_job(f"reading {path.name} ({what}) on its executors"):
-        digests = _executor_digests(spark, path, names, utf8=csv)
+        digests, footer = _executor_digests(spark, path, names, csv)
         if csv:
             df, read = csv_frame(spark, uri, path.name, ds.csv)
         else:
             df = spark.read.parquet(uri)
-            read = to_arrow_schema(df.schema)
+            read = to_arrow_schema(df.schema, timezone="UTC")
+    if footer is not None:
+        _same_types(path.name, footer, read)
     empty = pa.schema([pa.field(f.name, f.type) for f in read]).empty_table()
     labelled = label_columns(empty, ds.columns, path.name)
     table, dropped = select_columns(labelled, ds, file_label(ds))
@@ -837,23 +839,23 @@ def load_frame(
 
 
 def _executor_digests(
-    spark, path: Path, names: dict[str, Path], utf8: bool = False
-) -> dict[str, str]:
+    spark, path: Path, names: dict[str, Path], csv: bool = False
+) -> tuple[dict[str, str], pa.Schema | None]:
     """The sha256 of each of ``names`` (``file_names(path)``), computed by the executors
-    (``binaryFile``): ``{name: sha256}``, keyed as ``load_dataset`` keys them. A folder's
-    parts' schemas are read there too, off each part's footer, and must agree
-    (``parts_schema``); with ``utf8``, a file that is not UTF-8 text is an ``InputError`` as
-    the local ingest's (``_check_utf8``). ``DataSourceError`` when the executors find other
-    files than those listed here (the folder changed while it was read)."""
+    (``binaryFile``): ``{name: sha256}``, keyed as ``load_dataset`` keys them; and, for
+    Parquet, the schema pyarrow reads the file (or folder) in, off each part's footer there
+    too (``parts_schema``: a folder's parts must agree). For a ``csv``, a file that is not
+    UTF-8 text is an ``InputError`` as the local ingest's (``_check_utf8``), and no schema.
+    ``DataSourceError`` when the executors find other files than those listed here (the
+    folder changed while it was read)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import BinaryType
 
     cols = [F.col("path"), F.sha2(F.col("content"), 256).alias("sha")]
-    footers = path.is_dir() and len(names) > 1
-    if footers:
-        cols.append(F.udf(_footer_schema, BinaryType())(F.col("content")).alias("schema"))
-    if utf8:
+    if csv:
         cols.append(F.is_valid_utf8(F.col("content")).alias("utf8"))
+    else:
+        cols.append(F.udf(_footer_schema, BinaryType())(F.col("content")).alias("schema"))
     rows = spark.read.format("binaryFile").load(path.resolve().as_uri()).select(*cols).collect()
     by_file = {Path(unquote(urlsplit(r["path"]).path)).name: r for r in rows}
     prefix = f"{path.name}/" if path.is_dir() else ""
@@ -863,14 +865,35 @@ def _executor_digests(
             f"the files of '{path.name}' changed while they were read: the executors found "
             f"{sorted(got)}, this process listed {sorted(names)}"
         )
-    if footers:
-        read = [
-            (n, pa.ipc.read_schema(pa.py_buffer(by_file[n]["schema"]))) for n in sorted(by_file)
-        ]
-        parts_schema(path.name, read)
-    if utf8 and not all(r["utf8"] for r in rows):
-        raise InputError(None, f"{path.name} is not UTF-8 text", "save the CSV as UTF-8")
-    return got
+    if csv:
+        if not all(r["utf8"] for r in rows):
+            raise InputError(None, f"{path.name} is not UTF-8 text", "save the CSV as UTF-8")
+        return got, None
+    read = [(n, pa.ipc.read_schema(pa.py_buffer(by_file[n]["schema"]))) for n in sorted(by_file)]
+    return got, parts_schema(path.name, read)
+
+
+def _same_types(name: str, footer: pa.Schema, read: pa.Schema) -> None:
+    """``SpecError`` naming the first column Spark reads in another type than pyarrow does
+    (``footer``, as ``load_dataset`` reads the file ``name``; both as ``normalise_type`` makes
+    them): an unsigned integer Spark widens (uint8 to int16, uint64 to a decimal), a timestamp
+    with a zone... The frame would hold other values than the table this process reads, and
+    the release would publish them in another schema."""
+    if footer.names != read.names:
+        raise SpecError(
+            "dataset.path",
+            f"Spark reads the columns of {name} as {read.names}, pyarrow as {footer.names}; "
+            "run on the local engine",
+        )
+    for f, g in zip(footer, read, strict=True):
+        local, spark = normalise_type(f.type), normalise_type(g.type)
+        if local != spark:
+            raise SpecError(
+                f"dataset.columns.{f.name}",
+                f"Spark reads column '{f.name}' of {name} ({local}) as {spark}, "
+                "not as this process reads it; store it in a type Spark reads as pyarrow does "
+                "(a signed integer, a timestamp without a zone) or run on the local engine",
+            )
 
 
 def _footer_schema(content: bytes) -> bytes:

@@ -122,6 +122,21 @@ def test_parts_that_disagree_are_refused_alike_by_both_engines(spark_engine, adu
     assert f"part '{odd_path.name}' has" in str(local.value) and "age: double" in str(local.value)
 
 
+def test_a_column_spark_reads_in_another_type_is_refused_naming_it(spark_engine, adult, tmp_path):
+    """An unsigned integer (Spark widens uint8 to int16): the frame would not hold the table
+    pyarrow reads, nor publish its schema; exit 2 naming the column, in a file or a folder."""
+    from privfair.schemas.errors import SpecError
+
+    t = adult.append_column("n", pa.array(range(1000), pa.uint16()).cast(pa.uint8(), safe=False))
+    folder = _folder(t, tmp_path / "adult")
+    for path in (folder, folder / "part-00000.parquet"):
+        ds = parse_spec(_spec_raw(adult, str(path), "adult_u8")).dataset
+        assert load_dataset(ds)[0].schema.field("n").type == pa.uint8()
+        with using(spark_engine), pytest.raises(SpecError) as e:
+            load_frame(ds, spark_engine.spark)
+        assert e.value.key == "dataset.columns.n" and "(uint8) as int16" in str(e.value)
+
+
 def test_a_folder_with_subfolders_is_refused(adult, tmp_path):
     folder = _folder(adult, tmp_path / "adult")
     (folder / "year=2024").mkdir()
