@@ -242,10 +242,11 @@ def csv_frame(spark, uri: str, name: str, options: CsvSpec | None = None):
 
     Examples
     --------
-    The cells each column is decided from (``_class``, as Spark SQL's ``rlike`` applies it):
+    A column's type from the counts of its cells' classes (``_class_column``), here two
+    ``0``/``1`` cells and a ``true``: pyarrow's bool.
 
-    >>> [_class(v) for v in ["12", "-0", "1.5e3", ".5", "true", "1", "+1", "2020-01-01", "x1"]]
-    ['int', 'int', 'float', 'float', 'bool', 'int', 'ambiguous', 'ambiguous', 'str']
+    >>> _decided("t.csv", "x", {"int": 2, "float": 0, "bool": 1, "ambiguous": 0, "str": 0, "01": 2})
+    DataType(bool)
     """
     from pyspark.sql import functions as F
     from pyspark.sql import types as T
@@ -328,7 +329,9 @@ def _java_quoted(ch: str) -> str:
 
 
 def _class_column(v, nulls: list[str], bools: list[str]):
-    """The class (``_class``) of each cell of column ``v``, a Spark SQL expression."""
+    """The class of each cell of column ``v``, a Spark SQL expression: ``null`` (a null
+    spelling), ``int``, ``float``, ``bool``, ``ambiguous`` (a type pyarrow may give it that
+    the executors do not decide) or ``str`` (a cell no other type of pyarrow's takes)."""
     from pyspark.sql import functions as F
 
     return (
@@ -340,23 +343,6 @@ def _class_column(v, nulls: list[str], bools: list[str]):
         .when(v.rlike(_AMBIGUOUS), "ambiguous")
         .otherwise("str")
     )
-
-
-def _class(v: str | None) -> str:
-    """``_class_column``'s rule for one cell, in Python (its doctest, and its tests)."""
-    import re
-
-    if v is None or v in _CONVERT.null_values:
-        return "null"
-    if re.search(_INT, v):
-        return "int"
-    if re.search(_INT19, v):
-        return "ambiguous"
-    if re.search(_FLOAT, v):
-        return "float"
-    if v in (*_CONVERT.true_values, *_CONVERT.false_values):
-        return "bool"
-    return "ambiguous" if re.search(_AMBIGUOUS, v) else "str"
 
 
 def _decided(name: str, column: str, n: dict[str, int]) -> pa.DataType:
