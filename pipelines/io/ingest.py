@@ -63,7 +63,9 @@ def load_dataset(
       none), then in ``data_dir``, then in ``$PRIVFAIR_DATA_DIR``. It is read as ``format``
       (csv or parquet, else inferred from the suffix; a CSV must be UTF-8, and its empty
       cells are nulls; a large file is streamed into a memory map, ``read_csv`` and
-      ``memory.mapped_parquet``) and given the roles in ``columns``; columns not listed there are
+      ``memory.mapped_parquet``; a folder is a Parquet dataset, its part files read in name
+      order, ``read_parquet_folder``, each in the record's ``files`` as ``<folder>/<part>``)
+      and given the roles in ``columns``; columns not listed there are
       unlabelled (role ``ignored``). The input record names it as written in the spec (a relative path) or by its
       file name (an absolute one): no local absolute path is published;
     - source (``source``): a database table or query, an Iceberg or Delta table or a remote
