@@ -513,3 +513,23 @@ def test_mst_on_a_csv_on_the_cluster_is_the_local_release(
     assert sm["validation"]["status"] == lm["validation"]["status"] == "passed"
     assert "shared/data.parquet" in local_files
     assert _differing(spark_files, local_files) == []
+
+
+def test_a_csvs_delimiter_and_quote_are_the_executors_too(spark_engine, adult, tmp_path):
+    """``dataset.csv: {delimiter: ';', quote: "'"}``: the executors split and unquote the
+    cells as pyarrow does (a quoted delimiter, a doubled quote)."""
+    path = tmp_path / "t.csv"
+    path.write_text("k;s;x\na;'p;q';1.5\nb;'it''s';\nc;plain;2\n")
+    raw = _spec_raw(adult, str(path), "t")
+    raw["dataset"]["columns"] = {"k": {"role": "sensitive", "kind": "nominal"}}
+    raw["dataset"]["csv"] = {"delimiter": ";", "quote": "'"}
+    ds = parse_spec(raw).dataset
+    want, want_record = load_dataset(ds)
+    with using(spark_engine):
+        frame, record = load_frame(ds, spark_engine.spark)
+    assert record == want_record
+    assert frame.schema.equals(want.schema, check_metadata=True)
+    assert want["s"].to_pylist() == ["p;q", "it's", "plain"]
+    got = frame.df.toArrow()  # the test's check only: three rows
+    assert got["s"].to_pylist() == want["s"].to_pylist()
+    assert got["x"].to_pylist() == want["x"].to_pylist() == [1.5, None, 2.0]
