@@ -285,8 +285,10 @@ class Algorithm:
     - ``counts_input``: its run, its evidence and its owner's measures read the input only
       through the engine's counts (``group_counts``, null and row counts of a
       ``privfair.components.core.engine.SparkFrame``), never a column's values; on the Spark
-      engine a Parquet input of such an algorithm is read by the executors and never held by
-      the driver (``privfair.run.flow.on_cluster``).
+      engine a file input of such an algorithm is read by the executors and never held by
+      the driver (``privfair.run.flow.on_cluster``). True or False, or ``module:function``
+      of the params for an algorithm where that depends on them (ATR's ``decisions: model``
+      fits a classifier on the records): ``reads_counts_only`` answers for given params.
     """
 
     name: str
@@ -308,7 +310,14 @@ class Algorithm:
     public: Disclosure = field(default_factory=Disclosure)
     cost: str | None = None
     evidence_parts: str | None = None
-    counts_input: bool = False
+    counts_input: bool | str = False
+
+    def reads_counts_only(self, params: Params) -> bool:
+        """Whether a run with ``params`` reads its input only through engine counts
+        (``counts_input``, or its function's answer for ``params``)."""
+        if isinstance(self.counts_input, str):
+            return bool(resolve(self.counts_input)(params))
+        return self.counts_input
 
     def privacy_cost(self, params: Params, table=None) -> Cost | None:
         """What one release with ``params`` on ``table`` (its schema) spends, before it runs;

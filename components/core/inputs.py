@@ -153,19 +153,27 @@ def null_options(column: str) -> str:
 RERUN_ROWS = 100_000
 
 
-def uniform_sample(table: pa.Table, rows: int, seed: int = 0) -> tuple[pa.Table, dict | None]:
+def uniform_sample(
+    table: pa.Table, rows: int, seed: int = 0, draw: bool = True
+) -> tuple[pa.Table, dict | None]:
     """``table`` itself if it has at most ``rows`` rows, else a uniform sample of ``rows`` of its
     rows drawn with ``seed`` (in input order), with ``{"rows", "of", "seed"}`` saying so: what a
-    report measures by rerunning an algorithm is measured on it at scale.
+    report measures by rerunning an algorithm is measured on it at scale. ``draw=False`` gives
+    ``table`` and the record alone, reading no row (a measurement known to read none, of a
+    table whose rows may stay on a cluster).
 
     >>> t = pa.table({"x": list(range(10))})
     >>> uniform_sample(t, 4)[1]
     {'rows': 4, 'of': 10, 'seed': 0}
     >>> uniform_sample(t, 20)[1] is None
     True
+    >>> uniform_sample(t, 4, draw=False)[0] is t
+    True
     """
     if table.num_rows <= rows:
         return table, None
+    if not draw:
+        return table, {"rows": rows, "of": table.num_rows, "seed": seed}
     import numpy as np
 
     picked = np.sort(np.random.default_rng(seed).choice(table.num_rows, rows, replace=False))

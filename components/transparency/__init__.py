@@ -98,9 +98,8 @@ ATR = Algorithm(
     row_level=False,
     public=PUBLIC,
     # the cells are one count of each row's projection (cells.count_cells); a classifier
-    # (decisions: model) is refused on a frame: privfair.run.flow.on_cluster cannot yet ask
-    # the params (cells.counts_only says which do)
-    counts_input=True,
+    # (decisions: model) is fitted on the records, so its input is ingested here
+    counts_input=f"{_P}.cells:counts_only",
 )
 
 

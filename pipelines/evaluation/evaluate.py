@@ -485,7 +485,7 @@ def evaluate(
     classifiers = list(classifiers)
     check_options(folds, seed, classifiers)  # before any work
     algo = algorithm_of(spec)
-    if "data" not in algo.outputs:
+    if not measures_cost(algo):
         raise InputError(
             None,
             f"evaluation needs a table release with the label; '{algo.name}' publishes "
@@ -701,12 +701,20 @@ def cost_of_protection(
 
 
 def cost_sample(
-    table: pa.Table, max_rows: int | None = None, seed: int = 0
+    table: pa.Table, max_rows: int | None = None, seed: int = 0, draw: bool = True
 ) -> tuple[pa.Table, dict | None]:
     """The rows the cost of protection is measured on: ``table`` itself up to ``max_rows``
     (default ``COST_SAMPLE_ROWS``), else a uniform sample drawn with ``seed`` and the record
-    saying so (``privfair.components.core.inputs.uniform_sample``)."""
-    return uniform_sample(table, COST_SAMPLE_ROWS if max_rows is None else max_rows, seed)
+    saying so (``privfair.components.core.inputs.uniform_sample``; ``draw=False``: the record
+    alone, for an algorithm whose cost reads no row, ``measures_cost``)."""
+    cap = COST_SAMPLE_ROWS if max_rows is None else max_rows
+    return uniform_sample(table, cap, seed, draw)
+
+
+def measures_cost(algo) -> bool:
+    """Whether the cost of protection of ``algo`` is measured on rows: it publishes a table
+    to train on (``data``); a report's is ``not applicable`` and reads none."""
+    return "data" in algo.outputs
 
 
 def holdout_cost(

@@ -134,9 +134,11 @@ class Beside:
     def _rerun_rows(self) -> tuple[pa.Table, dict | None]:
         """The rows every rerun reads and the record of their sample (drawn once)."""
         if self._rows is None:
-            from privfair.evaluation.evaluate import cost_sample
+            from privfair.evaluation.evaluate import cost_sample, measures_cost
 
-            self._rows = cost_sample(self._table)
+            # a report's cost reads no row: none is drawn (its rows may stay on a cluster)
+            draw = measures_cost(self.plan.algo) or "input" in self._what
+            self._rows = cost_sample(self._table, draw=draw)
         return self._rows
 
     def _spawn(self) -> None:

@@ -614,7 +614,7 @@ def run_release(
 
 def on_cluster(plan: ReleasePlan) -> bool:
     """Whether ``plan``'s input stays on the Spark cluster: the spark engine, an algorithm that
-    reads its input only through counts (``Algorithm.counts_input``), a ``dataset.path`` the
+    reads its input only through counts (``Algorithm.reads_counts_only``), a ``dataset.path`` the
     executors read as this process would (a Parquet file or dataset folder, a UTF-8 CSV:
     ``ingest.frame_file``), no partitions."""
     from privfair.io.ingest import frame_file
@@ -622,7 +622,7 @@ def on_cluster(plan: ReleasePlan) -> bool:
     spec = plan.spec
     return (
         spec.execution.engine == "spark"
-        and plan.algo.counts_input
+        and plan.algo.reads_counts_only(spec.params)
         and spec.partitions is None
         and plan.table is None
         and frame_file(spec.dataset, spec.spec_dir, plan.data_dir) is not None

@@ -383,3 +383,48 @@ def test_the_attacker_gets_nothing_back_from_the_clusters_shareable_copy(release
     assert not got["rules"]
     assert abs(got["sp"] - abs(rates["0"] - rates["1"])) > 1e-3
     assert abs(got["pr"] - rates["0"] / rates["1"]) > 1e-3
+
+
+# --- what stays on the cluster depends on the decisions ----------------------------------------
+
+
+def test_only_a_model_that_decides_keeps_the_input_on_the_driver(tmp_path):
+    """``decisions: model`` fits a classifier on the records, so its input is ingested here,
+    even on the Spark engine; every other source of decisions leaves a file on the cluster
+    (``Algorithm.reads_counts_only`` answers from the params, ``cells.counts_only``)."""
+    from privfair.release.plan import ReleasePlan
+    from privfair.run.flow import on_cluster
+    from privfair.spec.catalogue import parse_spec
+
+    data = tmp_path / "input.parquet"
+    pq.write_table(pa.table({"x": [1]}), data)
+    raw = yaml.safe_load((DEFAULT_SPECS_DIR / "adult_atr.yaml").read_text())
+    raw["dataset"] = {"path": str(data), "columns": {"x": {"role": "ignored"}}}
+    raw["execution"] = {"engine": "spark", "master": "local[1]"}
+    got = {}
+    for decisions in ("model", "label"):
+        raw["component"]["params"]["decisions"] = decisions
+        if decisions != "model":
+            for key in ("model", "train_fraction", "model_seed"):
+                raw["component"]["params"].pop(key, None)
+        got[decisions] = on_cluster(ReleasePlan.of(parse_spec(raw)))
+    assert got == {"model": False, "label": True}
+
+
+def test_the_cost_of_a_report_on_a_large_frame_draws_no_row():
+    """ATR publishes a report, not a table to train on: its cost of protection is ``not
+    applicable`` and reads no row, so a frame of more rows than the reruns' cap gets the
+    record a local table of as many rows gets (the sample it would have said), no draw."""
+    from privfair.components.core.inputs import RERUN_ROWS
+    from privfair.evaluation.evaluate import cost_sample, holdout_cost, measures_cost
+    from privfair.spec.catalogue import algorithm_of, load_spec
+
+    spec = load_spec(DEFAULT_SPECS_DIR / "adult_atr.yaml")
+    assert not measures_cost(algorithm_of(spec))
+    rows = RERUN_ROWS + 1
+    frame = SparkFrame(None, pa.schema([("x", pa.int64())]), rows=rows)
+    table, record = cost_sample(frame, draw=False)
+    assert table is frame and record == {"rows": RERUN_ROWS, "of": rows, "seed": 0}
+    got = holdout_cost(spec, frame, record)
+    assert got["status"] == "not applicable" and "report" in got["reason"]
+    assert got["sample"] == record
