@@ -278,47 +278,58 @@ sys.exit(main(sys.argv[2:]))
 NO_DAC = ["setpriv", "--bounding-set=-dac_override,-dac_read_search", "--"]
 
 
-@pytest.fixture(scope="module")
-def private_adult(cluster):
-    """(spec file, readable folder, private folder): 1000 Adult rows with adult_mst's roles as
-    a Parquet file twice, the same bytes: a copy anyone reads, and one that only the worker's
-    user reads (0600, its own, in a folder the driver lists but whose file it cannot open).
-    The spec names the file relatively: each run finds it through its --data-dir, and the two
-    runs have one spec, so one version."""
+def _private_input(cluster, table, spec_file: str, name: str, keep: bool = False):
+    """(spec file, readable folder, private folder): ``table`` as a Parquet file twice, the
+    same bytes: a copy anyone reads, and one that only the worker's user reads (0600, its own,
+    in a folder the driver lists but whose file it cannot open). The spec (``spec_file``'s,
+    renamed ``name``, its dataset that file with ``table``'s roles) names the file
+    relatively: each run finds it through its --data-dir, and the two runs have one spec, so
+    one version."""
     import pwd
 
     import pyarrow.parquet as pq
     import yaml
 
     from privfair.io.ingest import _column_spec
-    from privfair.run.flow import ingest
     from privfair.schemas.roles import read_roles
-    from privfair.spec.catalogue import load_spec
 
-    table = ingest(load_spec(SPECS / "adult_mst.yaml")).table.slice(0, 1000)
-    root = cluster.root / "private-input"
+    root = cluster.root / f"private-{name}"
     readable, private = root / "readable", root / "private"
     for d in (root, readable, private):
         d.mkdir(parents=True, exist_ok=True)
         os.chmod(d, 0o755)
-    pq.write_table(table.replace_schema_metadata(None), readable / "adult.parquet")
-    shutil.copyfile(readable / "adult.parquet", private / "adult.parquet")
+    pq.write_table(table.replace_schema_metadata(None), readable / "input.parquet")
+    shutil.copyfile(readable / "input.parquet", private / "input.parquet")
     pw = pwd.getpwnam(cluster.user)
     os.chown(private, pw.pw_uid, pw.pw_gid)
-    os.chown(private / "adult.parquet", pw.pw_uid, pw.pw_gid)
-    os.chmod(private / "adult.parquet", 0o600)
-    raw = yaml.safe_load((SPECS / "adult_mst.yaml").read_text())
-    raw.pop("budget")
-    raw["name"] = "adult_mst_private"
+    os.chown(private / "input.parquet", pw.pw_uid, pw.pw_gid)
+    os.chmod(private / "input.parquet", 0o600)
+    raw = yaml.safe_load((SPECS / spec_file).read_text())
+    raw.pop("budget", None)
+    raw["name"] = name
     cols = {
         c.name: _column_spec(c).model_dump(mode="json", exclude_none=True)
         for c in read_roles(table)
     }
-    raw["dataset"] = {"path": "adult.parquet", "columns": cols, "unlabelled": "keep"}
-    spec = root / "spec" / "adult_mst_private.yaml"
+    raw["dataset"] = {"path": "input.parquet", "columns": cols}
+    if keep:  # as adult_mst: its ignored columns are synthesised
+        raw["dataset"]["unlabelled"] = "keep"
+    spec = root / "spec" / f"{name}.yaml"
     spec.parent.mkdir(exist_ok=True)
     spec.write_text(yaml.safe_dump(raw))
+    probe = subprocess.run([*NO_DAC, "cat", str(private / "input.parquet")], capture_output=True)
+    assert probe.returncode != 0 and b"Permission denied" in probe.stderr  # the premise
     return spec, readable, private
+
+
+@pytest.fixture(scope="module")
+def private_adult(cluster):
+    """1000 Adult rows with adult_mst's roles, only the worker's user reading them."""
+    from privfair.run.flow import ingest
+    from privfair.spec.catalogue import load_spec
+
+    table = ingest(load_spec(SPECS / "adult_mst.yaml")).table.slice(0, 1000)
+    return _private_input(cluster, table, "adult_mst.yaml", "adult_mst_private", keep=True)
 
 
 def _recorded_run(cluster, tmp_path, which: str, spec: Path, data: Path, *more: str):
@@ -352,8 +363,6 @@ def test_an_mst_release_of_a_file_only_the_executors_read_is_the_local_release(
     import pyarrow.parquet as pq
 
     spec, readable, private = private_adult
-    probe = subprocess.run([*NO_DAC, "cat", str(private / "adult.parquet")], capture_output=True)
-    assert probe.returncode != 0 and b"Permission denied" in probe.stderr  # the premise
     local = _recorded_run(cluster, tmp_path, "local", spec, readable)
     spark = _recorded_run(
         cluster, tmp_path, "spark", spec, private, "--engine", "spark", "--master", cluster.url
@@ -379,3 +388,63 @@ def test_an_mst_release_of_a_file_only_the_executors_read_is_the_local_release(
     )
     assert sm["metrics"]["fairness"]["input"] is None and sm["metrics"]["owner_notes"]
     assert sm["metrics"]["fidelity"]["one_way_tvd"] is not None
+
+
+def test_an_atr_release_of_a_file_only_the_executors_read_is_the_local_release(
+    cluster, builtin_table, tmp_path
+):
+    """adult_atr (the label deciding: its transparency report is counted from the records
+    alone) on 3000 Adult records that only the worker's user reads: the executors project and
+    count them, the driver cannot open the file, and every shared file of the release is the
+    local release's, byte for byte (ATR's noise is seeded; one store, so one release id)."""
+    import yaml
+
+    from tests.transparency._reports import shipped_report
+
+    table, _ = shipped_report(builtin_table, "adult_atr")
+    table = table.select(["sex", "education-num", "income"]).slice(0, 3000)
+    spec, readable, private = _private_input(cluster, table, "adult_atr.yaml", "atr_private")
+    raw = yaml.safe_load(spec.read_text())
+    for key in ("model", "train_fraction", "model_seed"):
+        raw["component"]["params"].pop(key, None)
+    raw["component"]["params"]["decisions"] = "label"
+    spec.write_text(yaml.safe_dump(raw))
+    store = tmp_path / "store"
+    common = [
+        *NO_DAC,
+        sys.executable,
+        "-m",
+        "privfair.cli",
+        "run",
+        str(spec),
+        "--store",
+        str(store),
+    ]
+    env = {**cluster.env(), "PRIVFAIR_SPARK_CONNECT_TIMEOUT": "120"}
+    runs = {}
+    for which, data, more in (
+        ("local", readable, []),
+        ("spark", private, ["--engine", "spark", "--master", cluster.url]),
+    ):
+        proc = subprocess.run(
+            [*common, "--data-dir", str(data), *more],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        version = proc.stdout.split()[2]
+        shutil.move(store / "atr_private", tmp_path / which)  # the next run releases anew
+        runs[which] = tmp_path / which / version
+    local, spark = runs["local"], runs["spark"]
+    assert local.name == spark.name  # the same version
+    files = {p.relative_to(local / "shared") for p in (local / "shared").rglob("*") if p.is_file()}
+    assert {str(f) for f in files} >= {"manifest.json", "report.html"}
+    for f in files:
+        assert (spark / "shared" / f).read_bytes() == (local / "shared" / f).read_bytes(), f
+    lm, sm = (json.loads((d / "manifest.json").read_text()) for d in (local, spark))
+    assert sm["input"] == lm["input"]
+    assert sm["execution"] == {**sm["execution"], "engine": "spark", "master": cluster.url}
+    assert sm["validation"] == lm["validation"] and lm["validation"]["status"] == "passed"
