@@ -15,6 +15,8 @@ both (``current_engine``; the flow activates the spec's engine around the run wi
   table they come from is never built, and each is dropped once sent.
 - ``group_counts(table, keys)``: for each tuple of column names, the number of rows of each
   combination of their values (a distributed group-by count; the count column is ``count``).
+  ``table`` is an Arrow table or a frame (``privfair.components.core.frames``): a
+  ``TableFrame`` counted batch by batch in this process, a ``SparkFrame`` on the executors.
 
 Every engine gives the same results for the same calls; only where the work runs differs. So
 the engine is an execution setting, not part of a release's version: what decides a
@@ -52,6 +54,7 @@ import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
+from privfair.components.core.frames import Frame, RowsNotRead, TableFrame, batch_counts
 from privfair.schemas.errors import ClusterError, PrivfairError, SpecError
 
 __all__ = [
@@ -226,12 +229,16 @@ class LocalEngine(Engine):
         return _concat(out, schema)
 
     def group_counts(self, table: pa.Table, keys: Sequence[Sequence[str]]) -> list[pa.Table]:
+        """Arrow's hash aggregation of ``table``, or of a ``TableFrame`` batch by batch (one
+        pass for all ``keys``, ``frames.batch_counts``: the same tables)."""
         if isinstance(table, SparkFrame):
             raise PrivfairError(
                 "execution.engine: this input's rows are on a Spark cluster; count them with "
                 "the spark engine"
             )
         self.calls += 1
+        if isinstance(table, TableFrame):
+            return batch_counts(table, keys)
         out = []
         for cols in keys:
             g = table.select(list(cols)).group_by(list(cols), use_threads=False)
@@ -239,21 +246,23 @@ class LocalEngine(Engine):
         return out
 
 
-class RowsOnCluster(PrivfairError):
+class RowsOnCluster(RowsNotRead):
     """A step asked a ``SparkFrame`` for its rows: they stay on the cluster (a bug of the
     step, named here, never a silent collect to the driver)."""
 
 
-class SparkFrame:
+class SparkFrame(Frame):
     """A table whose rows stay on a Spark cluster: a DataFrame the executors read, and the
     Arrow ``schema`` privfair works in (types normalised, roles in the field metadata), what
     ``schema``, ``column_names`` and ``num_columns`` give without a job.
 
     The count-based families take one where they take an Arrow table: ``SparkEngine``'s
     ``group_counts`` counts it on the executors (``LocalEngine`` refuses it), ``num_rows`` and
-    ``null_count`` are one aggregate each (kept), and ``map_batches`` runs a function on every
-    Arrow batch of it where the rows are. Asking it for a column's values (``column``,
-    ``frame[name]``) raises ``RowsOnCluster``: no step collects the rows to the driver.
+    ``null_count`` are one aggregate each (kept), ``map_batches`` runs a function on every
+    Arrow batch of it where the rows are, ``sums`` is one aggregate and ``persist`` Spark's
+    (a ``Frame`` of ``privfair.components.core.frames``, as ``TableFrame`` is locally).
+    Asking it for a column's values (``column``, ``frame[name]``) raises ``RowsOnCluster``:
+    no step collects the rows to the driver.
 
     >>> import pyarrow as pa
     >>> SparkFrame(None, pa.schema([("a", pa.int64())]), rows=3).num_rows
@@ -270,14 +279,6 @@ class SparkFrame:
         self.schema = schema
         self._rows = rows
         self._nulls: dict[str, int] | None = None
-
-    @property
-    def column_names(self) -> list[str]:
-        return list(self.schema.names)
-
-    @property
-    def num_columns(self) -> int:
-        return len(self.schema)
 
     @property
     def num_rows(self) -> int:
@@ -320,6 +321,29 @@ class SparkFrame:
             _on_batches(fn, self.schema.remove_metadata(), schema), from_arrow_schema(schema)
         )
         return SparkFrame(mapped, schema, self._rows)
+
+    def sums(self, names: Sequence[str], what: str = "summing columns") -> dict[str, int]:
+        """Each column's sum (0 for no value), all in one aggregate on the executors (its
+        failure a ``ClusterError`` saying ``what`` the job was doing)."""
+        from pyspark.sql import functions as F
+
+        if not names:
+            return {}
+        with cluster_job(what):
+            row = self.df.agg(
+                *(F.sum(F.col(_q(n))).alias(f"s{i}") for i, n in enumerate(names))
+            ).first()
+        return {n: int(row[f"s{i}"] or 0) for i, n in enumerate(names)}
+
+    def persist(self) -> SparkFrame:
+        """The frame kept in the executors' memory for the jobs that follow (Spark's
+        ``persist``)."""
+        out = SparkFrame(self.df.persist(), self.schema, self._rows)
+        out._nulls = self._nulls
+        return out
+
+    def unpersist(self) -> None:
+        self.df.unpersist()
 
     def column(self, name: str):
         raise RowsOnCluster(
@@ -365,9 +389,9 @@ def _on_batches(fn: BlockFn, given: pa.Schema, schema: pa.Schema):
 
 
 def null_count(table, name: str) -> int:
-    """The number of nulls of column ``name`` of an Arrow table or a ``SparkFrame`` (one
-    aggregate for all its columns, on the executors)."""
-    if isinstance(table, SparkFrame):
+    """The number of nulls of column ``name`` of an Arrow table or a frame (for a
+    ``SparkFrame``, one aggregate for all its columns, on the executors)."""
+    if isinstance(table, Frame):
         return table.null_counts()[name]
     return table.column(name).null_count
 
@@ -916,17 +940,24 @@ class SparkEngine(Engine):
         """All key sets in one Spark job: ``GROUP BY GROUPING SETS`` over their columns, split
         on the driver by ``grouping_id()`` (a bit per column left out of the set, first column
         most significant), so a data null is never confused with a column the set omits. A
-        ``SparkFrame`` is counted where its rows are; an Arrow table is sent first."""
+        ``SparkFrame`` is counted where its rows are; an Arrow table or a ``TableFrame`` is sent
+        first."""
         if not keys:
             return []
         self.calls += 1
         cols = list(dict.fromkeys(c for ks in keys for c in ks))
         if isinstance(table, SparkFrame):  # read where the rows are: nothing sent, nothing held
             df, remove = table.df.select(*(_q(c) for c in cols)), None
-        else:
-            df, remove = self._frame([table.select(cols)], "counts-in")
+        else:  # a local frame is sent batch by batch, as its batch functions give them
+            parts = (
+                (b.select(cols) for b in table.batches())
+                if isinstance(table, TableFrame)
+                else [table.select(cols)]
+            )
+            df, remove = self._frame(parts, "counts-in")
             if df is None:
-                df, remove = self.spark.createDataFrame(table.select(cols)), None
+                rows = table.schema.empty_table() if isinstance(table, TableFrame) else table
+                df, remove = self.spark.createDataFrame(rows.select(cols)), None
         q = _q
 
         sets = ", ".join("(" + ", ".join(q(c) for c in ks) + ")" for ks in keys)
