@@ -59,7 +59,7 @@ from privfair.components.core.accounting import (
 from privfair.schemas.errors import InputError
 
 if TYPE_CHECKING:
-    from privfair.components.core.engine import SparkFrame
+    from privfair.components.core.frames import Frame
 
 __all__ = [
     "rho_budget",
@@ -158,12 +158,12 @@ def calls(phase: str, d: int, selector: str) -> int:
 
 
 def _records_domain(dp):
-    """The compositors' input domain: the record-code matrix, or a ``SparkFrame`` of it (an
-    input whose rows stay on the cluster, counted there through the engine)."""
-    from privfair.components.core.engine import SparkFrame
+    """The compositors' input domain: the record-code matrix, or a frame of it (a run's
+    input, counted through the engine batch by batch or where its rows stay on a cluster)."""
+    from privfair.components.core.frames import Frame
 
     return dp.user_domain(
-        "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray | SparkFrame)
+        "privfair.RecordCodes", member=lambda x: isinstance(x, np.ndarray | Frame)
     )
 
 
@@ -176,7 +176,7 @@ class Compositor:
     every call is recorded in ``ledger``.
     """
 
-    def __init__(self, records: np.ndarray | SparkFrame, steps: Sequence[Step]):
+    def __init__(self, records: np.ndarray | Frame, steps: Sequence[Step]):
         dp = _dp()
         self._dp = dp
         self.steps = list(steps)
@@ -260,7 +260,7 @@ class FilterCompositor(Compositor):
     Ramdas, Rogers & Wu 2023). Steps are not planned; each is recorded in ``ledger`` with the
     rho OpenDP's map charges, and ``spent`` is OpenDP's composition of them."""
 
-    def __init__(self, records: np.ndarray | SparkFrame, budget: float):
+    def __init__(self, records: np.ndarray | Frame, budget: float):
         dp = _dp()
         self._dp = dp
         self.steps = []

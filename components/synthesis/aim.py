@@ -48,7 +48,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
-from privfair.components.core.engine import SparkFrame
+from privfair.components.core.frames import Frame
 from privfair.components.core.result import ComponentResult
 from privfair.components.synthesis.accounting import (
     FilterCompositor,
@@ -144,7 +144,7 @@ def candidate_marginals(
     Parameters
     ----------
     marginals
-        The records' counts (their code matrix, or the ``SparkFrame`` of it on a cluster).
+        The records' counts (their code matrix, or the frame of it: ``encode_frame``).
     pairs
         Attribute pairs ``(i, j)``, ``i < j``.
     compressions
@@ -165,12 +165,12 @@ def candidate_marginals(
     return dict(zip(pairs, pair_counts(marginals, pairs, compressions), strict=True))
 
 
-def aim(table: pa.Table | SparkFrame, params: AIMParams) -> ComponentResult:
+def aim(table: pa.Table | Frame, params: AIMParams) -> ComponentResult:
     """A synthetic copy of ``table`` under (epsilon, delta)-DP (add/remove one record) by AIM
     (see the module docstring).
 
     Every read of the records is an engine count of their codes (``marginals``): an Arrow
-    table here, or, for a ``SparkFrame``, the cluster its rows stay on. The first query counts
+    table's, batch by batch here, or, for a ``SparkFrame``, on the cluster its rows stay on. The first query counts
     every clique the run may read, the d 1-way marginals and every pair, in one engine call
     (one Spark job); each round's scores and measurement read those counts
     (``candidate_marginals``), and the owner's fidelity reads them too.

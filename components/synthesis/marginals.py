@@ -2,8 +2,8 @@
 engine (``privfair.components.core.engine.current_engine``): in this process (Arrow's hash
 aggregation) or on Spark (a distributed ``groupBy().count()``).
 
-The records are the ``rows x d`` matrix of public-domain codes (``domain.encode_table``); it
-becomes one Arrow table of integer columns per run, so a returned combination of values *is*
+The records are the ``rows x d`` public-domain codes (``domain.encode_table``), as Arrow
+integer columns, so a returned combination of values *is*
 a cell index. The engine answers sparsely (only the combinations present); ``Marginals`` keeps
 those answers and turns them into the dense count vectors the mechanisms add noise to, over
 the declared domain or, through a ``Compression``'s code map, over the compressed codes (the
@@ -18,10 +18,12 @@ call (on Spark each call is one job), so a phase asks for all its marginals at o
 >>> m.dense((0, 1), maps=[np.array([0, 1, 1]), np.array([0, 1])]).tolist()
 [0, 2, 1, 0]
 
-An input whose rows stay on a Spark cluster (a ``SparkFrame``, ``privfair.io.ingest``) is
-encoded where it is (``encode_frame``: the same ``ColumnDomain.encode`` on every Arrow batch,
-on the executors) and its code frame counted there: ``Marginals`` takes that frame in place
-of the matrix, and the driver never holds a record.
+A run's input is a frame (``privfair.components.core.frames``): an Arrow table's
+``TableFrame``, or a ``SparkFrame`` whose rows stay on a Spark cluster (``privfair.io.ingest``).
+It is encoded where its rows are (``encode_frame``: the same ``ColumnDomain.encode`` on every
+Arrow batch, in this process or on the executors) and its code frame counted there:
+``Marginals`` takes that frame in place of the matrix, so no process ever holds the ``rows x
+d`` codes, and the driver of a Spark run never holds a record.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from functools import partial
 import numpy as np
 import pyarrow as pa
 
-from privfair.components.core.engine import SparkFrame, cluster_job, current_engine
+from privfair.components.core.engine import current_engine
+from privfair.components.core.frames import Frame
 
 __all__ = ["Marginals", "SparseCounts", "codes_table", "column_name", "encode_frame"]
 
@@ -81,22 +84,22 @@ class Marginals:
     Parameters
     ----------
     codes
-        ``rows x d`` integer codes (the compositor's records), or a ``SparkFrame`` of them
-        (``encode_frame``), counted where its rows are.
+        ``rows x d`` integer codes, or a frame of them (``encode_frame``: the compositor's
+        records), counted batch by batch or where its rows are.
     sizes
         The declared domain size of every attribute.
 
     Attributes
     ----------
-    table : pa.Table
-        The codes as an Arrow table (``codes_table``), built once.
+    table : pa.Table or Frame
+        The codes as an Arrow table (``codes_table``, built once), or the frame.
     calls : int
         How many engine calls the counts took.
     """
 
     def __init__(self, codes: np.ndarray, sizes: Sequence[int]):
         self.sizes = [int(s) for s in sizes]
-        self.table = codes if isinstance(codes, SparkFrame) else codes_table(codes)
+        self.table = codes if isinstance(codes, Frame) else codes_table(codes)
         if self.table.num_columns != len(self.sizes):
             raise ValueError(f"{self.table.num_columns} code columns for {len(sizes)} sizes")
         self.calls = 0
@@ -182,19 +185,20 @@ def _encode_batch(table: pa.Table, domains: Mapping, clamp: bool) -> pa.Table:
 
 
 def encode_frame(
-    frame: SparkFrame, domains: Mapping, clamp: bool = False
-) -> tuple[SparkFrame, dict[str, int]]:
-    """``domain.encode_table`` of a table whose rows stay on the cluster: the code frame
-    (``c0 .. c{d-1}``, int64, kept on the executors for the counts that follow) and the
-    clamped counts, or the same ``InputError`` for a value outside its declared domain (the
-    column and how many rows, from one aggregate of the executors' flags).
+    frame: Frame, domains: Mapping, clamp: bool = False
+) -> tuple[Frame, dict[str, int]]:
+    """``domain.encode_table`` of a frame (an Arrow table's ``TableFrame``, or a ``SparkFrame``
+    whose rows stay on the cluster): the code frame (``c0 .. c{d-1}``, int64, kept for the
+    counts that follow) and the clamped counts, or the same ``InputError`` for a value outside
+    its declared domain (the column and how many rows, from one sum of the batches' flags).
 
     The encoding is ``ColumnDomain.encode`` itself, run on every Arrow batch where the rows
-    are, so every code is the one this process would give; a column whose type cannot be read
-    in its declared levels' type is refused here first (on the schema, before any job).
+    are, so every code is the one ``encode_table`` gives; a column whose type cannot be read in
+    its declared levels' type is refused here first (on the schema, before any row is read).
+    A ``TableFrame``'s encoding is lazy: it runs batch by batch on every pass that reads the
+    codes (the sum of the flags here, then one per engine call of the counts), so no code
+    matrix of the rows is ever held; a ``SparkFrame``'s is persisted on the executors.
     """
-    from pyspark.sql import functions as F
-
     from privfair.components.synthesis.domain import encode_table
 
     encode_table(frame.schema.empty_table(), domains, clamp)  # type errors, named as locally
@@ -203,24 +207,19 @@ def encode_frame(
         [(column_name(i), pa.int64()) for i in range(d)] + [(f"b{i}", pa.int8()) for i in range(d)]
     )
     mapped = frame.map_batches(partial(_encode_batch, domains=dict(domains), clamp=clamp), flagged)
-    df = mapped.df.persist()  # every count that follows reads these codes
-    with cluster_job("encoding the input"):
-        bad = df.agg(*(F.sum(F.col(f"b{i}")).alias(f"b{i}") for i in range(d))).first() if d else {}
+    mapped = mapped.persist()  # every count that follows reads these codes
+    bad = mapped.sums([f"b{i}" for i in range(d)], "encoding the input")
     clamped = {}
     for i, (name, dom) in enumerate(domains.items()):
-        n = int(bad[f"b{i}"] or 0)
+        n = bad[f"b{i}"]
         if not n:
             continue
         if clamp and dom.edges is not None:
             clamped[name] = n
             continue
-        df.unpersist()
+        mapped.unpersist()
         raise _outside(name, dom, n)
-    codes = SparkFrame(
-        df.select(*(column_name(i) for i in range(d))),
-        pa.schema([(column_name(i), pa.int64()) for i in range(d)]),
-        frame._rows,
-    )
+    codes = mapped.with_schema(pa.schema([(column_name(i), pa.int64()) for i in range(d)]))
     return codes, clamped
 
 

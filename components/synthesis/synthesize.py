@@ -8,13 +8,15 @@ The exact counts behind those steps are taken by the current execution engine
 for every 2-way marginal the selection scores (the tree's are among them). Noise, selection,
 the model and sampling run here.
 
-An input whose rows stay on a Spark cluster (a ``SparkFrame``) is encoded and counted there
-(``marginals.encode_frame``): every query reads the same exact counts as on an Arrow table of
-those rows, so the release is the same mechanism on the same counts. Of the owner's metrics
-(``release_metrics``, MST's, PreFair's and AIM's), ``fidelity`` is computed from the input's
-exact 1- and 2-way counts (the run's own, any it lacks in one more engine call);
-``fairness.input`` needs each record's group, outcome and strata and is not computed
-(``None``, said in ``owner_notes``).
+The input is read as a frame (``privfair.components.core.frames``) on every engine: an Arrow
+table's ``TableFrame`` is encoded and counted batch by batch in this process, a ``SparkFrame``
+(rows left on a Spark cluster) on the executors (``marginals.encode_frame``); every query
+reads the same exact counts, so the release is the same mechanism on the same counts, and no
+``rows x d`` code matrix is ever built. Of the owner's metrics (``release_metrics``, MST's,
+PreFair's and AIM's), ``fidelity`` is computed from the input's exact 1- and 2-way counts (the
+run's own, any it lacks in one more engine call); ``fairness.input`` needs each record's
+group, outcome and strata, read from an Arrow table's columns, and is not computed for a
+``SparkFrame`` (``None``, said in ``owner_notes``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from privfair.components.core.engine import SparkFrame
+from privfair.components.core.frames import Frame, as_frame
 from privfair.components.core.inputs import group_indicator, outcome_indicator
 from privfair.components.core.result import ComponentResult
 from privfair.components.synthesis import metrics as M
@@ -269,14 +272,14 @@ def groupless(roles, domains: dict) -> list[str]:
 @dataclass(frozen=True)
 class Encoded:
     """A run's input on its public domain: the checked ``roles`` and their index sets
-    ``idx``, the ``domains`` (column order), the ``rows x d`` code matrix ``codes`` (a
-    ``SparkFrame`` of them for an input whose rows stay on the cluster) and the clamped value
-    counts."""
+    ``idx``, the ``domains`` (column order), the frame of the ``rows x d`` codes ``codes``
+    (``marginals.encode_frame``: encoded batch by batch when counted, or on the cluster for a
+    ``SparkFrame``) and the clamped value counts."""
 
     roles: TableRoles
     idx: Roles
     domains: dict[str, ColumnDomain]
-    codes: np.ndarray | SparkFrame
+    codes: Frame
     clamped: dict[str, int]
 
     @property
@@ -288,14 +291,14 @@ class Encoded:
         return [d.size for d in self.domains.values()]
 
 
-def encode_input(table: pa.Table, params: MSTParams, selector: str) -> Encoded:
+def encode_input(table: pa.Table | Frame, params: MSTParams, selector: str) -> Encoded:
     """The first step of ``synthesize``: roles checked (PreFair's when ``selector`` is not
     ``mst``), public domains, codes.
 
     Parameters
     ----------
     table
-        The input, with its roles.
+        The input, with its roles: an Arrow table (read as a ``TableFrame``) or a frame.
     params
         The run's parameters (bins, out-of-domain rule).
     selector
@@ -309,10 +312,7 @@ def encode_input(table: pa.Table, params: MSTParams, selector: str) -> Encoded:
     roles = synthesis_roles(table, fair=selector != "mst")
     domains = declared_domains(table, roles, params)
     clamp = params.out_of_domain == "clamp"
-    if isinstance(table, SparkFrame):  # encoded where the rows are
-        codes, clamped = encode_frame(table, domains, clamp=clamp)
-    else:
-        codes, clamped = encode_table(table, domains, clamp=clamp)
+    codes, clamped = encode_frame(as_frame(table), domains, clamp=clamp)  # where the rows are
     return Encoded(roles, index_roles(roles), domains, codes, clamped)
 
 
@@ -495,24 +495,19 @@ def release_metrics(
 
     Owner only: ``fidelity`` and ``fairness.input`` compare with the private input,
     ``clamped`` counts its values and ``timings_s`` grow with its size; an evaluation for the
-    data owner, outside the DP guarantee. An input whose rows stay on the cluster
-    (``enc.codes`` a ``SparkFrame``) gets its ``fidelity`` from exact counts, those the run's
-    ``counts`` hold already and the rest in one engine call (``_fidelity_of_counts``), and no
-    ``fairness.input`` (it needs every record's group and outcome; said in ``owner_notes``).
+    data owner, outside the DP guarantee. ``fidelity`` comes from exact counts, those the
+    run's ``counts`` hold already and the rest in one engine call (``_fidelity_of_counts``:
+    the numbers the code matrix would give). ``fairness.input`` reads an Arrow table's group,
+    outcome and admissible columns; an input whose rows stay on the cluster (a
+    ``SparkFrame``) gets none (it needs every record's group and outcome; said in
+    ``owner_notes``).
     """
-    roles, idx, names, sizes, codes = enc.roles, enc.idx, enc.names, enc.sizes, enc.codes
+    roles, idx, names, sizes = enc.roles, enc.idx, enc.names, enc.sizes
     tree = list(pairs)
     syn = {n: syn_codes[:, i] for i, n in enumerate(names)}
     size = dict(zip(names, sizes, strict=True))
-    on_cluster = isinstance(codes, SparkFrame)
-    if on_cluster:
-        real = None
-        one, two, acd = _fidelity_of_counts(counts, names, syn)
-    else:
-        real = {n: codes[:, i] for i, n in enumerate(names)}
-        one = M.one_way_tvd(real, syn, size)
-        two = M.two_way_tvd(real, syn, size)
-        acd = M.acd(real, syn, size)
+    on_cluster = isinstance(table, SparkFrame)
+    one, two, acd = _fidelity_of_counts(counts, names, syn)
     spent = comp.total
     out = {
         "rows": data.num_rows,
@@ -555,7 +550,7 @@ def release_metrics(
         },
         "fairness": {
             "synthetic": _fairness(data, roles, syn, size),
-            "input": None if on_cluster else _fairness(table, roles, real, size),
+            "input": None if on_cluster else _input_fairness(table, enc, params),
         },
     }
     if on_cluster:
@@ -690,6 +685,19 @@ def _plain(column: pa.ChunkedArray) -> pa.ChunkedArray:
     ``large_string``), which the shared value tests compare in."""
     vt = value_type(column.type)
     return column if column.type == vt else column.cast(vt)
+
+
+def _input_fairness(table: pa.Table, enc: Encoded, params: MSTParams) -> dict:
+    """``_fairness`` of the input: its admissible columns' codes (``encode_table`` of those
+    columns alone, as the run encodes them), the group and outcome read off ``table``."""
+    roles = enc.roles
+    pairs = roles.with_role(Role.PROTECTED) and roles.with_role(Role.LABEL)
+    adm = [c.name for c in roles.with_role(Role.ADMISSIBLE)] if pairs else []
+    codes, _ = encode_table(
+        table, {n: enc.domains[n] for n in adm}, clamp=params.out_of_domain == "clamp"
+    )
+    real = {n: codes[:, i] for i, n in enumerate(adm)}
+    return _fairness(table, roles, real, dict(zip(enc.names, enc.sizes, strict=True)))
 
 
 def _strata(codes: dict, columns: list[str], sizes: dict) -> np.ndarray:

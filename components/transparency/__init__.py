@@ -9,7 +9,8 @@ adversary who reads D~ as the true mapping gets about a data subject's private a
 the smallest the budget allows, QID group by QID group, in time linear in the cells.
 
 Records are aggregated into cells through the current execution engine (one
-``current_engine().group_counts`` call: Arrow's hash aggregation locally, a distributed
+``current_engine().group_counts`` call: Arrow's hash aggregation locally, batch by batch over
+the input's batches, so the local process never projects the whole table; a distributed
 group-by on Spark); everything after the cell counts runs on the driver (``cells`` module). The
 run, its evidence, its checks, its metrics and the owner's trade-off figure read the input only
 through those counts and its row count, so on the Spark engine a Parquet input stays on the

@@ -25,10 +25,12 @@ Records are counted through the current execution engine (``privfair.components.
 one ``group_counts`` call over what ``project`` computes from each row alone (each attribute's
 value or a binned attribute's region index, the decision, the weight), so that on Spark the
 cells are a distributed group-by; everything else is read off the counts on the driver, never
-off the rows. An input whose rows stay on a Spark cluster (a ``SparkFrame``,
-``privfair.io.ingest.load_frame``) is projected where it is (``project`` on every Arrow batch,
-``SparkFrame.map_batches``) and counted there: the driver never holds a record, and the cells
-are those of an Arrow table of the same rows, bit for bit.
+off the rows. The input is read as a frame (``privfair.components.core.frames``) on every
+engine and projected where its rows are (``project`` on every Arrow batch,
+``Frame.map_batches``): an Arrow table's ``TableFrame`` batch by batch in this process (the
+whole table is never projected at once), a ``SparkFrame`` (rows left on a Spark cluster,
+``privfair.io.ingest.load_frame``) on the executors, the driver never holding a record; the
+cells are those of the whole table's projection, bit for bit.
 
 Every rule is checked in one order on every engine: first what the schema and the params
 decide (``_roles``, ``_layout``), then the data rules, on the counts (a binned attribute's
@@ -53,6 +55,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from privfair.components.core.engine import SparkFrame, current_engine
+from privfair.components.core.frames import Frame, as_frame
 from privfair.components.core.inputs import member, null_options, require_role, table_roles
 from privfair.components.transparency.fields import RULE_FIELDS, SUMMARY_FIELDS
 from privfair.components.transparency.params import ATRParams
@@ -254,8 +257,9 @@ def _canonical(col: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
 
 def project(table: pa.Table, layout: Layout) -> pa.Table:
     """The columns ``layout`` counts a table by, computed from its rows alone (no check, no
-    state): the same function on the driver's table and, for a ``SparkFrame``, on every Arrow
-    batch on the executors (``SparkFrame.map_batches``), so the two cannot disagree.
+    state): the same function on every Arrow batch of a frame (``Frame.map_batches``), in
+    this process or on the executors, and on a whole table for ``decisions: model``, so no
+    two can disagree.
 
     >>> t = pa.table({"g": ["F", "M"], "age": [20.0, 60.0], "y": ["yes", "no"]})
     >>> project(t, Layout(("g", "age"), {"age": (40.0,)}, "y", None, False)).to_pydict()
@@ -373,7 +377,7 @@ def _binary_decisions(
 
 
 def count_cells(
-    table: pa.Table | SparkFrame,
+    table: pa.Table | Frame,
     layout: Layout,
     roles: TableRoles,
     decisions: np.ndarray | None = None,
@@ -382,16 +386,19 @@ def count_cells(
 
     Parameters
     ----------
-    table : pyarrow.Table or SparkFrame
-        The input (records, or pre-aggregated cells with ``layout.cells``); a ``SparkFrame``'s
-        rows are projected (``project``) and counted where they are, never read here.
+    table : pyarrow.Table or Frame
+        The input (records, or pre-aggregated cells with ``layout.cells``), read as a frame
+        (an Arrow table's ``TableFrame``): its rows are projected (``project``) batch by batch
+        where they are and counted, never projected whole, nor read here for a
+        ``SparkFrame``.
     layout : Layout
         What each row is counted by (``_layout``).
     roles : TableRoles
         The input's roles (declared domains, the decision's positive values).
     decisions : numpy.ndarray, optional
         Each record's decision, 0 or 1, made here (``decisions: model``); it replaces the
-        label's values. An Arrow table only.
+        label's values. An Arrow table only, projected whole (the decisions are the
+        records' own).
 
     Returns
     -------
@@ -412,13 +419,13 @@ def count_cells(
     columns before any sum, so every engine gives the same floats:
     ``population = sum count * weight`` per cell (exact for integer weights).
     """
-    if isinstance(table, SparkFrame):
-        projected = table.map_batches(partial(project, layout=layout), layout.schema(table.schema))
-    else:
+    if decisions is None:  # projected batch by batch where the rows are, never whole
+        frame = as_frame(table)
+        projected = frame.map_batches(partial(project, layout=layout), layout.schema(frame.schema))
+    else:  # each record's decision, made here on the whole table (``decisions: model``)
         projected = project(table, layout)
-        if decisions is not None:
-            col = pa.array(decisions.astype(np.int8), pa.int8())
-            projected = projected.set_column(len(layout.names), "decision", col)
+        col = pa.array(decisions.astype(np.int8), pa.int8())
+        projected = projected.set_column(len(layout.names), "decision", col)
     keys = tuple(projected.schema.names)
     (counts,) = current_engine().group_counts(projected, [keys])
     names = list(layout.names)
@@ -469,7 +476,7 @@ def counts_only(params: ATRParams) -> bool:
     return params.decisions != "model"
 
 
-def build_cells(table: pa.Table | SparkFrame, params: ATRParams) -> Cells:
+def build_cells(table: pa.Table | Frame, params: ATRParams) -> Cells:
     """The cells of ``table`` (module docstring); every bad input an ``InputError``.
 
     A ``SparkFrame`` (rows left on a Spark cluster) is counted where it is and gives the cells

@@ -1,7 +1,9 @@
 """MST's and PreFair's marginals through the execution engine (``privfair.components.core.engine``): the
 dense counts built from ``group_counts`` equal NumPy's own count of the codes, exactly, on the
 family's example and on Adult; a real local Spark session gives the same counts as this
-process, and a PreFair release run on Spark keeps its contract."""
+process, and a PreFair release run on Spark keeps its contract. On the local engine the codes
+are a ``TableFrame`` encoded batch by batch: the whole table's code matrix is built here only
+as NumPy's reference."""
 
 from __future__ import annotations
 
@@ -13,9 +15,11 @@ import pytest
 from privfair.components.core.checks import check_contract
 from privfair.components.core.descriptor import resolve
 from privfair.components.core.engine import Engine, LocalEngine, using
+from privfair.components.core.frames import TableFrame
 from privfair.components.synthesis import MST, PREFAIR
 from privfair.components.synthesis.accounting import plan
 from privfair.components.synthesis.compression import Compression
+from privfair.components.synthesis.domain import encode_table
 from privfair.components.synthesis.examples import mst_example, prefair_example
 from privfair.components.synthesis.marginals import Marginals
 from privfair.components.synthesis.params import MSTParams
@@ -82,7 +86,9 @@ def _marginals(table, params, selector: str) -> dict:
     compressions = [Compression.of(y, steps["one_way"].scale) for y in one]
     pairs = candidate_pairs(enc.idx, greedy_filter=selector == "greedy")
     return {
-        "codes": enc.codes,
+        "frame": enc.codes,
+        # NumPy's reference: the code matrix of the whole table, which a run never builds
+        "codes": encode_table(table, enc.domains, clamp=params.out_of_domain == "clamp")[0],
         "sizes": enc.sizes,
         "compressions": compressions,
         "pairs": pairs,
@@ -116,6 +122,8 @@ def test_local_engine_marginals_equal_numpy(which, algorithm, selector, request)
         got = _marginals(table, params, selector)
     codes, sizes = got["codes"], got["sizes"]
     n = codes.shape[0]
+    # one path on every engine: the local run counts a lazily encoded frame of the table
+    assert isinstance(got["frame"], TableFrame) and got["frame"].num_rows == n
     _assert_equal_counts(
         got["one_way"], [np.bincount(codes[:, i], minlength=k) for i, k in enumerate(sizes)]
     )
@@ -135,14 +143,17 @@ def test_local_engine_marginals_equal_numpy(which, algorithm, selector, request)
 
 
 def test_a_release_counts_in_two_engine_calls():
-    """A run asks the engine twice: the 1-way marginals, then every scored pair; the tree's
-    2-way marginals are among those already counted."""
+    """A run asks the engine twice for its mechanism: the 1-way marginals, then every scored
+    pair (the tree's 2-way marginals are among those already counted); the owner's fidelity
+    asks once more, for the pairs the selection did not score (greedy PreFair scores 12 of
+    the example's 15)."""
     table, params = prefair_example(0)
     engine = _Counting(LocalEngine())
     with using(engine):
         result = PREFAIR(table, params)
     d = table.num_columns
-    assert engine.calls[0] == d and len(engine.calls) == 2
+    assert engine.calls[0] == d and len(engine.calls) == 3
+    assert engine.calls[1] < d * (d - 1) // 2 == engine.calls[1] + engine.calls[2]
     assert result.metrics["fair_tree"] is True
 
 
@@ -170,7 +181,9 @@ def test_prefair_release_on_spark_keeps_its_contract(spark_engine, seed):
     spark = _Counting(spark_engine)
     with using(spark):
         result = PREFAIR(table, params)
-    assert len(spark.calls) == 2
+    # the mechanism's two jobs, and the owner's fidelity's for the pairs no selection scored
+    # (exponential PreFair scores every pair: none left)
+    assert len(spark.calls) == (3 if seed == 0 else 2)
     frames = resolve(PREFAIR.evidence)(table, result.outputs, result.sidecars, params)
     failed = [r.to_dict() for r in check_contract(result.contract, frames) if not r.passed]
     assert not failed
