@@ -151,18 +151,50 @@ def measured_quality(
 def _frames(input_table: pa.Table, synthetic: pa.Table):
     """(input, synthetic) as pandas over the synthetic table's columns, and SDMetrics'
     metadata: a numeric column ``numerical``, every other ``categorical``."""
+    kinds, meta = _kinds(synthetic)
+    real = _pandas(input_table.select(list(kinds)), kinds)
+    return real, _pandas(synthetic, kinds), meta
+
+
+def _kinds(synthetic: pa.Table) -> tuple[dict, dict]:
+    """Each column's pandas dtype (``float64`` numeric, ``object`` otherwise: one dtype per
+    column on both sides, an int8 0/1 against an int64 0/1) and SDMetrics' metadata."""
     roles = read_roles(synthetic)
     names = synthetic.column_names
     numeric = {n for n in names if n in roles and roles[n].kind == Kind.NUMERIC}
-    real = input_table.select(names).to_pandas()
-    syn = synthetic.to_pandas()
-    for n in names:  # one dtype per column on both sides (an int8 0/1 against an int64 0/1)
-        kind = "float64" if n in numeric else "object"
-        real[n], syn[n] = real[n].astype(kind), syn[n].astype(kind)
+    kinds = {n: "float64" if n in numeric else "object" for n in names}
     meta = {
         "columns": {n: {"sdtype": "numerical" if n in numeric else "categorical"} for n in names}
     }
-    return real, syn, meta
+    return kinds, meta
+
+
+def _pandas(table: pa.Table, kinds: dict, rows: np.ndarray | None = None):
+    """``table`` (or its ``rows``, in that order) as pandas of ``kinds``' dtypes. Only the
+    rows asked for are converted, each value as in the whole column: an integer column with a
+    null anywhere reads as floats, as pandas reads the whole column."""
+    if rows is not None:
+        part = table.take(pa.array(rows.astype(np.int64)))
+        cols = [
+            c.cast(pa.float64()) if pa.types.is_integer(c.type) and whole.null_count else c
+            for c, whole in zip(part.columns, table.columns, strict=True)
+        ]
+        table = pa.table(cols, names=table.column_names)
+    df = table.to_pandas()
+    for name, kind in kinds.items():
+        df[name] = df[name].astype(kind)
+    return df
+
+
+def _sample_frame(table: pa.Table, n: int, seed: int, kinds: dict):
+    """``_sample(_pandas(table, kinds), n, seed)``, converting only the sampled rows: the rows
+    pandas' ``DataFrame.sample(n, random_state=seed)`` draws
+    (``RandomState(seed).choice(rows, n, replace=False)``), so a million-row input is never
+    a frame of Python objects."""
+    if table.num_rows <= n:
+        return _pandas(table, kinds)
+    draw = np.random.RandomState(seed)  # noqa: NPY002 - pandas' own generator for the sample
+    return _pandas(table, kinds, draw.choice(table.num_rows, size=n, replace=False))
 
 
 def _sample(df, n: int, seed: int):
@@ -185,8 +217,9 @@ def input_quality(input_table: pa.Table, synthetic: pa.Table, seed: int = 0) -> 
             "the owner's synthetic-data quality report needs SDMetrics: pip install "
             "'privfair[quality]'"
         ) from e
-    real, syn, meta = _frames(input_table, synthetic)
-    r_q, s_q = _sample(real, QUALITY_SAMPLE, seed), _sample(syn, QUALITY_SAMPLE, seed)
+    kinds, meta = _kinds(synthetic)
+    real = input_table.select(list(kinds))
+    r_q, s_q = (_sample_frame(t, QUALITY_SAMPLE, seed, kinds) for t in (real, synthetic))
     report = QualityReport()
     report.generate(r_q, s_q, meta, verbose=False)
     shapes = {
@@ -203,7 +236,12 @@ def input_quality(input_table: pa.Table, synthetic: pa.Table, seed: int = 0) -> 
         _seed = seed  # SDMetrics' random baseline draws from default_rng(cls._seed)
 
     n_syn, n_real = DCR_SAMPLE
-    dcr = dcr_baseline(_sample(real, n_real, seed), _sample(syn, n_syn, seed), meta, _Seeded)
+    dcr = dcr_baseline(
+        _sample_frame(real, n_real, seed, kinds),
+        _sample_frame(synthetic, n_syn, seed, kinds),
+        meta,
+        _Seeded,
+    )
     return {
         "reference": "input",
         "score": _round(report.get_score()),
@@ -214,7 +252,10 @@ def input_quality(input_table: pa.Table, synthetic: pa.Table, seed: int = 0) -> 
             "dcr_baseline_protection": _round(dcr["score"]),
             "median_dcr_synthetic": _round(dcr["median_DCR_to_real_data"]["synthetic_data"]),
             "median_dcr_random": _round(dcr["median_DCR_to_real_data"]["random_data_baseline"]),
-            "sample_rows": {"synthetic": min(n_syn, len(syn)), "input": min(n_real, len(real))},
+            "sample_rows": {
+                "synthetic": min(n_syn, synthetic.num_rows),
+                "input": min(n_real, input_table.num_rows),
+            },
             "dcr_overfitting_protection": None,
             "overfitting_note": (
                 "not computed: the released model was fitted to every input row, so no "
