@@ -10,6 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from privfair.components.core.checks import check_contract
@@ -21,11 +23,12 @@ from privfair.components.synthesis.accounting import plan
 from privfair.components.synthesis.compression import Compression
 from privfair.components.synthesis.domain import encode_table
 from privfair.components.synthesis.examples import mst_example, prefair_example
-from privfair.components.synthesis.marginals import Marginals
+from privfair.components.synthesis.marginals import Marginals, encode_frame
 from privfair.components.synthesis.params import MSTParams
 from privfair.components.synthesis.selection import candidate_pairs
 from privfair.components.synthesis.synthesize import encode_input, one_way_counts, pair_counts
 from privfair.run.flow import ingest
+from privfair.schemas.errors import InputError
 from privfair.spec.catalogue import load_spec
 
 SPEC_DIR = Path(__file__).resolve().parents[2] / "pipelines" / "specs"
@@ -140,6 +143,39 @@ def test_local_engine_marginals_equal_numpy(which, algorithm, selector, request)
     assert engine.calls == [len(sizes), len(got["pairs"])] and got["calls"] == 2
     if which == "adult":  # the compressed case is exercised: some values merged
         assert any(len(c.merged) for c in got["compressions"])
+
+
+@pytest.mark.parametrize("clamp", [False, True], ids=["refused", "clamped"])
+def test_a_frame_in_small_batches_encodes_as_the_whole_table(clamp):
+    """``encode_frame`` of a ``TableFrame`` in batches of 37 rows gives the counts of the
+    whole table's code matrix (``encode_table``), and a value outside its declared bins the
+    same clamped count or the same ``InputError``, word for word."""
+    table, params = mst_example(0)
+    enc = encode_input(table, params, "mst")
+    name = next(n for n, d in enc.domains.items() if d.edges is not None)
+    top = enc.domains[name].edges[-1]
+    col = table.column(name)
+    out = np.arange(len(col)) % 50 == 3  # every 50th row past the last bin edge
+    wide = pc.if_else(pa.array(out), pa.scalar(top + 10).cast(col.type), col)
+    table = table.set_column(table.schema.get_field_index(name), table.schema.field(name), wide)
+    domains = enc.domains
+    if not clamp:
+        with pytest.raises(InputError) as whole:
+            encode_table(table, domains)
+        with pytest.raises(InputError) as batched:
+            encode_frame(TableFrame(table, batch_rows=37), domains)
+        assert str(batched.value) == str(whole.value)
+        return
+    matrix, clamped = encode_table(table, domains, clamp=True)
+    frame, got = encode_frame(TableFrame(table, batch_rows=37), domains, clamp=True)
+    assert got == clamped and clamped[name] == int(out.sum())
+    marginals = Marginals(frame, enc.sizes)
+    d = len(enc.sizes)
+    for i, k in enumerate(enc.sizes):
+        np.testing.assert_array_equal(marginals.dense((i,)), np.bincount(matrix[:, i], minlength=k))
+    ident = [np.arange(k) for k in enc.sizes]
+    for i, j in [(0, d - 1), (1, 2)]:
+        np.testing.assert_array_equal(marginals.dense((i, j)), _reference_pair(matrix, i, j, ident))
 
 
 def test_a_release_counts_in_two_engine_calls():

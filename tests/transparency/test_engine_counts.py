@@ -6,6 +6,8 @@
   ``pipelines/specs/australian_atr.yaml``, the cells counted by ``LocalEngine`` equal, exactly,
   a direct row-by-row numpy reference (the aggregation the component did before: per-row key
   values, ``np.unique`` over the rows, ``np.bincount`` of the weights and decisions);
+- with the records projected in batches of 97 rows (a ``TableFrame``), the cells are the
+  same, every projection seeing at most 97 records;
 - the whole ATR run gives the same tables, to the bit, as a run whose cells come from that
   reference (everything after the cells is the committed code);
 - inside ``using(spark_engine)`` the run gives the LocalEngine run's tables and its contract
@@ -194,6 +196,32 @@ def test_local_engine_cells_equal_the_row_reference(name, builtin_table):
     table, params = _case(name, builtin_table)
     with using(LocalEngine()):
         got = build_cells(table, params)
+    _same_cells(got, _reference_cells(table, params))
+
+
+@pytest.mark.parametrize("name", ["records-5000", "weighted", "atr_example-3"])
+def test_local_cells_are_counted_from_bounded_batches(name, builtin_table, monkeypatch):
+    """On the local engine the records reach the engine as a ``TableFrame``, projected batch
+    by batch (never the whole table at once): with batches of 97 rows, every projection sees
+    at most 97 records, they are all seen once, and the cells are the row reference's.
+    (``decisions: model``, Australian's, decides each record on the whole table: row-level.)"""
+    from privfair.components.core import frames
+    from privfair.components.transparency import cells as cells_module
+
+    table, params = _case(name, builtin_table)
+    monkeypatch.setattr(frames.TableFrame.__init__, "__defaults__", (97,))
+    seen, real = [], cells_module.project
+
+    def project(batch, layout):
+        seen.append(batch.num_rows)
+        return real(batch, layout)
+
+    monkeypatch.setattr(cells_module, "project", project)
+    engine = LocalEngine()
+    spy = _Spy(engine, monkeypatch)
+    with using(engine):
+        got = build_cells(table, params)
+    assert len(spy.calls) == 1 and max(seen) <= 97 and sum(seen) == table.num_rows
     _same_cells(got, _reference_cells(table, params))
 
 
