@@ -58,7 +58,7 @@ CODE = ("components", "pipelines", "schemas", "dags", "pyproject.toml")
 HOLD = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: (?:(\d+)/(\d+) pass|none)")
 
 #: the commit before the streaming counts: the local engine's whole-table code matrix
-BASELINE = "f9e93eb"
+BASELINE = "55dfbf8"
 
 _PHASE = re.compile(r"✓ (ingest|protect|validate|cost of protection|report|publish)\b[^0-9]*"
                     r"(?:(\d+) min )?([\d.]+) s")  # fmt: skip
