@@ -236,7 +236,8 @@ def csv_frame(spark, uri: str, name: str, options: CsvSpec | None = None):
     whose type cannot be told that surely (a cell like ``+1``, ``0x1A``, `` 7``, ``inf``, a
     19-digit integer, a date or a time, and no cell that only a string takes) is refused
     (``SpecError``), as is a line holding an odd number of quotes (a value with a line break,
-    which Spark's line-split reading would cut): the cluster never reads another table than
+    which Spark's line-split reading would cut) and a line of blanks only (which Spark's reader
+    skips and ``read_csv`` does not): the cluster never reads another table than
     this process would. ``InputError`` as ``read_csv``'s failures: an empty file, a row with
     another number of fields than the header.
 
@@ -271,18 +272,29 @@ def csv_frame(spark, uri: str, name: str, options: CsvSpec | None = None):
     names[0] = names[0].removeprefix("\ufeff")  # pyarrow skips a UTF-8 byte order mark
     cells = T.StructType([T.StructField(f"c{i}", T.StringType()) for i in range(len(names))])
     raw = reader().option("header", True).schema(cells).csv(uri)
+    value = F.col("value")
+    # Spark's CSV reader drops a line of blanks (all characters <= U+0020, as Scala's trim);
+    # read_csv reads it as a row (of one column) or refuses it (a row of another width)
+    checks = [F.count(F.when(value.rlike(r"^[\x00-\x20]+$"), 1)).alias("blank")]
     if o.quote is not False:
-        lines = spark.read.text(uri)
-        quotes = F.length("value") - F.length(F.regexp_replace("value", _java_quoted(quote), ""))
-        odd = lines.filter(quotes % 2 == 1).limit(1).count()
-        if odd:
-            raise SpecError(
-                "dataset.path",
-                f"{name} has a line with an odd number of quote characters (a quoted value "
-                "holding a line break, or a stray quote): the Spark engine reads a CSV line by "
-                "line and would not read the table this process reads; convert it to Parquet "
-                "or run on the local engine",
-            )
+        quotes = F.length(value) - F.length(F.regexp_replace(value, _java_quoted(quote), ""))
+        checks.append(F.count(F.when(quotes % 2 == 1, 1)).alias("odd"))
+    found = spark.read.text(uri).agg(*checks).first()
+    if o.quote is not False and found["odd"]:
+        raise SpecError(
+            "dataset.path",
+            f"{name} has a line with an odd number of quote characters (a quoted value "
+            "holding a line break, or a stray quote): the Spark engine reads a CSV line by "
+            "line and would not read the table this process reads; convert it to Parquet "
+            "or run on the local engine",
+        )
+    if found["blank"]:
+        raise SpecError(
+            "dataset.path",
+            f"{name} has {found['blank']} line(s) of blanks only, which Spark's CSV reader "
+            "skips and read_csv reads as a row: convert it to Parquet or run on the local "
+            "engine",
+        )
     nulls = list(_CONVERT.null_values)
     bools = list(_CONVERT.true_values) + list(_CONVERT.false_values)
     kinds = ("int", "float", "bool", "ambiguous", "str", "01")

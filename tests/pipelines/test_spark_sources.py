@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from privfair.components.core.engine import using
@@ -434,6 +434,7 @@ def test_random_small_csvs_are_the_same_table_on_both_paths(spark_engine, tmp_pa
 @given(
     csv=_csvs(cells=st.sampled_from(_TRICKY) | st.text("0123456789+-.eE: xTtrufalsNA", max_size=5))
 )
+@example(csv=(["a"], [[" "]]))  # a line of blanks: Spark's reader skips it, read_csv reads it
 def test_any_cells_give_the_same_table_or_a_refusal_never_another(
     spark_engine, tmp_path_factory, csv
 ):
@@ -449,8 +450,8 @@ def test_any_cells_give_the_same_table_or_a_refusal_never_another(
         return
     try:
         _, got = _csv_both(spark_engine, path)
-    except SpecError as e:
-        assert e.key.startswith("dataset.columns.")
+    except SpecError as e:  # a column's type, or a line Spark's reader would skip
+        assert e.key.startswith("dataset.columns.") or e.key == "dataset.path", e
         return
     assert got.equals(local), (got.to_pydict(), local.to_pydict())
 
