@@ -10,14 +10,13 @@ and its JVM; the executors are the worker's children, another user's, not counte
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from bench_release_scale import phases
-from harness import HOLD, ROOT, child_env, tracked
+from bench_release_scale import NO_SCHEMA_CHECKS, checked_run
+from harness import HOLD, ROOT, child_env
 
 sys.path.insert(0, str(ROOT / "tests"))
 from _spark_cluster import Cluster  # noqa: E402 - the tests' cluster, on this machine
@@ -26,8 +25,8 @@ __all__ = ["CLI", "Cluster", "on_cluster", "release"]
 
 #: ``privfair``'s command line in a fresh interpreter
 CLI = ["-m", "privfair.cli"]
-#: a synthesis release has no schema checks ("none": its published schema is a guarantee)
-GUARANTEES = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: ()()none")
+#: the checks line of a row-level release, or of one without schema checks (a synthesis one)
+CHECKS = (HOLD, NO_SCHEMA_CHECKS)
 
 
 @contextmanager
@@ -61,23 +60,13 @@ def release(
     ``store``; fails unless it exits 0 with every check held. With ``published``, the bytes of
     that file of the release (``shared/data.parquet``) are in ``data``."""
     cmd = [sys.executable, *launcher, "run", str(spec), "--store", str(store)]
-    run = tracked([*cmd, "--progress", *engine], ROOT, env)
-    if run["rc"] != 0:
-        raise SystemExit(f"{' '.join(cmd + engine)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
-    held = HOLD.search(run["stdout"]) or GUARANTEES.search(run["stdout"])
-    if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
-        raise SystemExit(f"{spec.name}: not every check passed:\n{run['stdout']}")
-    version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M).group(1)
-    return {
-        "wall_s": run["wall_s"],
-        "peak_gb": run["peak_gb"],
-        "driver_gb": run["driver_gb"],
-        "driver_private_gb": run["driver_private_gb"],
-        "phases": phases(run["stderr"]),
-        "checks": held.group(0),
-        "version": version,
-        "data": (store / spec.stem / version / published).read_bytes() if published else None,
-    }
+    run = checked_run([*cmd, "--progress", *engine], ROOT, env, spec.name, CHECKS)
+    keep = ("wall_s", "peak_gb", "driver_gb", "driver_private_gb", "phases", "checks", "version")
+    got = {k: run[k] for k in keep}
+    got["data"] = (
+        (store / spec.stem / run["version"] / published).read_bytes() if published else None
+    )
+    return got
 
 
 def line(what: str, r: dict) -> str:

@@ -69,6 +69,38 @@ def phases(stderr: str) -> dict[str, float]:
     return got
 
 
+#: the checks line of a release without schema checks (a synthesis one, a report: its published
+#: schema is a guarantee)
+NO_SCHEMA_CHECKS = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: ()()none")
+
+
+def checked_run(
+    cmd: list[str], cwd: Path, env: dict, what: str, checks: tuple[re.Pattern, ...] = (HOLD,)
+) -> dict:
+    """``harness.tracked`` of one ``privfair run --progress``, ended (``SystemExit``) unless it
+    exits 0 with a checks line of ``checks`` in which every check held: its wall clock, peaks
+    (GiB), phases, that ``checks`` line, its ``version`` (None if it printed none) and its
+    ``stdout`` and ``stderr``."""
+    run = tracked(cmd, cwd, env)
+    if run["rc"] != 0:
+        raise SystemExit(f"{' '.join(cmd)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
+    held = next((m for m in (c.search(run["stdout"]) for c in checks) if m), None)
+    if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
+        raise SystemExit(f"{what}: not every check passed:\n{run['stdout']}")
+    version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M)
+    return {
+        "wall_s": run["wall_s"],
+        "peak_gb": run["peak_gb"],
+        "driver_gb": run["driver_gb"],
+        "driver_private_gb": run["driver_private_gb"],
+        "phases": phases(run["stderr"]),
+        "checks": held.group(0),
+        "version": version.group(1) if version else None,
+        "stdout": run["stdout"],
+        "stderr": run["stderr"],
+    }
+
+
 def release(code: Tree, spec: Path, engine: str, work: Path) -> dict:
     """One ``privfair run`` and ``privfair export`` of ``spec`` with the code of ``code``
     (``python -m privfair.cli``, ``pipelines.cli`` in a tree from before the rename; the child
@@ -80,31 +112,18 @@ def release(code: Tree, spec: Path, engine: str, work: Path) -> dict:
         cmd += ["--engine", "spark", "--master", "local[2]"]
     else:
         cmd += ["--engine", "local", "--workers", "2"]
-    run = tracked(cmd, code.root, env)
-    if run["rc"] != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
+    run = checked_run(cmd, code.root, env, f"{spec.name} on {engine}")
     for line in run["stderr"].splitlines()[:5]:
         if line.startswith("imported: "):
             print(line, file=sys.stderr)
-    held = HOLD.search(run["stdout"])
-    if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
-        raise SystemExit(f"{spec.name} on {engine}: not every check passed:\n{run['stdout']}")
-    version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M)
-    folder = store / spec.stem / (version.group(1) if version else "latest")
+    folder = store / spec.stem / (run["version"] or "latest")
     exp = tracked(
         code.command("privfair.cli", "export", str(folder), str(work / "export")), code.root, env
     )
     if exp["rc"] != 0:
         raise SystemExit(f"export of {folder} failed:\n{exp['stderr'][-2000:]}")
-    return {
-        "wall_s": run["wall_s"],
-        "export_s": exp["wall_s"],
-        "peak_gb": run["peak_gb"],
-        "driver_gb": run["driver_gb"],
-        "driver_private_gb": run["driver_private_gb"],
-        "phases": phases(run["stderr"]),
-        "checks": held.group(0),
-    }
+    keep = ("wall_s", "peak_gb", "driver_gb", "driver_private_gb", "phases", "checks")
+    return {k: run[k] for k in keep} | {"export_s": exp["wall_s"]}
 
 
 def make_spec(algorithm: str, rows: int, out: Path) -> Path:

@@ -39,7 +39,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import shutil
 import subprocess
 import sys
@@ -49,30 +48,11 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import yaml
 from adult_like import label, write
-from harness import ROOT, Tree, export_code, machine, prepare_tree, result, tracked
-
-#: what of a revision is exported: its code, and pyproject.toml (its layout)
-CODE = ("components", "pipelines", "schemas", "dags", "pyproject.toml")
-
-#: the summary line of ``privfair run`` (a synthetic table's schema checks are its guarantees)
-HOLD = re.compile(r"guarantees: (\d+)/(\d+) hold; schema checks: (?:(\d+)/(\d+) pass|none)")
+from bench_release_scale import CODE, NO_SCHEMA_CHECKS, PHASES, checked_run
+from harness import HOLD, ROOT, Tree, export_code, machine, prepare_tree, result
 
 #: the commit before the streaming counts: the local engine's whole-table code matrix
 BASELINE = "55dfbf8"
-
-_PHASE = re.compile(r"✓ (ingest|protect|validate|cost of protection|report|publish)\b[^0-9]*"
-                    r"(?:(\d+) min )?([\d.]+) s")  # fmt: skip
-PHASES = ("ingest", "protect", "validate", "cost of protection", "report", "publish")
-
-
-def phases(stderr: str) -> dict[str, float]:
-    """The seconds of each top-level phase ``privfair run --progress`` reported."""
-    got: dict[str, float] = {}
-    for line in stderr.replace("\r", "\n").splitlines():
-        m = _PHASE.search(line)
-        if m and line.startswith(("  ✓", "    ✓")) and m.group(1) not in got:
-            got[m.group(1)] = 60 * int(m.group(2) or 0) + float(m.group(3))
-    return got
 
 
 def prepared(rows: int, data: Path, out_rows: list[int | None]) -> dict[int | None, Path]:
@@ -98,24 +78,12 @@ def release(code: Tree, spec: Path, work: Path, workers: int) -> dict:
     store = work / "store"
     cmd = code.command("privfair.cli", "run", str(spec), "--store", str(store), "--progress")
     cmd += ["--engine", "local", "--workers", str(workers)]
-    run = tracked(cmd, code.root, code.env(PRIVFAIR_PROGRESS="1"))
-    if run["rc"] != 0:
-        raise SystemExit(f"{' '.join(cmd)} failed ({run['rc']}):\n{run['stderr'][-3000:]}")
-    held = HOLD.search(run["stdout"])
-    if not held or held.group(1) != held.group(2) or held.group(3) != held.group(4):
-        raise SystemExit(f"{spec.name}: not every check passed:\n{run['stdout']}")
-    version = re.search(r"^published: \S+ (\w+)", run["stdout"], re.M)
+    run = checked_run(
+        cmd, code.root, code.env(PRIVFAIR_PROGRESS="1"), spec.name, (HOLD, NO_SCHEMA_CHECKS)
+    )
     data = next(store.rglob("data.parquet"))
-    return {
-        "columns": tuple(pq.read_schema(data).names),
-        "wall_s": run["wall_s"],
-        "peak_gb": run["peak_gb"],
-        "driver_gb": run["driver_gb"],
-        "driver_private_gb": run["driver_private_gb"],
-        "phases": phases(run["stderr"]),
-        "checks": held.group(0),
-        "version": version.group(1) if version else None,
-    }
+    keep = ("wall_s", "peak_gb", "driver_gb", "driver_private_gb", "phases", "checks", "version")
+    return {"columns": tuple(pq.read_schema(data).names)} | {k: run[k] for k in keep}
 
 
 def report(results: list[dict], commits: dict[str, str], argv: list[str]) -> str:
