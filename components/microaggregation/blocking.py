@@ -51,9 +51,12 @@ def block_sizes(grouping: str, k: int, m: int | None, n: int | None) -> tuple[in
     return (int(m), int(n)) if grouping == "fairlet" else (int(k), 0)
 
 
-def _widest(x: np.ndarray, codes: np.ndarray, rows: np.ndarray, span: np.ndarray) -> np.ndarray:
+def _widest(
+    x: np.ndarray, codes: np.ndarray, rows: np.ndarray, span: np.ndarray, ids: np.ndarray
+) -> np.ndarray:
     """The sort key of a cut of ``rows``: the widest numeric QI relative to its table range,
-    else the nominal QI with most distinct values, else row order."""
+    else the nominal QI with most distinct values, else row order (``ids``: each row's
+    position in the whole table)."""
     if x.shape[1]:
         sub = x[rows]
         spread = (sub.max(axis=0) - sub.min(axis=0)) / span
@@ -66,7 +69,7 @@ def _widest(x: np.ndarray, codes: np.ndarray, rows: np.ndarray, span: np.ndarray
         j = int(np.argmax(distinct))
         if distinct[j] > 1:
             return sub[:, j].astype(np.float64)
-    return rows.astype(np.float64)
+    return ids[rows].astype(np.float64)
 
 
 def split_blocks(
@@ -88,11 +91,29 @@ def split_blocks(
         Largest block size wanted; a block is cut only if it holds two groups' worth or more.
     """
     n_rows = len(pa01)
-    out = np.zeros(n_rows, dtype=np.int64)
     if n_rows == 0:
-        return out
+        return np.zeros(0, dtype=np.int64)
     span = np.ptp(x, axis=0) if x.shape[1] else np.zeros(0)
     span = np.where(span > 0, span, 1.0)
+    return _split(x, codes, pa01, m, n, block_rows, span, np.arange(n_rows, dtype=np.int64))
+
+
+def _split(
+    x: np.ndarray,
+    codes: np.ndarray,
+    pa01: np.ndarray,
+    m: int,
+    n: int,
+    block_rows: int,
+    span: np.ndarray,
+    ids: np.ndarray,
+) -> np.ndarray:
+    """``split_blocks`` of some rows of a table: ``span`` is the whole table's range of each
+    numeric QI (zeros replaced by 1), ``ids`` each row's position in it (ties and the
+    row-order cut follow it). ``privfair.components.microaggregation.spark_split`` finishes
+    each small block of a split on the cluster with it."""
+    n_rows = len(pa01)
+    out = np.zeros(n_rows, dtype=np.int64)
     pa01 = np.asarray(pa01)
     stack = [np.arange(n_rows, dtype=np.int64)]
     leaves: list[np.ndarray] = []
@@ -104,12 +125,12 @@ def split_blocks(
         if len(rows) <= block_rows or c < 2:
             leaves.append(rows)
             continue
-        key = _widest(x, codes, rows, span)
+        key = _widest(x, codes, rows, span, ids)
         half = c // 2
         left, right = [], []
         for part, size in ((p == 0, half * m), (p == 1, half * n)):
             members = rows[part]
-            order = np.lexsort((members, key[part]))
+            order = np.lexsort((ids[members], key[part]))
             left.append(members[order[:size]])
             right.append(members[order[size:]])
         # right pushed first so that the left child is numbered first
