@@ -335,6 +335,20 @@ class SparkFrame(Frame):
             ).first()
         return {n: int(row[f"s{i}"] or 0) for i, n in enumerate(names)}
 
+    def min_max(self, names: Sequence[str]) -> dict[str, tuple]:
+        """Each column's (minimum, maximum) over its non-null values, all in one aggregate on
+        the executors."""
+        from pyspark.sql import functions as F
+
+        if not names:
+            return {}
+        with cluster_job("reading the numeric columns' ranges"):
+            row = self.df.agg(
+                *(F.min(F.col(_q(n))).alias(f"lo{i}") for i, n in enumerate(names)),
+                *(F.max(F.col(_q(n))).alias(f"hi{i}") for i, n in enumerate(names)),
+            ).first()
+        return {n: (row[f"lo{i}"], row[f"hi{i}"]) for i, n in enumerate(names)}
+
     def persist(self) -> SparkFrame:
         """The frame kept in the executors' memory for the jobs that follow (Spark's
         ``persist``)."""

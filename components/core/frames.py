@@ -80,6 +80,11 @@ class Frame:
     def sums(self, names: Sequence[str], what: str = "summing columns") -> dict[str, int]:
         raise NotImplementedError
 
+    def min_max(self, names: Sequence[str]) -> dict[str, tuple]:
+        """Each column's (minimum, maximum) over its non-null values ((None, None) for a
+        column with none): a numeric column's range, not its values."""
+        raise NotImplementedError
+
     def persist(self) -> Frame:
         return self
 
@@ -181,6 +186,18 @@ class TableFrame(Frame):
             for n in names:
                 out[n] += int(pc.sum(b.column(n)).as_py() or 0)
         return out
+
+    def min_max(self, names: Sequence[str]) -> dict[str, tuple]:
+        """Each column's (minimum, maximum) over all batches (Arrow's ``min_max``)."""
+        lo: dict[str, list] = {n: [] for n in names}
+        hi: dict[str, list] = {n: [] for n in names}
+        for b in self.batches():
+            for n in names:
+                r = pc.min_max(b.column(n))
+                if r["min"].is_valid:
+                    lo[n].append(r["min"].as_py())
+                    hi[n].append(r["max"].as_py())
+        return {n: (min(lo[n]), max(hi[n])) if lo[n] else (None, None) for n in names}
 
 
 def as_frame(table: pa.Table | Frame) -> Frame:

@@ -23,6 +23,7 @@ __all__ = [
     "RERUN_ROWS",
     "uniform_sample",
     "table_roles",
+    "require_count",
     "require_rows",
     "require_role",
     "absent_value",
@@ -236,11 +237,17 @@ def require_role(roles: TableRoles, role: Role, count: int | None = 1, at_least:
 
 
 def require_rows(table: pa.Table, k: int) -> None:
-    if table.num_rows < k:
+    """``InputError`` unless ``table`` has at least ``k`` rows (``require_count``)."""
+    require_count(table.num_rows, k)
+
+
+def require_count(rows: int, k: int) -> None:
+    """``InputError`` unless a table of ``rows`` rows can hold a group of ``k``."""
+    if rows < k:
         raise InputError(
             None,
             f"fewer rows than k: a group needs at least k = {k} rows",
-            f"{table.num_rows} rows",
+            f"{rows} rows",
         )
 
 

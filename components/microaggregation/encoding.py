@@ -192,11 +192,7 @@ def encode_qis(
             if idx.null_count != col.null_count:
                 raise InputError(r.name, "ordinal value outside the declared domain")
             if col.null_count:
-                raise InputError(
-                    r.name,
-                    "an ordinal quasi-identifier must not contain nulls",
-                    f"{col.null_count} nulls; {null_options(r.name)}",
-                )
+                raise ordinal_nulls(r.name, col.null_count)
             numeric_names.append(r.name)
             numeric_cols.append(idx.to_numpy(zero_copy_only=False).astype(np.float64))
             domains[r.name] = tuple(domain)
@@ -255,12 +251,7 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[pa.ChunkedArra
     naming the column. Compare it with ``indicator``: in Arrow, no Python object per row."""
     col = plain(table.column(name))
     if col.null_count:
-        raise InputError(
-            name,
-            f"the {what} has missing values",
-            f"{col.null_count} of {len(col)} rows have no value; drop or fill them first: "
-            f"{null_options(name)}",
-        )
+        raise missing_values(name, what, col.null_count, len(col))
     distinct = pc.unique(col).to_pylist()
     if len(distinct) != 2:
         shown = sorted(distinct, key=str)[:5]
@@ -270,6 +261,24 @@ def binary_values(table: pa.Table, name: str, what: str) -> tuple[pa.ChunkedArra
             f"found {len(distinct)}: {shown}",
         )
     return col, sorted(distinct, key=lambda v: (str(type(v)), v))
+
+
+def missing_values(name: str, what: str, nulls: int, rows: int) -> InputError:
+    """The error of a binary role column (``what``) with ``nulls`` of its ``rows`` missing."""
+    return InputError(
+        name,
+        f"the {what} has missing values",
+        f"{nulls} of {rows} rows have no value; drop or fill them first: {null_options(name)}",
+    )
+
+
+def ordinal_nulls(name: str, nulls: int) -> InputError:
+    """The error of an ordinal quasi-identifier with ``nulls`` missing values."""
+    return InputError(
+        name,
+        "an ordinal quasi-identifier must not contain nulls",
+        f"{nulls} nulls; {null_options(name)}",
+    )
 
 
 def as_held(value, distinct: list):
@@ -320,12 +329,22 @@ def label_01(table: pa.Table, label: ColumnRole) -> np.ndarray:
 
 def favoured_value(pa_values: pa.ChunkedArray, distinct: list, y: np.ndarray, declared) -> object:
     """The favoured value of a binary protected attribute (``pa_values``, ``binary_values``):
-    the one with the higher positive ratio PR = #positives / #rows (Fair-MDAV spec 1.3). On a
-    tie, the declared favoured value (or the larger value) is kept."""
+    the one with the higher positive ratio PR = #positives / #rows (Fair-MDAV spec 1.3),
+    ``favoured_of`` the ratios of its two values."""
     pr = []
     for v in distinct:
         mask = indicator(pa_values, v).astype(bool)
-        pr.append(float(y[mask].mean()))
+        pr.append(int(y[mask].sum()) / int(mask.sum()))
+    return favoured_of(distinct, pr, declared)
+
+
+def favoured_of(distinct: list, pr: list[float], declared) -> object:
+    """Of the two values ``distinct`` with positive ratios ``pr``, the favoured one: the higher
+    ratio; on a tie, the declared favoured value (or the larger value).
+
+    >>> favoured_of(["F", "M"], [0.2, 0.3], None), favoured_of(["F", "M"], [0.3, 0.3], "F")
+    ('M', 'F')
+    """
     if pr[0] > pr[1]:
         return distinct[0]
     if pr[1] > pr[0]:

@@ -21,10 +21,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from privfair.components.core import memory
-from privfair.components.core.inputs import require_rows
+from privfair.components.core.inputs import absent_value, require_count
 from privfair.components.core.metrics import (
-    demographic_parity_difference,
-    positive_ratio,
     t_closeness_binary,
 )
 from privfair.components.core.result import ComponentResult
@@ -38,16 +36,39 @@ from privfair.components.microaggregation.columns import (
     take,
 )
 from privfair.components.microaggregation.correction import correct_fairness
-from privfair.components.microaggregation.encoding import encode_qis, label_01, protected_01
+from privfair.components.microaggregation.encoding import (
+    EncodedQIs,
+    binary_values,
+    encode_qis,
+    favoured_of,
+    indicator,
+    label_01,
+    missing_values,
+    ordinal_nulls,
+    positive_value,
+    protected_01,
+)
 from privfair.components.microaggregation.inputs import AUTO, binary_roles, prepare
 from privfair.components.microaggregation.lineage import lineage_table
 from privfair.components.microaggregation.microaggregate import publish_qis, qi_contract
 from privfair.components.microaggregation.params import FairMDAVParams
 from privfair.schemas import contracts as C
 from privfair.schemas.errors import InputError
-from privfair.schemas.roles import Role, TableRoles, attach_roles
+from privfair.schemas.roles import ColumnRole, Kind, Role, TableRoles, attach_roles
 
-__all__ = ["fair_mdav", "contract", "fairlet_sizes", "effect"]
+__all__ = [
+    "Checked",
+    "GroupCounts",
+    "Tally",
+    "checked",
+    "release_metrics",
+    "effect_of",
+    "group_counts_of",
+    "fair_mdav",
+    "contract",
+    "fairlet_sizes",
+    "effect",
+]
 
 
 def fairlet_sizes(k: int, n_unfavoured: int, n_rows: int) -> tuple[int, int, bool]:
@@ -56,11 +77,6 @@ def fairlet_sizes(k: int, n_unfavoured: int, n_rows: int) -> tuple[int, int, boo
     clamped = not 1 <= m <= k - 1
     m = min(max(m, 1), k - 1)
     return m, k - m, clamped
-
-
-def _pr(y: np.ndarray, pa01: np.ndarray) -> dict[str, float]:
-    pr = positive_ratio(y, sensitive_features=pa01)
-    return {"unfavoured": pr.get(0, float("nan")), "favoured": pr.get(1, float("nan"))}
 
 
 @dataclass(frozen=True)
@@ -77,10 +93,13 @@ class Facts:
     t_input: float
 
 
-def _facts(params: FairMDAVParams, table, roles: TableRoles, pa01: np.ndarray, enc=None) -> Facts:
+def _facts(
+    params: FairMDAVParams, table, roles: TableRoles, n_rows: int, n_u: int, enc=None
+) -> Facts:
+    """k, m, n and the guarantees' parameters, from the table's schema and values (``enc``,
+    ``qi_contract``) and its counts: ``n_rows`` rows, ``n_u`` of them unfavoured."""
     prot = roles.with_role(Role.PROTECTED)[0].name
     lab = roles.with_role(Role.LABEL)[0].name
-    n_rows, n_u = len(pa01), int((pa01 == 0).sum())
     fairlet = params.grouping == "fairlet"
     if not fairlet:
         k, m, n, clamped = params.k, None, None, False
@@ -189,15 +208,7 @@ def contract(params: FairMDAVParams, table: pa.Table | None = None) -> list:
     prot, lab = binary_roles(table, roles)
     y = label_01(table, lab)
     pa01, _, _ = protected_01(table, prot, y)
-    return _contract(params, _facts(params, table, roles, pa01))
-
-
-def _rates(table: pa.Table, column: str, y: np.ndarray) -> dict:
-    values = table.column(column).to_numpy(zero_copy_only=False)
-    return {
-        v.item() if hasattr(v, "item") else v: float(y[values == v].mean())
-        for v in np.unique(values)
-    }
+    return _contract(params, _facts(params, table, roles, len(pa01), int((pa01 == 0).sum())))
 
 
 def _py(v):
@@ -226,48 +237,156 @@ def effect(
     >>> w[0].startswith("the gap reverses")
     True
     """
+    counts = group_counts_of(values, y, order, y_out, flags)
+    return effect_of(counts, favoured, max_drop_share, column)
+
+
+def group_counts_of(
+    values: np.ndarray | pa.ChunkedArray,
+    y: np.ndarray,
+    order: np.ndarray,
+    y_out: np.ndarray,
+    flags: np.ndarray,
+) -> dict:
+    """Each protected value's ``GroupCounts``: ``values`` and ``y`` the input's protected
+    column and 0/1 labels, ``order`` the published rows' input positions, ``y_out`` and
+    ``flags`` their labels and relabel flags."""
     levels, codes = _codes(values)
     kept = codes[order]
+    counts = {}
+    for i, level in enumerate(levels):
+        in_g, mask = codes == i, kept == i
+        counts[_py(level)] = GroupCounts(
+            rows=int(in_g.sum()),
+            positives=int(y[in_g].sum()),
+            kept=int(mask.sum()),
+            kept_positives=int(y_out[mask].sum()),
+            up=int((flags & mask & (y_out == 1)).sum()),
+            down=int((flags & mask & (y_out == 0)).sum()),
+        )
+    return counts
+
+
+@dataclass(frozen=True)
+class GroupCounts:
+    """One protected value's rows in and out of a release: ``rows`` and ``positives`` in the
+    input, ``kept`` and ``kept_positives`` published, ``up`` / ``down`` relabelled negative to
+    positive / positive to negative. What the metrics read of the rows: counts, so a cluster
+    sends them back and the driver holds no row."""
+
+    rows: int
+    positives: int
+    kept: int
+    kept_positives: int
+    up: int
+    down: int
+
+    @property
+    def pr_in(self) -> float:
+        return self.positives / self.rows
+
+    @property
+    def pr_out(self) -> float:
+        return self.kept_positives / self.kept if self.kept else float("nan")
+
+
+def release_metrics(
+    facts: Facts,
+    favoured,
+    counts: dict,
+    summary: dict,
+    groups: int,
+    t_max: float,
+    il: dict,
+    group_sizes: list[int],
+) -> dict:
+    """A Fair-MDAV release's metrics from its counts (``GroupCounts`` per protected value,
+    ``effect_of``'s ``summary``), its number of groups, the largest |share of unfavoured rows in
+    a group - share in the input| (``t_max``), the information loss and the histogram of group
+    sizes: the same numbers from a table in this process or from a cluster's aggregates."""
+    fav = counts[_py(favoured)]
+    unf = next(c for v, c in counts.items() if v != _py(favoured))
+    n_rows = fav.rows + unf.rows
+    kept = fav.kept + unf.kept
+
+    def ratios(pairs) -> dict[str, float]:
+        return {name: pr for name, (present, pr) in pairs if present}
+
+    before = ratios([("unfavoured", (True, unf.pr_in)), ("favoured", (True, fav.pr_in))])
+    after = ratios(
+        [("unfavoured", (unf.kept > 0, unf.pr_out)), ("favoured", (fav.kept > 0, fav.pr_out))]
+    )
+    return {
+        "input_rows": n_rows,
+        "output_rows": kept,
+        "dropped_rows": n_rows - kept,
+        "groups": groups,
+        "k": facts.k,
+        "m": facts.m,
+        "n": facts.n,
+        "favoured_value": _py(favoured),
+        "unfavoured_share_input": unf.rows / n_rows,
+        "relabelled": sum(c.up + c.down for c in counts.values()),
+        "positive_ratio_before": {
+            "unfavoured": before.get("unfavoured", float("nan")),
+            "favoured": before.get("favoured", float("nan")),
+        },
+        "positive_ratio_after": {
+            "unfavoured": after.get("unfavoured", float("nan")),
+            "favoured": after.get("favoured", float("nan")),
+        }
+        if kept
+        else {},
+        "dpar_before": float(max(before.values()) - min(before.values())),
+        "dpar_after": float(max(after.values()) - min(after.values())) if kept else None,
+        "t_pa_exact": t_max,
+        "t_pa_bound": 0.5 / facts.k,
+        "information_loss": il,
+        "group_sizes": group_sizes,
+    } | summary
+
+
+def effect_of(counts: dict, favoured, max_drop_share: float, column: str) -> tuple[dict, list[str]]:
+    """``effect`` from each protected value's ``GroupCounts`` (``counts[value]``)."""
+    levels = list(counts)
     groups = sorted(range(len(levels)), key=lambda i: (levels[i] != favoured, str(levels[i])))
     fav = next((i for i in groups if levels[i] == favoured), None)
     unf = next((i for i in groups if levels[i] != favoured), fav)
     dropped, changed, pr_in, pr_out, n_in = {}, {}, {}, {}, {}
     for i in groups:
-        g = str(_py(levels[i]))
-        in_g = codes == i
-        n_in[i] = int(in_g.sum())
-        mask = kept == i
-        dropped[g] = n_in[i] - int(mask.sum())
-        up = int((flags & mask & (y_out == 1)).sum())
-        down = int((flags & mask & (y_out == 0)).sum())
-        changed[g] = {"negative_to_positive": up, "positive_to_negative": down}
-        pr_in[i] = float(y[in_g].mean())
-        pr_out[i] = float(y_out[mask].mean()) if mask.any() else float("nan")
+        c = counts[levels[i]]
+        g = str(levels[i])
+        n_in[i] = c.rows
+        dropped[g] = c.rows - c.kept
+        changed[g] = {"negative_to_positive": c.up, "positive_to_negative": c.down}
+        pr_in[i] = c.pr_in
+        pr_out[i] = c.pr_out
+    n_out = sum(c.kept for c in counts.values())
     before = pr_in[unf] - pr_in[fav]
-    after = pr_out[unf] - pr_out[fav] if len(order) else float("nan")
+    after = pr_out[unf] - pr_out[fav] if n_out else float("nan")
     now = unf if after > 0 else fav if after < 0 else None
     summary = {
         "dropped_by_group": dropped,
         "relabelled_by_group": changed,
         "parity_before": before,
         "parity_after": after,
-        "favoured_after": None if now is None else _py(levels[now]),
+        "favoured_after": None if now is None else levels[now],
     }
     notes = []
     if before * after < 0 and abs(after) > 1e-12:
         notes.append(
             f"the gap reverses on '{column}' (a reversal of the bias: signed gap "
             f"{before:+.3f} -> {after:+.3f}): before, {_py(favoured)!r} had the higher positive "
-            f"rate ({pr_in[fav]:.3f} vs {pr_in[unf]:.3f}); after, {_py(levels[unf])!r} has it "
+            f"rate ({pr_in[fav]:.3f} vs {pr_in[unf]:.3f}); after, {levels[unf]!r} has it "
             f"({pr_out[unf]:.3f} vs {pr_out[fav]:.3f}); a parity_gap demand bounds only the "
             "gap's size unless it says direction: no_reversal"
         )
     for i in groups:
         g = levels[i]
-        share = dropped[str(_py(g))] / n_in[i] if n_in[i] else 0.0
+        share = dropped[str(g)] / n_in[i] if n_in[i] else 0.0
         if share > max_drop_share:
             notes.append(
-                f"{dropped[str(_py(g))]} of {n_in[i]} rows with {column} = {_py(g)!r} dropped "
+                f"{dropped[str(g)]} of {n_in[i]} rows with {column} = {g!r} dropped "
                 f"({share:.1%}, above {max_drop_share:.0%})"
             )
     return summary, notes
@@ -282,6 +401,112 @@ def _codes(values: np.ndarray | pa.ChunkedArray) -> tuple[list, np.ndarray]:
         return levels.tolist(), codes
     enc = pc.dictionary_encode(values).combine_chunks()
     return enc.dictionary.to_pylist(), enc.indices.to_numpy(zero_copy_only=False)
+
+
+@dataclass
+class Checked:
+    """A Fair-MDAV input that passed every rule, with what the rules computed of it: the
+    label and protected attribute as 0/1 (1 positive, 1 favoured), the QI encoding and the
+    facts (k, m, n...)."""
+
+    table: pa.Table
+    roles: TableRoles
+    warnings: list[str]
+    protected: ColumnRole
+    label: ColumnRole
+    y: np.ndarray | None
+    pa01: np.ndarray | None
+    favoured: object
+    enc: EncodedQIs
+    facts: Facts
+
+
+@dataclass(frozen=True)
+class Tally:
+    """A table's rows per (protected value, label value): ``counts[(p, l)]``, what Fair-MDAV's
+    input rules read of its rows beyond its schema and distinct values (the favoured group, m
+    and n). A Spark frame's comes from one count on the executors (``blockwise.plan_of_frame``).
+    """
+
+    counts: dict[tuple, int]
+    nulls: dict[str, int]  # each column's missing values
+
+    @property
+    def rows(self) -> int:
+        return sum(self.counts.values())
+
+    def of(self, protected, label=None) -> int:
+        """Rows holding ``protected`` (and ``label``, when given)."""
+        return sum(
+            c for (p, lv), c in self.counts.items() if p == protected and label in (None, lv)
+        )
+
+
+def checked(table: pa.Table, params: FairMDAVParams, tally: Tally | None = None) -> Checked:
+    """``table`` checked against Fair-MDAV's input rules (``InputError`` naming the column and
+    the rule), with its encoding and facts: the one place ``fair_mdav``, its contract and its
+    blockwise plan (``blockwise.plan_of``) read them.
+
+    With ``tally`` (the rows' counts), ``table`` stands in for a table whose rows are elsewhere
+    (a Spark cluster): it holds the same columns, types and distinct values, each numeric
+    column's minimum and maximum, and a null where a column has one (``blockwise.stand_in``);
+    every count comes from ``tally``. ``y`` and ``pa01`` are then None."""
+    table, roles, warnings = prepare(table)
+    n_rows = tally.rows if tally is not None else table.num_rows
+    # the plainer rule first: fewer rows than k can form no group, whatever the roles say
+    require_count(n_rows, params.k if params.k is not None else params.m + params.n)
+    if tally is not None:  # the stand-in's one null is not the count: the tally's is
+        for c, what in (
+            (roles.with_role(Role.PROTECTED), "protected attribute"),
+            (roles.with_role(Role.LABEL), "label"),
+        ):
+            if len(c) == 1 and tally.nulls.get(c[0].name):
+                raise missing_values(c[0].name, what, tally.nulls[c[0].name], n_rows)
+    prot, lab = binary_roles(table, roles)
+    label_values, label_distinct = binary_values(table, lab.name, "label")
+    positive = positive_value(lab.positive[0] if lab.positive else None, label_distinct)
+    if positive not in label_distinct:
+        raise absent_value(lab.name, "positive", positive, label_distinct)
+    pa_values, pa_distinct = binary_values(table, prot.name, "protected attribute")
+    declared = prot.favoured[0] if prot.favoured else None
+    y = pa01 = None
+    if tally is None:
+        y = indicator(label_values, positive, label_distinct)
+        rows = [indicator(pa_values, v, pa_distinct).astype(bool) for v in pa_distinct]
+        held = [int(r.sum()) for r in rows]
+        pr = [int(y[r].sum()) / h for r, h in zip(rows, held, strict=True)]
+    else:
+        held = [tally.of(v) for v in pa_distinct]
+        pr = [tally.of(v, positive) / h for v, h in zip(pa_distinct, held, strict=True)]
+    favoured = favoured_of(pa_distinct, pr, declared)
+    if declared is not None and declared != AUTO and declared != favoured:
+        rates = ", ".join(f"{_py(v)!r}: {r:.3f}" for v, r in zip(pa_distinct, pr, strict=True))
+        raise InputError(
+            prot.name,
+            f"the declared favoured value {declared!r} is not the group the data favour",
+            f"positive rates {rates}; declare favoured: {favoured!r}, or favoured: auto to "
+            "follow the data",
+        )
+    if tally is None:
+        pa01 = indicator(pa_values, favoured, pa_distinct)
+    n_f = held[pa_distinct.index(favoured)]
+    n_u = n_rows - n_f
+    if tally is not None:
+        for q in roles.with_role(Role.QUASI_IDENTIFIER):
+            if q.kind is Kind.ORDINAL and tally.nulls.get(q.name):
+                raise ordinal_nulls(q.name, tally.nulls[q.name])
+    enc = encode_qis(table, roles, params.scaling)
+    facts = _facts(params, table, roles, n_rows, n_u, enc)
+    if facts.clamped:
+        warnings.append(f"m clamped to {facts.m} so that every fairlet holds both protected groups")
+    require_count(n_rows, facts.k)  # the plainer rule first: fewer rows than k form no fairlet
+    if params.grouping == "fairlet" and (n_u < facts.m or n_f < facts.n):
+        raise InputError(
+            prot.name,
+            f"too few rows to form one ({facts.m},{facts.n})-fairlet",
+            f"{n_u} unfavoured, {n_f} favoured rows",
+        )
+    return Checked(table, roles, warnings, prot, lab, y, pa01, favoured, enc, facts)
 
 
 def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
@@ -336,34 +561,12 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
     [0, 0, 1, 1]
     """
     t0 = time.perf_counter()
-    table, roles, warnings = prepare(table)
-    # the plainer rule first: fewer rows than k can form no group, whatever the roles say
-    require_rows(table, params.k if params.k is not None else params.m + params.n)
-    prot, lab = binary_roles(table, roles)
-    y = label_01(table, lab)
-    pa01, favoured, declared = protected_01(table, prot, y)
-    if declared is not None and declared != AUTO and declared != favoured:
-        rates = ", ".join(f"{v!r}: {r:.3f}" for v, r in _rates(table, prot.name, y).items())
-        raise InputError(
-            prot.name,
-            f"the declared favoured value {declared!r} is not the group the data favour",
-            f"positive rates {rates}; declare favoured: {favoured!r}, or favoured: auto to "
-            "follow the data",
-        )
-    n_rows, n_u = len(y), int((pa01 == 0).sum())
-    n_f = n_rows - n_u
-    enc = encode_qis(table, roles, params.scaling)
-    facts = _facts(params, table, roles, pa01, enc)
+    c = checked(table, params)
+    table, roles, warnings, prot, lab = c.table, c.roles, c.warnings, c.protected, c.label
+    y, pa01, favoured, enc, facts = c.y, c.pa01, c.favoured, c.enc, c.facts
+    del c
     k, m, n = facts.k, facts.m, facts.n
-    if facts.clamped:
-        warnings.append(f"m clamped to {m} so that every fairlet holds both protected groups")
-    require_rows(table, k)  # the plainer rule first: fewer rows than k can form no fairlet
-    if params.grouping == "fairlet" and (n_u < m or n_f < n):
-        raise InputError(
-            prot.name,
-            f"too few rows to form one ({m},{n})-fairlet",
-            f"{n_u} unfavoured, {n_f} favoured rows",
-        )
+    n_rows, n_u = len(y), int((pa01 == 0).sum())
     t1 = time.perf_counter()
     grouping = group_rows(enc, pa01, params.grouping, k, m, n, params.block_rows)
     t2 = time.perf_counter()
@@ -437,35 +640,19 @@ def fair_mdav(table: pa.Table, params: FairMDAVParams) -> ComponentResult:
 
     # --- metrics ----------------------------------------------------------------------------
     pa_out = pa01[order]
-    share_in = n_u / n_rows
-    t_groups = t_closeness_binary(gid, pa_out, share_in) if len(gid) else np.zeros(0)
-    metrics = {
-        "input_rows": n_rows,
-        "output_rows": int(len(order)),
-        "dropped_rows": int(n_rows - len(order)),
-        "groups": grouping.n_groups,
-        "k": k,
-        "m": m,
-        "n": n,
-        "favoured_value": favoured.item() if hasattr(favoured, "item") else favoured,
-        "unfavoured_share_input": share_in,
-        "relabelled": int(flags.sum()),
-        "positive_ratio_before": _pr(y, pa01),
-        "positive_ratio_after": _pr(y_out, pa_out) if len(order) else {},
-        "dpar_before": demographic_parity_difference(y, sensitive_features=pa01),
-        "dpar_after": demographic_parity_difference(y_out, sensitive_features=pa_out)
-        if len(order)
-        else None,
-        "t_pa_exact": float(t_groups.max()) if len(t_groups) else 0.0,
-        "t_pa_bound": 0.5 / k,
-        "information_loss": il,
-        "group_sizes": np.bincount(np.bincount(gid)).tolist() if len(gid) else [],
-    }
-    values = plain(table.column(prot.name))
-    summary, notes = effect(
-        values, y, order, y_out, flags, favoured, params.max_drop_share, prot.name
+    t_groups = t_closeness_binary(gid, pa_out, n_u / n_rows) if len(gid) else np.zeros(0)
+    counts = group_counts_of(plain(table.column(prot.name)), y, order, y_out, flags)
+    summary, notes = effect_of(counts, favoured, params.max_drop_share, prot.name)
+    metrics = release_metrics(
+        facts,
+        favoured,
+        counts,
+        summary,
+        grouping.n_groups,
+        float(t_groups.max()) if len(t_groups) else 0.0,
+        il,
+        np.bincount(np.bincount(gid)).tolist() if len(gid) else [],
     )
-    metrics.update(summary)
     warnings += notes
     timings = {"encode_s": t1 - t0, "group_s": t2 - t1, "correct_s": t3 - t2, "assemble_s": t4 - t3}
     return ComponentResult(
