@@ -15,7 +15,9 @@ lineage the whole-table component publishes: the rules are the component's own f
 ``protect_block`` returns the block's published rows in grouping order, in the input's column
 order and types, with the lineage columns beside them (``LINEAGE``: input position, the block's
 own group number, rank, seed flag) and the flags the metrics read (``FLAGS``: 0/1 protected
-value and label before correction, relabelled or not).
+value and label before correction, relabelled or not; and, on a block's first row, its quasi-identifiers' squared
+error by attribute as JSON, which the blocks' information loss adds up,
+``microaggregate.information_loss_of``).
 
 >>> import pyarrow as pa
 >>> from privfair.components.microaggregation.params import FairMDAVParams
@@ -37,6 +39,7 @@ the unfavoured negative, relabelled; the favoured row 2 left out.)
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -80,8 +83,8 @@ GROUP, RANK, SEED = "__group", "__rank", "__seed"
 LINEAGE = (ROW, GROUP, RANK, SEED)
 #: What the metrics read of each published row: protected value (1 favoured), label before
 #: correction (1 positive), relabelled.
-PA01, Y01, FLIPPED = "__pa", "__y", "__relabelled"
-FLAGS = (PA01, Y01, FLIPPED)
+PA01, Y01, FLIPPED, SSE = "__pa", "__y", "__relabelled", "__sse"
+FLAGS = (PA01, Y01, FLIPPED, SSE)
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,9 @@ class BlockPlan:
     label_values: tuple
     label_out: tuple  # (negative, positive) written back in the label's type
     roles: TableRoles
+    facts: object = None  # fair_mdav.Facts: what the contract reads
+    warnings: tuple[str, ...] = ()  # the input rules' (m clamped...)
+    tally: object = None  # fair_mdav.Tally of a frame's plan: its rows' counts
 
 
 def plan_of(table: pa.Table, params: FairMDAVParams) -> BlockPlan:
@@ -135,7 +141,7 @@ def plan_of_frame(frame: Frame, params: FairMDAVParams) -> BlockPlan:
         for p_, l_, c in zip(*(got.column(i).to_pylist() for i in range(3)), strict=True):
             counts[(p_, l_)] = counts.get((p_, l_), 0) + int(c)
     tally = Tally(counts, nulls)
-    return _planned(checked(stand_in(frame, roles), params, tally), params)
+    return replace(_planned(checked(stand_in(frame, roles), params, tally), params), tally=tally)
 
 
 def stand_in(frame: Frame, roles: TableRoles | None = None) -> pa.Table:
@@ -198,6 +204,8 @@ def _planned(c, params: FairMDAVParams) -> BlockPlan:
         tuple(label_distinct),
         (negative, positive),
         c.roles,
+        facts,
+        tuple(c.warnings),
     )
 
 
@@ -263,10 +271,11 @@ def protect_block(plan: BlockPlan, block: pa.Table) -> pa.Table:
     cols: dict[str, pa.Array] = {}
     out_roles = []
     if p.microaggregate:
-        qi_cols, qi_roles, _ = publish_qis(p.publish, data, enc, g, p.decimals)
+        qi_cols, qi_roles, sse = publish_qis(p.publish, data, enc, g, p.decimals, sums=True)
         cols.update(qi_cols)
         out_roles += qi_roles
     else:
+        sse = dict.fromkeys(roles.quasi_identifiers, 0.0)
         for q in roles.quasi_identifiers:
             cols[q] = take(data.column(q), pa.array(order))
             out_roles.append(roles[q])
@@ -291,6 +300,10 @@ def protect_block(plan: BlockPlan, block: pa.Table) -> pa.Table:
         PA01: pa.array(pa01[order], pa.int8()),
         Y01: pa.array(y[order], pa.int8()),
         FLIPPED: pa.array(flags, pa.bool_()),
+        # the block's SSE per attribute, on its first row alone: one value a block
+        SSE: pa.array([json.dumps(sse)] + [None] * (len(order) - 1), pa.string())
+        if len(order)
+        else pa.array([], pa.string()),
     }
     for name, col in extra.items():
         out = out.append_column(name, col)

@@ -29,6 +29,14 @@ def microaggregate(
     and the information loss: SSE in the scaled space, IL = sqrt(SSE/N_g),
     IL_attr = sqrt(SSE/(N_g p)) over p encoded columns, per attribute sqrt(SSE_A/N_g).
     With ``columns=False`` only the information loss is computed (the columns are empty)."""
+    cols, per_attr, n_g = _microaggregated(enc, grouping, columns)
+    return cols, information_loss_of(per_attr, n_g, enc.n_columns)
+
+
+def _microaggregated(
+    enc: EncodedQIs, grouping: Grouping, columns: bool
+) -> tuple[dict[str, pa.Array], dict[str, float], int]:
+    """``microaggregate``'s columns, each attribute's SSE and the published rows."""
     order = grouping.row_order()
     n_g = len(order)
     sizes = grouping.sizes()
@@ -71,15 +79,25 @@ def microaggregate(
     elif columns:
         for name in enc.column_names:
             cols[name] = pa.array([], pa.float64())
+    return cols, per_attr, n_g
+
+
+def information_loss_of(per_attr: Mapping[str, float], n_g: int, p: int) -> dict:
+    """The information loss from each attribute's SSE in the scaled space (``per_attr``) over
+    ``n_g`` published rows and ``p`` encoded columns: IL = sqrt(SSE/N_g), IL_attr =
+    sqrt(SSE/(N_g p)), per attribute sqrt(SSE_A/N_g). A release made in blocks adds its
+    blocks' SSEs (``sums=True`` of ``publish_qis``) and calls it once.
+
+    >>> information_loss_of({"a": 2.0, "b": 6.0}, 2, 4)["il"]
+    2.0
+    """
     sse = float(sum(per_attr.values()))
-    p = enc.n_columns
-    il = {
+    return {
         "il": float(np.sqrt(sse / n_g)) if n_g else 0.0,
         "il_attr": float(np.sqrt(sse / (n_g * p))) if n_g and p else 0.0,
         "sse": sse,
         "per_attribute": {a: float(np.sqrt(v / n_g)) if n_g else 0.0 for a, v in per_attr.items()},
     }
-    return cols, il
 
 
 def qi_decimals(
@@ -267,13 +285,16 @@ def publish_qis(
     enc: EncodedQIs,
     grouping: Grouping,
     decimals: int | Mapping[str, int] | None = None,
+    sums: bool = False,
 ) -> tuple[dict[str, pa.Array], list, dict]:
     """(published QI columns in grouping order, their roles, information loss). The
-    information loss is the paper's (Eq. 3), measured on the exact group means. The caller
+    information loss is the paper's (Eq. 3), measured on the exact group means; with ``sums``,
+    each attribute's SSE instead (``information_loss_of`` makes the loss of them). The caller
     publishes the assembled table in canonical order (``privfair.components.core.order``), never in
     grouping order, which anyone who knows the QIs can replay."""
     onehot = publish == "onehot"
-    cols, il = microaggregate(enc, grouping, columns=onehot)
+    cols, per_attr, n_g = _microaggregated(enc, grouping, columns=onehot)
+    il = per_attr if sums else information_loss_of(per_attr, n_g, enc.n_columns)
     if onehot:
         return cols, enc.published_roles(), il
     dec = qi_decimals(table, enc, decimals)
