@@ -23,6 +23,7 @@ __all__ = [
     "parts_schema",
     "read_csv",
     "read_parquet_folder",
+    "spark_uri",
     "table_fingerprint",
 ]
 
@@ -221,6 +222,17 @@ _FLOAT = r"^-?([0-9]{1,200}(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]{1,3})?$"
 #: A cell another of pyarrow's types may take (a '+' sign, hex, padded numbers, inf, dates,
 #: times, timestamps...): a column of such cells (and no certain string) is refused.
 _AMBIGUOUS = r"(?i)^\s*[-+]?(\.?[0-9]|inf|nan)"
+
+
+def spark_uri(path: Path) -> str:
+    """``path`` as the URI Spark reads it by: ``file://`` and the path as it is. Spark does not
+    decode a URI's escapes in a path, so ``Path.as_uri()``'s ``%20`` for a space (or its
+    escapes of a non-ASCII name) names a file that does not exist.
+
+    >>> spark_uri(Path("/data/a b é.parquet"))
+    'file:///data/a b é.parquet'
+    """
+    return "file://" + str(path.resolve())
 
 
 def csv_frame(spark, uri: str, name: str, options: CsvSpec | None = None):

@@ -30,6 +30,7 @@ from privfair.io.files import (
     parts_schema,
     read_csv,
     read_parquet_folder,
+    spark_uri,
     table_fingerprint,
 )
 from privfair.io.sources import ENV_DATA_DIR, fingerprint_digests, locate, sha256_file
@@ -813,7 +814,7 @@ def load_frame(
     what = (
         "a CSV file" if csv else "a Parquet dataset folder" if path.is_dir() else "a Parquet file"
     )
-    uri = path.resolve().as_uri()
+    uri = spark_uri(path)
     with cluster_job(f"reading {path.name} ({what}) on its executors"):
         digests, footer = _executor_digests(spark, path, names, csv)
         if csv:
@@ -858,7 +859,7 @@ def _executor_digests(
         cols.append(F.is_valid_utf8(F.col("content")).alias("utf8"))
     else:
         cols.append(F.udf(_footer_schema, BinaryType())(F.col("content")).alias("schema"))
-    rows = spark.read.format("binaryFile").load(path.resolve().as_uri()).select(*cols).collect()
+    rows = spark.read.format("binaryFile").load(spark_uri(path)).select(*cols).collect()
     by_file = {Path(unquote(urlsplit(r["path"]).path)).name: r for r in rows}
     prefix = f"{path.name}/" if path.is_dir() else ""
     got = {prefix + n: r["sha"] for n, r in by_file.items()}

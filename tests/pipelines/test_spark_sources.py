@@ -92,7 +92,9 @@ def test_a_parquet_folder_is_read_locally_by_part_name_then_row(adult, tmp_path)
 def test_a_parquet_folder_ingested_as_a_frame_has_load_datasets_record(
     spark_engine, adult, tmp_path
 ):
-    folder = _folder(adult, tmp_path / "adult")
+    """In a folder whose name has a space and a non-ASCII letter: Spark reads a path by its
+    spelling, not by a URI's escapes (``files.spark_uri``)."""
+    folder = _folder(adult, tmp_path / "adult é x")
     ds = parse_spec(_spec_raw(adult, str(folder), "adult_folder")).dataset
     want, want_record = load_dataset(ds)
     with using(spark_engine):
