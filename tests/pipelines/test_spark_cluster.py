@@ -448,3 +448,84 @@ def test_an_atr_release_of_a_file_only_the_executors_read_is_the_local_release(
     assert sm["input"] == lm["input"]
     assert sm["execution"] == {**sm["execution"], "engine": "spark", "master": cluster.url}
     assert sm["validation"] == lm["validation"] and lm["validation"]["status"] == "passed"
+
+
+PROTECT_ON_THE_EXECUTORS = r"""
+import json, sys
+from pathlib import Path
+import pyarrow.parquet as pq
+from privfair.components.core.engine import SparkEngine, SparkFrame, using
+from privfair.components.microaggregation.params import FairMDAVParams
+from privfair.components.microaggregation.spark_release import protect_on_spark
+from privfair.io.ingest import file_names
+from privfair.io.positions import with_positions
+from privfair.io.files import spark_uri
+
+master, schema_file, input_file, out, params = sys.argv[1:6]
+schema = pq.read_schema(schema_file)  # the roles: a file of no row
+path = Path(input_file)
+engine = SparkEngine(master)
+with using(engine):
+    df = engine.spark.read.parquet(spark_uri(path))
+    frame = SparkFrame(with_positions(df, path, file_names(path)), schema)
+    r = protect_on_spark(frame, FairMDAVParams(**json.loads(params)), spark_uri(Path(out)),
+                         rows_per_part=1500, local_rows=1200)
+engine.close()
+print(json.dumps({"parts": r.parts, "metrics": r.metrics, "warnings": r.warnings}, default=str))
+"""
+
+
+def test_a_fair_mdav_release_made_by_executors_of_a_file_only_they_read(
+    cluster, builtin_table, tmp_path
+):
+    """Fair-MDAV's blocked release made on the cluster (``spark_release.protect_on_spark``) by
+    a driver that cannot open its input (root without its file capabilities; the file is the
+    worker's user's alone): the executors read, split, protect and write it, and its parts,
+    read in order, are the local run's data and lineage, its metrics the local run's."""
+    import pwd
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from privfair.components.microaggregation.fair_mdav import fair_mdav
+    from privfair.components.microaggregation.params import FairMDAVParams
+
+    table = builtin_table("adult").slice(0, 4000)
+    _, _, private = _private_input(cluster, table, "adult_fair_mdav.yaml", "fm_private")
+    schema_file = cluster.root / "fm-schema.parquet"
+    pq.write_table(table.schema.empty_table(), schema_file)
+    out = cluster.root / "fm-release"
+    out.mkdir()
+    pw = pwd.getpwnam(cluster.user)
+    os.chown(out, pw.pw_uid, pw.pw_gid)  # the executors write the parts
+    params = {"k": 5, "tau": 0.8, "block_rows": 500}
+    proc = subprocess.run(
+        [
+            *NO_DAC,
+            sys.executable,
+            "-c",
+            PROTECT_ON_THE_EXECUTORS,
+            cluster.url,
+            str(schema_file),
+            str(private / "input.parquet"),
+            str(out),
+            json.dumps(params),
+        ],
+        cwd=REPO,
+        env={**cluster.env(), "PRIVFAIR_SPARK_CONNECT_TIMEOUT": "120"},
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.splitlines()[-1])
+    want = fair_mdav(table, FairMDAVParams(**params))
+    data = pa.concat_tables([pq.read_table(out / name) for name, _ in got["parts"]])
+    lineage = pa.concat_tables(
+        [pq.read_table(out / name.replace("part-", "lineage-")) for name, _ in got["parts"]]
+    )
+    assert len(got["parts"]) == 3
+    assert data.equals(want.outputs["data"].replace_schema_metadata(None), check_metadata=True)
+    assert lineage.equals(want.sidecars["lineage"])
+    for key in ("groups", "relabelled", "group_sizes", "dpar_after", "dropped_by_group"):
+        assert got["metrics"][key] == json.loads(json.dumps(want.metrics[key], default=str)), key
