@@ -160,8 +160,8 @@ def spark_blocks(
     spark = df.sparkSession
     x_cols, code_cols = list(x_cols), list(code_cols)
     q, r = len(x_cols), len(code_cols)
-    if n == 0 and m <= 0:
-        raise ValueError("m must be positive")
+    if m <= 0 or n < 0:
+        raise ValueError(f"m must be positive and n not negative, not m={m}, n={n}")
     if span is not None:
         span = np.asarray(span, dtype=np.float64)
         if span.shape != (q,):
