@@ -70,6 +70,7 @@ from privfair.components.microaggregation.encoding import (
     scale_of,
 )
 from privfair.components.microaggregation.fair_mdav import Tally
+from privfair.components.microaggregation.spark_release import _spark_types
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import Role, read_roles
 
@@ -171,16 +172,6 @@ def _encoder(
             yield from t.to_batches()
 
     return run
-
-
-def _spark_types(schema: pa.Schema) -> pa.Schema:
-    """``schema`` as Spark carries it: a dictionary column as its values, no metadata."""
-    return pa.schema(
-        [
-            pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
-            for f in schema
-        ]
-    )
 
 
 def _lineage_fits(lineage: SparkFrame, n_in: int, n_published: int) -> tuple[bool, int]:

@@ -4,7 +4,7 @@ per-part results the local validator (``_parts`` / ``_check_parts``) gives on th
 row for row, and every composed verdict holds; so it does on the local component's releases
 (MDAV grouping, one-hot, Adult) written as parts. On the release's parts corrupted (a lineage
 group moved within its block, a published QI changed, a label swapped, the battery's
-corruption of C9 and C11) the results are again the local ones, so the same guarantees fail;
+corruption of C11) the results are again the local ones, so the same guarantees fail;
 a group moved to another block leaves the release uncut, as the local validator leaves it."""
 
 from __future__ import annotations
@@ -143,12 +143,12 @@ def release(spark_engine, tmp_path_factory):
 
 
 def test_the_spark_release_checked_on_spark_is_the_local_validators(spark_engine, release):
-    """The parts as ``protect_on_spark`` wrote them, the split recomputed in this call (its
-    large blocks cut by DataFrame levels: ``local_rows``)."""
+    """The parts as ``protect_on_spark`` wrote them, checked on the fixture's split of the
+    input (the other tests' releases split their input in the call)."""
     d, lin = _parts_frames(spark_engine.spark, release.folder, [n for n, _ in release.names])
     with using(spark_engine):
         got = check_parts_on_spark(
-            release.frame, d, lin, FAIRLETS, release.contract, local_rows=250
+            release.frame, d, lin, FAIRLETS, release.contract, split=release.split
         )
     assert got is not None and got[PART].nunique() > 1
     local = fair_mdav(release.table, FAIRLETS)  # the release the parts hold, made locally
@@ -219,10 +219,9 @@ def _battery(kind: str):
         (lambda r: _move_group(r, True), "C1"),
         (_changed_qi, "C4"),
         (_swapped_label, None),
-        (_battery("minimal_correction"), "C9"),
         (_battery("seed_nearest"), "C11"),
     ],
-    ids=["group-moved", "qi-changed", "label-swapped", "battery-C9", "battery-C11"],
+    ids=["group-moved", "qi-changed", "label-swapped", "battery-C11"],
 )
 def test_a_corrupted_release_fails_on_spark_as_locally(
     spark_engine, release, tmp_path, corrupt, fails
@@ -296,3 +295,14 @@ def test_local_releases_checked_on_spark(spark_engine, tmp_path, builtin_table, 
         tmp_path / "parts",
     )
     assert verdicts and all(verdicts.values()), verdicts
+
+
+def test_a_zscore_scaling_is_refused(spark_engine, release):
+    """A mean and a standard deviation summed on the cluster are not the local sum's bits."""
+    from privfair.schemas.errors import InputError
+
+    params = FAIRLETS.model_copy(update={"scaling": "zscore"})
+    lin = SparkFrame(None, release.lineage.schema)
+    with using(spark_engine), pytest.raises(InputError) as e:
+        check_parts_on_spark(release.frame, lin, lin, params, release.contract)
+    assert e.value.column == "scaling"
