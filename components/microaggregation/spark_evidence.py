@@ -46,12 +46,10 @@ C11 (a mean and a standard deviation summed on a cluster are not the local sum's
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING
 
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -64,13 +62,10 @@ from privfair.components.microaggregation.encoding import (
     EncodedQIs,
     as_held,
     binary_values,
-    encode_qis,
     favoured_of,
-    indicator,
     scale_of,
 )
 from privfair.components.microaggregation.fair_mdav import Tally
-from privfair.components.microaggregation.spark_release import _spark_types
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import Role, read_roles
 
@@ -144,34 +139,6 @@ def frame_fit(frame: SparkFrame, scaling: str) -> tuple[AuditFit, EncodedQIs]:
     declared = prot.favoured[0] if prot.favoured else None
     favoured = as_held(favoured_of(distinct, pr, declared), distinct)
     return dataclasses.replace(fit, favoured=favoured), enc
-
-
-def _encoder(
-    schema: pa.Schema, enc: EncodedQIs, scaling: str, prot: str | None, favoured
-) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
-    """The batch function of step 2: each input row's encoded QIs (``__x<j>`` in original
-    units, ``__c<j>`` nominal codes) and split side (``__pa``: 1 for the favoured value when
-    ``prot`` is given, else 0) beside its columns, ``encode_qis`` with the fit ``enc``."""
-    roles = read_roles(schema)
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            t = pa.Table.from_batches([b])
-            data = t.select(schema.names).cast(schema)
-            got = encode_qis(data, roles, scaling, fit=enc)
-            side = (
-                indicator(data.column(prot), favoured)
-                if prot is not None
-                else np.zeros(t.num_rows, dtype=np.int8)
-            )
-            for j in range(got.numeric.shape[1]):
-                t = t.append_column(f"__x{j}", pa.array(got.numeric[:, j], pa.float64()))
-            for j in range(got.codes.shape[1]):
-                t = t.append_column(f"__c{j}", pa.array(got.codes[:, j], pa.int32()))
-            t = t.append_column("__pa", pa.array(side, pa.int8()))
-            yield from t.to_batches()
-
-    return run
 
 
 def _lineage_fits(lineage: SparkFrame, n_in: int, n_published: int) -> tuple[bool, int]:
@@ -275,9 +242,12 @@ def split_input(
         For a z-score scaling (``frame_fit``).
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
 
-    from privfair.components.microaggregation.spark_split import spark_blocks
+    from privfair.components.microaggregation.spark_split import (
+        encoded_for_split,
+        spark_blocks,
+        spark_types,
+    )
 
     seed = _seed(checked)
     if seed is None:
@@ -294,18 +264,11 @@ def split_input(
         return None
     in_schema = input_frame.schema
     prot = read_roles(in_schema).with_role(Role.PROTECTED)[0].name if fairlet else None
-    q, r = enc.numeric.shape[1], enc.codes.shape[1]
-    xs, cs = [f"__x{j}" for j in range(q)], [f"__c{j}" for j in range(r)]
-    given = pa.schema([*_spark_types(in_schema), pa.field(ROW, pa.int64())])
-    encoded_schema = pa.schema(
-        [*given, *(pa.field(x, pa.float64()) for x in xs), *(pa.field(c, pa.int32()) for c in cs)]
-        + [pa.field("__pa", pa.int8())]
+    side = (prot, fit.favoured, [fit.favoured]) if prot is not None else None
+    encoded, xs, cs = encoded_for_split(
+        input_frame.df, in_schema, params.scaling, fit.enc, ROW, side
     )
-    df = input_frame.df.select(*(F.col(_q(n)) for n in given.names))
-    encoded = df.mapInArrow(
-        _encoder(in_schema, fit.enc, params.scaling, prot, fit.favoured),
-        from_arrow_schema(encoded_schema),
-    )
+    given = pa.schema([*spark_types(in_schema), pa.field(ROW, pa.int64())])
     with cluster_job("recomputing the release's blocks"):
         blocked = spark_blocks(
             encoded,

@@ -31,7 +31,6 @@ deviation summed on a cluster are not the local run's bits), no ``block_rows``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,7 +51,6 @@ from privfair.components.microaggregation.blockwise import (
     plan_of_frame,
     protect_block,
 )
-from privfair.components.microaggregation.encoding import encode_qis, indicator
 from privfair.components.microaggregation.fair_mdav import (
     GroupCounts,
     _contract,
@@ -122,42 +120,6 @@ def _refuse_off_path(params: FairMDAVParams, schema: pa.Schema) -> None:
             "than this process (other bits, other groups)",
             "use 'minmax' or 'none', or the local engine",
         )
-
-
-def _encoder(plan: BlockPlan, names: list[str]):
-    """The batch function of step 2: each row's encoded QIs (``__x<j>``, ``__c<j>``) and its
-    split side (``__pa``: 1 favoured for fairlets, 0 for MDAV) beside its columns."""
-    fairlet = plan.params.grouping == "fairlet"
-
-    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        for b in batches:
-            t = pa.Table.from_batches([b])
-            data = t.select(names).cast(plan.schema)
-            enc = encode_qis(data, plan.roles, plan.params.scaling, fit=plan.template)
-            side = (
-                indicator(data.column(plan.protected), plan.favoured, list(plan.pa_values))
-                if fairlet
-                else np.zeros(t.num_rows, dtype=np.int8)
-            )
-            for j in range(enc.numeric.shape[1]):
-                t = t.append_column(f"__x{j}", pa.array(enc.numeric[:, j], pa.float64()))
-            for j in range(enc.codes.shape[1]):
-                t = t.append_column(f"__c{j}", pa.array(enc.codes[:, j], pa.int32()))
-            t = t.append_column("__pa", pa.array(side, pa.int8()))
-            yield from t.to_batches()
-
-    return run
-
-
-def _spark_types(schema: pa.Schema) -> pa.Schema:
-    """``schema`` as Spark carries it: a dictionary column as its values (Spark has no
-    dictionary type), no metadata; the parts get the published types back when written."""
-    return pa.schema(
-        [
-            pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
-            for f in schema
-        ]
-    )
 
 
 def _kernel(plan: BlockPlan, names: list[str], out: pa.Schema):
@@ -268,7 +230,11 @@ def protect_on_spark(
     from pyspark.sql.pandas.types import from_arrow_schema
 
     from privfair.components.core.spark_order import write_ordered_parts
-    from privfair.components.microaggregation.spark_split import spark_blocks
+    from privfair.components.microaggregation.spark_split import (
+        encoded_for_split,
+        spark_blocks,
+        spark_types,
+    )
 
     _refuse_off_path(params, frame.schema)
     names = list(frame.schema.names)
@@ -276,15 +242,15 @@ def protect_on_spark(
     bu, bf = block_sizes(params.grouping, plan.k, plan.m, plan.n)
     if 2 * plan.k > 1 << _RANK_BITS:
         raise InputError("k", f"a group of the Spark plan holds fewer than {1 << _RANK_BITS} rows")
-    q, r = len(plan.template.numeric_names), len(plan.template.nominal)
-    xs, cs = [f"__x{j}" for j in range(q)], [f"__c{j}" for j in range(r)]
-    given = pa.schema([*_spark_types(plan.schema), pa.field(ROW, pa.int64())])
-    encoded_schema = pa.schema(
-        [*given, *(pa.field(x, pa.float64()) for x in xs), *(pa.field(c, pa.int32()) for c in cs)]
-        + [pa.field("__pa", pa.int8())]
+    side = (
+        (plan.protected, plan.favoured, list(plan.pa_values))
+        if params.grouping == "fairlet"
+        else None
     )
-    df = frame.df.select(*(F.col(f"`{n}`") for n in given.names))
-    encoded = df.mapInArrow(_encoder(plan, names), from_arrow_schema(encoded_schema))
+    encoded, xs, cs = encoded_for_split(
+        frame.df, plan.schema, params.scaling, plan.template, ROW, side
+    )
+    given = pa.schema([*spark_types(plan.schema), pa.field(ROW, pa.int64())])
     with cluster_job("splitting the table into blocks"):
         blocked = spark_blocks(
             encoded, xs, cs, "__pa", ROW, bu, bf, params.block_rows, local_rows=local_rows
@@ -294,7 +260,7 @@ def protect_on_spark(
     )
     published = empty.schema.remove_metadata()
     data_schema = pa.schema([f for f in empty.schema if not f.name.startswith("__")], metadata=None)
-    out_schema = pa.schema([*_spark_types(published), pa.field(BLOCK, pa.int64())])
+    out_schema = pa.schema([*spark_types(published), pa.field(BLOCK, pa.int64())])
     kernel_in = blocked.select(*(F.col(f"`{n}`") for n in [*given.names, BLOCK]))
     with cluster_job("protecting the blocks"):
         done = (

@@ -22,7 +22,7 @@ from privfair.components.microaggregation.blocking import _split
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["spark_blocks"]
+__all__ = ["encoded_for_split", "spark_blocks", "spark_types"]
 
 # internal columns (names no input column is expected to use)
 _PATH, _ST, _KEY, _LU, _LF, _SUB, _OFF = (
@@ -296,3 +296,66 @@ def spark_blocks(
     )
     base = df.drop("block") if "block" in df.columns else df
     return base.join(ids, row_col).select(*base.columns, "block")
+
+
+def spark_types(schema: pa.Schema) -> pa.Schema:
+    """``schema`` as Spark carries it: a dictionary column as its values (Spark has no
+    dictionary type), no metadata; a step that needs the types back casts to ``schema``."""
+    return pa.schema(
+        [
+            pa.field(f.name, f.type.value_type if pa.types.is_dictionary(f.type) else f.type)
+            for f in schema
+        ]
+    )
+
+
+def encoded_for_split(
+    df: DataFrame,
+    schema: pa.Schema,
+    scaling: str,
+    fit,
+    row_col: str,
+    side: tuple[str, object, list] | None = None,
+) -> tuple[DataFrame, list[str], list[str]]:
+    """``df`` (the columns of ``schema`` and ``row_col``) with the columns ``spark_blocks``
+    reads, computed on the executors batch by batch: each row's QIs as ``encode_qis`` encodes
+    them with the whole table's ``fit`` (``__x<j>``: numeric QIs in their units, ordinal ones
+    as positions; ``__c<j>``: nominal codes, -1 missing) and its side of the split (``__pa``:
+    1 where the protected column ``side[0]`` holds the favoured value ``side[1]`` of its two
+    values ``side[2]``; 0 everywhere without ``side``, as MDAV's split). Returns the frame and
+    the names of the ``__x`` and ``__c`` columns."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from privfair.components.microaggregation.encoding import encode_qis, indicator
+    from privfair.schemas.roles import read_roles
+
+    roles = read_roles(schema)
+    q, r = len(fit.numeric_names), len(fit.nominal)
+    xs, cs = [f"__x{j}" for j in range(q)], [f"__c{j}" for j in range(r)]
+    given = pa.schema([*spark_types(schema), pa.field(row_col, pa.int64())])
+    encoded = pa.schema(
+        [*given, *(pa.field(x, pa.float64()) for x in xs), *(pa.field(c, pa.int32()) for c in cs)]
+        + [pa.field("__pa", pa.int8())]
+    )
+    names = list(schema.names)
+
+    def run(batches):
+        for b in batches:
+            t = pa.Table.from_batches([b])
+            data = t.select(names).cast(schema)
+            enc = encode_qis(data, roles, scaling, fit=fit)
+            pa01 = (
+                indicator(data.column(side[0]), side[1], list(side[2]))
+                if side is not None
+                else np.zeros(t.num_rows, dtype=np.int8)
+            )
+            for j in range(q):
+                t = t.append_column(xs[j], pa.array(enc.numeric[:, j], pa.float64()))
+            for j in range(r):
+                t = t.append_column(cs[j], pa.array(enc.codes[:, j], pa.int32()))
+            t = t.append_column("__pa", pa.array(pa01, pa.int8()))
+            yield from t.to_batches()
+
+    picked = df.select(*(F.col("`" + n.replace("`", "``") + "`") for n in given.names))
+    return picked.mapInArrow(run, from_arrow_schema(encoded)), xs, cs
