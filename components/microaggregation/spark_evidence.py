@@ -66,6 +66,7 @@ from privfair.components.microaggregation.encoding import (
     scale_of,
 )
 from privfair.components.microaggregation.fair_mdav import Tally
+from privfair.components.microaggregation.spark_split import BLOCK, own_names
 from privfair.schemas.errors import InputError
 from privfair.schemas.roles import Role, read_roles
 
@@ -74,7 +75,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SplitInput", "check_parts_on_spark", "frame_fit", "split_input"]
 
-BLOCK = "block"  # spark_blocks' column
 # internal columns of the published side before packing
 _PPOS, _RID, _GRP = "__pf_pos", "__pf_row_id", "__pf_group"
 #: the scalings whose (offset, scale) the stand-in's ranges give exactly (``scale_of``)
@@ -263,6 +263,7 @@ def split_input(
     if fairlet and fit.favoured is None:
         return None
     in_schema = input_frame.schema
+    own_names(in_schema)  # an input column the plan's own would replace: no verdict on it
     prot = read_roles(in_schema).with_role(Role.PROTECTED)[0].name if fairlet else None
     side = (prot, fit.favoured, [fit.favoured]) if prot is not None else None
     encoded, xs, cs = encoded_for_split(

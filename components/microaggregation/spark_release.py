@@ -39,8 +39,10 @@ import pyarrow as pa
 from privfair.components.core.engine import SparkFrame, cluster_job
 from privfair.components.microaggregation.blocking import block_sizes
 from privfair.components.microaggregation.blockwise import (
+    FLAGS,
     FLIPPED,
     GROUP,
+    LINEAGE,
     PA01,
     RANK,
     ROW,
@@ -59,11 +61,11 @@ from privfair.components.microaggregation.fair_mdav import (
 )
 from privfair.components.microaggregation.microaggregate import information_loss_of
 from privfair.components.microaggregation.params import FairMDAVParams
+from privfair.components.microaggregation.spark_split import BLOCK
 from privfair.schemas.errors import InputError
 
 __all__ = ["SparkRelease", "protect_on_spark", "LINEAGE_SCHEMA"]
 
-BLOCK = "block"
 _TIE = "__tie"
 #: Rows of a group fit below 2^21 (groups hold at most 2k - 1 rows): the tie is the group
 #: number then the rank, the rows' grouping order, which orders rows equal in every column.
@@ -95,6 +97,9 @@ class SparkRelease:
 
 
 def _refuse_off_path(params: FairMDAVParams, schema: pa.Schema) -> None:
+    from privfair.components.microaggregation.spark_split import own_names
+
+    own_names(schema)
     for f in schema:
         if pa.types.is_dictionary(f.type) and f.type.ordered:
             raise InputError(
@@ -259,7 +264,8 @@ def protect_on_spark(
         plan, plan.schema.empty_table().append_column(ROW, pa.array([], pa.int64()))
     )
     published = empty.schema.remove_metadata()
-    data_schema = pa.schema([f for f in empty.schema if not f.name.startswith("__")], metadata=None)
+    internal = {*LINEAGE, *FLAGS}
+    data_schema = pa.schema([f for f in empty.schema if f.name not in internal], metadata=None)
     out_schema = pa.schema([*spark_types(published), pa.field(BLOCK, pa.int64())])
     kernel_in = blocked.select(*(F.col(f"`{n}`") for n in [*given.names, BLOCK]))
     with cluster_job("protecting the blocks"):

@@ -22,7 +22,10 @@ from privfair.components.microaggregation.blocking import _split
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-__all__ = ["encoded_for_split", "spark_blocks", "spark_types"]
+__all__ = ["BLOCK", "encoded_for_split", "own_names", "spark_blocks", "spark_types"]
+
+#: The column ``spark_blocks`` adds: each row's block.
+BLOCK = "block"
 
 # internal columns (names no input column is expected to use)
 _PATH, _ST, _KEY, _LU, _LF, _SUB, _OFF = (
@@ -359,3 +362,18 @@ def encoded_for_split(
 
     picked = df.select(*(F.col("`" + n.replace("`", "``") + "`") for n in given.names))
     return picked.mapInArrow(run, from_arrow_schema(encoded)), xs, cs
+
+
+def own_names(schema: pa.Schema) -> None:
+    """``InputError`` naming a column of ``schema`` that the Spark plans' own columns would
+    overwrite or hide (``BLOCK``, or a name beginning ``__``: positions, encodings, flags), so
+    that no input column is silently replaced on the cluster."""
+    from privfair.schemas.errors import InputError
+
+    for name in schema.names:
+        if name == BLOCK or name.startswith("__"):
+            raise InputError(
+                name,
+                f"a column name the Spark plan keeps for its own columns ('{BLOCK}', '__...')",
+                "rename the column, or run on the local engine",
+            )

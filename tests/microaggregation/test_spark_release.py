@@ -110,3 +110,14 @@ def test_off_the_plan_is_refused(spark_engine, tmp_path, change, key):
     with pytest.raises(InputError) as e:
         released(spark_engine, table(50), params, tmp_path)
     assert e.value.column == key or key in str(e.value)
+
+
+@pytest.mark.parametrize("name", ["block", "__row", "__x0"])
+def test_a_column_named_like_the_plans_own_is_refused(spark_engine, tmp_path, name):
+    """A column the plan's own columns would replace on the cluster is refused, never
+    overwritten: its values would otherwise be published as the plan's."""
+    t = table(50)
+    t = t.rename_columns([name if c == "note" else c for c in t.column_names])
+    with pytest.raises(InputError) as e:
+        released(spark_engine, t, FairMDAVParams(k=4, block_rows=60), tmp_path)
+    assert e.value.column == name
