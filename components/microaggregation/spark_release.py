@@ -100,6 +100,13 @@ def _refuse_off_path(params: FairMDAVParams, schema: pa.Schema) -> None:
     from privfair.components.microaggregation.spark_split import own_names
 
     own_names(schema)
+    for name in LINEAGE_SCHEMA.names:  # the sidecar's columns ride beside the published ones
+        if name in schema.names:
+            raise InputError(
+                name,
+                "a column of the input is named like a lineage column",
+                "rename it to run on the Spark engine",
+            )
     for f in schema:
         if pa.types.is_dictionary(f.type) and f.type.ordered:
             raise InputError(
@@ -289,13 +296,6 @@ def protect_on_spark(
         .withColumn(_TIE, F.shiftleft(F.col(GROUP), _RANK_BITS) + F.col(RANK).cast("long"))
     )
     metrics, warnings = _metrics(plan, numbered, total)
-    for name in LINEAGE_SCHEMA.names:
-        if name in data_schema.names:
-            raise InputError(
-                name,
-                "a column of the input is named like a lineage column",
-                "rename it to run on the Spark engine",
-            )
     lineage = numbered.select(
         *(F.col(f"`{n}`") for n in data_schema.names),
         F.col(ROW).alias("row_id"),

@@ -112,7 +112,7 @@ def test_off_the_plan_is_refused(spark_engine, tmp_path, change, key):
     assert e.value.column == key or key in str(e.value)
 
 
-@pytest.mark.parametrize("name", ["block", "__row", "__x0"])
+@pytest.mark.parametrize("name", ["block", "__row", "__x0", "group"])
 def test_a_column_named_like_the_plans_own_is_refused(spark_engine, tmp_path, name):
     """A column the plan's own columns would replace on the cluster is refused, never
     overwritten: its values would otherwise be published as the plan's."""
